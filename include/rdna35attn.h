@@ -1,0 +1,306 @@
+/*
+ * rdna35attn.h - attention kernels for AMD RDNA 3.5 (gfx1151, "Strix Halo").
+ *
+ * The whole public surface of librdna35attn. C11; no HIP or CUDA header is needed to include it.
+ *
+ * Two operations:
+ *   - paged attention: decode, speculative decode (M <= 8 query tokens per sequence) and mixed
+ *     batches with longer (causal, chunked-prefill) query spans, over a paged KV cache;
+ *   - varlen attention: non-causal (encoder / ViT) or causal attention over variable-length
+ *     segments of one packed token buffer, with Q/K/V read in place through strides.
+ *
+ * Usage: create a context once, plan a call on the host (a plan fixes the implementation, the
+ * launch grid and the workspace size from host-known values only), then run the plan many times
+ * with different buffers. See README.md for a complete example.
+ *
+ * Conventions used throughout:
+ *   - All strides and offsets are in ELEMENTS of the tensor's dtype, never bytes.
+ *   - Pointers in the *_args structs are device pointers on a GPU context and host pointers on a
+ *     reference context. Metadata arrays (seq_lens, query_start_loc, block_table, cu_seqlens) live
+ *     where the tensors live.
+ *   - Every call returns an r35a_status. On any status other than R35A_OK nothing has been written
+ *     to any output or workspace buffer, and r35a_last_error_detail() names the offending field.
+ *   - The library never aborts the host process and never prints unless R35A_LOG=1 is set.
+ *
+ * Semantics of the scores (both ops). For a query row q (query head h) and a key k that the row
+ * may see, the logit is
+ *     s = softmax_scale * dot(q, k)
+ *     if logit_softcap > 0:  s = logit_softcap * tanh(s / logit_softcap)
+ *     if ALiBi is on:        s = s + alibi_slopes[h] * (j - p)      (j key position, p query position)
+ * and the output row is sum_j softmax(s)_j * v_j, computed with fp32 accumulation and fp32 softmax.
+ * A row that sees no key (padding, empty sequence) is written as zeros, never NaN.
+ */
+#ifndef RDNA35ATTN_H
+#define RDNA35ATTN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define R35A_API
+#elif defined(__GNUC__)
+#define R35A_API __attribute__((visibility("default")))
+#else
+#define R35A_API
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * Version
+ * ------------------------------------------------------------------------------------------- */
+
+#define R35A_VERSION_MAJOR 0
+#define R35A_VERSION_MINOR 1
+#define R35A_VERSION_PATCH 0
+/* MAJOR * 10000 + MINOR * 100 + PATCH, e.g. 100 for 0.1.0. */
+#define R35A_VERSION_NUMBER (R35A_VERSION_MAJOR * 10000 + R35A_VERSION_MINOR * 100 + R35A_VERSION_PATCH)
+
+/* The version of the library actually linked, as R35A_VERSION_NUMBER and as "0.1.0". */
+R35A_API unsigned r35a_version_number(void);
+R35A_API const char *r35a_version_string(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Status codes. The values are pinned: they never change meaning between releases.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef enum r35a_status {
+    R35A_OK = 0,
+    R35A_ERR_NULL_POINTER = 1,          /* a required pointer argument or field is NULL */
+    R35A_ERR_INVALID_ARGUMENT = 2,      /* a value is out of its documented range */
+    R35A_ERR_STRUCT_SIZE = 3,           /* a struct's struct_size is not one this library knows */
+    R35A_ERR_UNKNOWN_DTYPE = 4,         /* dtype is not an r35a_dtype value */
+    R35A_ERR_SIZE_OVERFLOW = 5,         /* a size or offset product does not fit in 64 bits */
+    R35A_ERR_UNSUPPORTED = 6,           /* valid input that no implementation of this context serves */
+    R35A_ERR_BACKEND_UNAVAILABLE = 7,   /* the requested backend (e.g. GPU) is not available */
+    R35A_ERR_WORKSPACE_TOO_SMALL = 8,   /* workspace_bytes is below the plan's workspace_bytes */
+    R35A_ERR_OUT_OF_MEMORY = 9,         /* a host allocation failed */
+    R35A_ERR_DEVICE = 10,               /* the GPU runtime returned an error */
+    R35A_ERR_INVALID_DATA = 11,         /* metadata contents (seq_lens, block_table, ...) are invalid;
+                                           only host-visible data (reference context) is checked */
+    R35A_ERR_PLAN_MISMATCH = 12,        /* the plan was made by another context or for another op */
+    R35A_ERR_INTERNAL = 13              /* a bug in the library; please report it */
+} r35a_status;
+
+/* Name of a status, e.g. "R35A_ERR_INVALID_ARGUMENT"; "R35A_ERR_UNKNOWN_STATUS" for others. */
+R35A_API const char *r35a_status_string(r35a_status status);
+
+/* Detail of the last failed call on this thread, naming the offending field, e.g.
+ * "paged_attention_desc.num_kv_heads: 5 does not divide num_q_heads 32". Valid until the next
+ * library call on this thread; "" if the last call succeeded. */
+R35A_API const char *r35a_last_error_detail(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Data types
+ * ------------------------------------------------------------------------------------------- */
+
+typedef enum r35a_dtype {
+    R35A_DTYPE_F16 = 1,   /* IEEE binary16 */
+    R35A_DTYPE_BF16 = 2,  /* bfloat16 */
+    R35A_DTYPE_F32 = 3    /* IEEE binary32 (reference path only) */
+} r35a_dtype;
+
+/* ---------------------------------------------------------------------------------------------
+ * Context
+ * ------------------------------------------------------------------------------------------- */
+
+typedef enum r35a_backend {
+    R35A_BACKEND_AUTO = 0,       /* the GPU if one this build serves is present, else the reference */
+    R35A_BACKEND_GPU = 1,        /* the GPU or R35A_ERR_BACKEND_UNAVAILABLE */
+    R35A_BACKEND_REFERENCE = 2   /* the portable CPU reference on host pointers */
+} r35a_backend;
+
+typedef struct r35a_context_options {
+    size_t struct_size;      /* sizeof(r35a_context_options) */
+    r35a_backend backend;    /* default R35A_BACKEND_AUTO */
+    int32_t device_index;    /* GPU ordinal for GPU backends; default 0 */
+} r35a_context_options;
+
+/* Fills *options with defaults (struct_size set). */
+R35A_API void r35a_context_options_init(r35a_context_options *options);
+
+typedef struct r35a_context r35a_context;
+
+/* options may be NULL for the defaults. On failure *context is set to NULL. Thread-safe. */
+R35A_API r35a_status r35a_context_create(const r35a_context_options *options, r35a_context **context);
+/* NULL is accepted. Plans made by the context must be destroyed first. */
+R35A_API void r35a_context_destroy(r35a_context *context);
+
+typedef struct r35a_context_info {
+    size_t struct_size;        /* set by the caller: sizeof(r35a_context_info) */
+    r35a_backend backend;      /* the active backend: R35A_BACKEND_GPU or R35A_BACKEND_REFERENCE */
+    int32_t device_index;      /* GPU ordinal, -1 on the reference backend */
+    char backend_name[32];     /* "reference", "hip", ... */
+    char arch[64];             /* GPU arch, e.g. "gfx1151"; the host CPU arch for the reference */
+    char reason[256];          /* why this backend is active, e.g. "no HIP runtime found ..." */
+} r35a_context_info;
+
+R35A_API r35a_status r35a_context_get_info(const r35a_context *context, r35a_context_info *info);
+
+/* ---------------------------------------------------------------------------------------------
+ * Plans
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct r35a_plan r35a_plan;
+
+typedef struct r35a_plan_info {
+    size_t struct_size;          /* set by the caller: sizeof(r35a_plan_info) */
+    char implementation[128];    /* the chosen implementation; a variant name, "generic" or "reference";
+                                    a mixed batch lists both, e.g. "decode_...+generic" */
+    char fallback_reason[256];   /* why a faster implementation declined, "" if none did */
+    size_t workspace_bytes;      /* bytes of workspace run() needs; 0 means none */
+    uint32_t grid[3];            /* launch grid in workgroups (0s on the reference backend) */
+    uint32_t block[3];           /* workgroup size in threads (0s on the reference backend) */
+    int32_t num_splits;          /* KV splits per (kv head, row group); 1 without split-KV */
+} r35a_plan_info;
+
+R35A_API r35a_status r35a_plan_get_info(const r35a_plan *plan, r35a_plan_info *info);
+/* NULL is accepted. */
+R35A_API void r35a_plan_destroy(r35a_plan *plan);
+
+/* ---------------------------------------------------------------------------------------------
+ * Paged attention: decode, speculative decode and mixed batches.
+ *
+ * Sequence s has L = seq_lens[s] tokens of context, its new query tokens included. Its M query
+ * tokens are rows query_start_loc[s] .. query_start_loc[s+1]-1 of Q and O, and they sit at key
+ * positions L-M .. L-1. Query token i (position p = L-M+i) sees key positions j with j <= p and,
+ * when window > 0, p - j < window (the window counts `window` keys, the current one included).
+ * M must not exceed L.
+ *
+ * Paged KV: key position j of sequence s is in physical page
+ *     page = block_table[s * block_table_stride + j / page_size],  slot j % page_size,
+ * and its key vector for kv head g starts at element
+ *     k_cache + page * k_page_stride + g * k_head_stride + slot * k_slot_stride
+ * (the same for V with the v_* strides). Elements within a vector are contiguous (stride 1).
+ * The usual HND cache [num_pages][num_kv_heads][page_size][head_size] has
+ *     page_stride = num_kv_heads * page_size * head_size, head_stride = page_size * head_size,
+ *     slot_stride = head_size.
+ * Only the pages a query can reach need valid block_table entries: a windowed sequence's table may
+ * hold anything in the entries before the first page its window reaches.
+ *
+ * Q row for (token t, query head h) starts at q + t * q_token_stride + h * q_head_stride; the same
+ * for O with the o_* strides. GQA: num_q_heads is a multiple of num_kv_heads and query head h
+ * reads kv head h / (num_q_heads / num_kv_heads).
+ *
+ * Empty-sequence rule: a sequence with L = 0 (a padding slot; it must then have M = 0) writes
+ * nothing because it has no rows; a query row that sees no key writes zeros.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct r35a_paged_attention_desc {
+    size_t struct_size;            /* sizeof(r35a_paged_attention_desc) */
+    r35a_dtype dtype;              /* of Q, K, V and O alike */
+
+    /* Host-known shape. These fix the plan; run() reads the device data only on the device. */
+    int32_t num_seqs;              /* >= 1: entries of seq_lens; query_start_loc has num_seqs + 1 */
+    int32_t num_tokens;            /* >= 0: query rows in Q and O, = query_start_loc[num_seqs] */
+    int32_t max_query_len;         /* >= 0: upper bound on every sequence's M */
+    int32_t max_seq_len;           /* >= 0: upper bound on every seq_lens[s] */
+    int32_t num_q_heads;           /* >= 1 */
+    int32_t num_kv_heads;          /* >= 1, divides num_q_heads */
+    int32_t head_size;             /* 1 .. 1024 (elements per head vector) */
+    int32_t page_size;             /* >= 1 tokens per page */
+    int32_t num_pages;             /* >= 1 pages in the cache; block_table entries are 0 .. num_pages-1 */
+    int32_t block_table_stride;    /* >= ceil(max_seq_len / page_size) entries between sequences' rows */
+
+    int32_t window;                /* sliding window in keys (current one included); 0 = no window */
+    float softmax_scale;           /* > 0 and finite, usually 1/sqrt(head_size) */
+    float logit_softcap;           /* 0 = off; > 0 applies cap * tanh(s / cap) */
+    int32_t use_alibi;             /* 0 or 1; 1 requires args.alibi_slopes ([num_q_heads] float32) */
+
+    /* Strides in elements (see above); each >= 0. Vectors are contiguous. */
+    int64_t q_token_stride, q_head_stride;
+    int64_t o_token_stride, o_head_stride;
+    int64_t k_page_stride, k_head_stride, k_slot_stride;
+    int64_t v_page_stride, v_head_stride, v_slot_stride;
+} r35a_paged_attention_desc;
+
+typedef struct r35a_paged_attention_args {
+    size_t struct_size;            /* sizeof(r35a_paged_attention_args) */
+    const void *q;                 /* query rows, dtype */
+    const void *k_cache;           /* dtype */
+    const void *v_cache;           /* dtype */
+    void *out;                     /* output rows, dtype; may not alias the inputs */
+    const int32_t *seq_lens;       /* [num_seqs], each 0 .. max_seq_len */
+    const int32_t *query_start_loc;/* [num_seqs + 1], non-decreasing, [0] = 0, [num_seqs] = num_tokens */
+    const int32_t *block_table;    /* [num_seqs * block_table_stride] page indices */
+    const float *alibi_slopes;     /* [num_q_heads] when use_alibi, else must be NULL */
+} r35a_paged_attention_args;
+
+/* Fills *desc with a contiguous HND layout for the given shape: defaults strides, softmax_scale =
+ * 1/sqrt(head_size), block_table_stride = ceil(max_seq_len / page_size), no window, no softcap. */
+R35A_API void r35a_paged_attention_desc_init(r35a_paged_attention_desc *desc, r35a_dtype dtype,
+                                             int32_t num_seqs, int32_t num_tokens,
+                                             int32_t max_query_len, int32_t max_seq_len,
+                                             int32_t num_q_heads, int32_t num_kv_heads,
+                                             int32_t head_size, int32_t page_size, int32_t num_pages);
+
+/* Validates desc and chooses an implementation. *plan is NULL on failure. */
+R35A_API r35a_status r35a_paged_attention_plan(r35a_context *context,
+                                               const r35a_paged_attention_desc *desc,
+                                               r35a_plan **plan);
+
+/* Runs a plan made by r35a_paged_attention_plan() on the same context. workspace may be NULL only
+ * when the plan's workspace_bytes is 0. stream is a hipStream_t / CUstream (NULL = the default
+ * stream) on GPU contexts and ignored on the reference. GPU runs are asynchronous. */
+R35A_API r35a_status r35a_paged_attention_run(r35a_context *context, const r35a_plan *plan,
+                                              const r35a_paged_attention_args *args,
+                                              void *workspace, size_t workspace_bytes, void *stream);
+
+/* ---------------------------------------------------------------------------------------------
+ * Varlen attention: encoder (non-causal) or causal self-attention over packed segments.
+ *
+ * Segment s covers tokens cu_seqlens[s] .. cu_seqlens[s+1]-1. In a non-causal call token i of a
+ * segment sees every key of its segment; in a causal call it sees the segment's keys 0 .. i.
+ * Q row for (token t, head h) starts at q + t * q_token_stride + h * q_head_stride; likewise
+ * K and V (kv head h / (num_q_heads / num_kv_heads)) and O. A fused qkv buffer
+ * [tokens][3][heads][D] is read in place with q = qkv, k = qkv + heads*D, v = qkv + 2*heads*D and
+ * token strides 3*heads*D. Empty segments are allowed and write nothing.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct r35a_varlen_attention_desc {
+    size_t struct_size;            /* sizeof(r35a_varlen_attention_desc) */
+    r35a_dtype dtype;              /* of Q, K, V and O alike */
+    int32_t num_segments;          /* >= 1; cu_seqlens has num_segments + 1 entries */
+    int32_t num_tokens;            /* >= 0: = cu_seqlens[num_segments] */
+    int32_t max_seqlen;            /* >= 0: host-known upper bound on every segment's length */
+    int32_t num_q_heads;           /* >= 1 */
+    int32_t num_kv_heads;          /* >= 1, divides num_q_heads */
+    int32_t head_size;             /* 1 .. 1024 */
+    int32_t causal;                /* 0 (encoder) or 1 */
+    float softmax_scale;           /* > 0 and finite */
+    float logit_softcap;           /* 0 = off */
+    /* Strides in elements; each >= 0. Vectors are contiguous. */
+    int64_t q_token_stride, q_head_stride;
+    int64_t k_token_stride, k_head_stride;
+    int64_t v_token_stride, v_head_stride;
+    int64_t o_token_stride, o_head_stride;
+} r35a_varlen_attention_desc;
+
+typedef struct r35a_varlen_attention_args {
+    size_t struct_size;            /* sizeof(r35a_varlen_attention_args) */
+    const void *q, *k, *v;         /* dtype */
+    void *out;                     /* dtype; may not alias the inputs */
+    const int32_t *cu_seqlens;     /* [num_segments + 1], non-decreasing, [0] = 0 */
+} r35a_varlen_attention_args;
+
+/* Fills *desc for separate contiguous [tokens][heads][D] Q, K, V and O buffers, non-causal. */
+R35A_API void r35a_varlen_attention_desc_init(r35a_varlen_attention_desc *desc, r35a_dtype dtype,
+                                              int32_t num_segments, int32_t num_tokens,
+                                              int32_t max_seqlen, int32_t num_q_heads,
+                                              int32_t num_kv_heads, int32_t head_size);
+
+R35A_API r35a_status r35a_varlen_attention_plan(r35a_context *context,
+                                                const r35a_varlen_attention_desc *desc,
+                                                r35a_plan **plan);
+
+R35A_API r35a_status r35a_varlen_attention_run(r35a_context *context, const r35a_plan *plan,
+                                               const r35a_varlen_attention_args *args,
+                                               void *workspace, size_t workspace_bytes, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RDNA35ATTN_H */

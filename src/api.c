@@ -1,0 +1,336 @@
+/* api.c - public entry points: version, status strings, error detail, contexts, plans, runs.
+ *
+ * Every entry point clears the thread-local detail first, validates, then delegates: validation to
+ * validate.c, the choice of implementation to dispatch.c, the work to the chosen implementation. */
+#include "internal.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define R35A_STR2(x) #x
+#define R35A_STR(x) R35A_STR2(x)
+
+unsigned r35a_version_number(void) { return R35A_VERSION_NUMBER; }
+
+const char *r35a_version_string(void)
+{
+    return R35A_STR(R35A_VERSION_MAJOR) "." R35A_STR(R35A_VERSION_MINOR) "." R35A_STR(R35A_VERSION_PATCH);
+}
+
+/* ---- status and detail ---- */
+
+const char *r35a_status_string(r35a_status status)
+{
+    switch (status) {
+    case R35A_OK: return "R35A_OK";
+    case R35A_ERR_NULL_POINTER: return "R35A_ERR_NULL_POINTER";
+    case R35A_ERR_INVALID_ARGUMENT: return "R35A_ERR_INVALID_ARGUMENT";
+    case R35A_ERR_STRUCT_SIZE: return "R35A_ERR_STRUCT_SIZE";
+    case R35A_ERR_UNKNOWN_DTYPE: return "R35A_ERR_UNKNOWN_DTYPE";
+    case R35A_ERR_SIZE_OVERFLOW: return "R35A_ERR_SIZE_OVERFLOW";
+    case R35A_ERR_UNSUPPORTED: return "R35A_ERR_UNSUPPORTED";
+    case R35A_ERR_BACKEND_UNAVAILABLE: return "R35A_ERR_BACKEND_UNAVAILABLE";
+    case R35A_ERR_WORKSPACE_TOO_SMALL: return "R35A_ERR_WORKSPACE_TOO_SMALL";
+    case R35A_ERR_OUT_OF_MEMORY: return "R35A_ERR_OUT_OF_MEMORY";
+    case R35A_ERR_DEVICE: return "R35A_ERR_DEVICE";
+    case R35A_ERR_INVALID_DATA: return "R35A_ERR_INVALID_DATA";
+    case R35A_ERR_PLAN_MISMATCH: return "R35A_ERR_PLAN_MISMATCH";
+    case R35A_ERR_INTERNAL: return "R35A_ERR_INTERNAL";
+    }
+    return "R35A_ERR_UNKNOWN_STATUS";
+}
+
+static _Thread_local char tls_detail[512];
+
+const char *r35a_last_error_detail(void) { return tls_detail; }
+
+void r35a_clear_error(void) { tls_detail[0] = '\0'; }
+
+r35a_status r35a_fail(r35a_status status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tls_detail, sizeof tls_detail, fmt, ap);
+    va_end(ap);
+    r35a_log("error %s: %s", r35a_status_string(status), tls_detail);
+    return status;
+}
+
+/* ---- contexts ---- */
+
+void r35a_context_options_init(r35a_context_options *options)
+{
+    if (!options)
+        return;
+    memset(options, 0, sizeof *options);
+    options->struct_size = sizeof *options;
+    options->backend = R35A_BACKEND_AUTO;
+    options->device_index = 0;
+}
+
+static void copy_text(char *dst, size_t cap, const char *src) { snprintf(dst, cap, "%s", src); }
+
+static void host_arch_name(char *dst, size_t cap)
+{
+#if defined(__x86_64__)
+    copy_text(dst, cap, "x86_64");
+#elif defined(__aarch64__)
+    copy_text(dst, cap, "aarch64");
+#else
+    copy_text(dst, cap, "host");
+#endif
+}
+
+/* Fills ctx for the reference backend; why says why it was chosen. */
+static void become_reference(r35a_context *ctx, const char *why)
+{
+    ctx->backend = R35A_BACKEND_REFERENCE;
+    ctx->info.backend = R35A_BACKEND_REFERENCE;
+    ctx->info.device_index = -1;
+    copy_text(ctx->info.backend_name, sizeof ctx->info.backend_name, "reference");
+    host_arch_name(ctx->info.arch, sizeof ctx->info.arch);
+    copy_text(ctx->info.reason, sizeof ctx->info.reason, why);
+}
+
+/* Why no GPU backend can serve this process. GPU backends (HIP for gfx1151, CUDA for the NVIDIA
+ * development build) are added by later work; until then every build answers the same way. */
+static const char *gpu_unavailable_reason(void)
+{
+    return "this build has no GPU backend (the gfx1151 HIP backend is not implemented yet)";
+}
+
+r35a_status r35a_context_create(const r35a_context_options *options, r35a_context **context)
+{
+    r35a_clear_error();
+    if (!context)
+        return r35a_fail(R35A_ERR_NULL_POINTER, "context: NULL output pointer");
+    *context = NULL;
+    r35a_context_options defaults;
+    if (!options) {
+        r35a_context_options_init(&defaults);
+        options = &defaults;
+    }
+    if (options->struct_size != sizeof(r35a_context_options))
+        return r35a_fail(R35A_ERR_STRUCT_SIZE, "context_options.struct_size: %zu is not %zu",
+                         options->struct_size, sizeof(r35a_context_options));
+    if (options->backend != R35A_BACKEND_AUTO && options->backend != R35A_BACKEND_GPU &&
+        options->backend != R35A_BACKEND_REFERENCE)
+        return r35a_fail(R35A_ERR_INVALID_ARGUMENT, "context_options.backend: %d is not an r35a_backend",
+                         (int)options->backend);
+    if (options->device_index < 0)
+        return r35a_fail(R35A_ERR_INVALID_ARGUMENT, "context_options.device_index: %d is negative",
+                         (int)options->device_index);
+
+    if (options->backend == R35A_BACKEND_GPU)
+        return r35a_fail(R35A_ERR_BACKEND_UNAVAILABLE, "context_options.backend: GPU requested but %s",
+                         gpu_unavailable_reason());
+
+    r35a_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return r35a_fail(R35A_ERR_OUT_OF_MEMORY, "context: allocation of %zu bytes failed", sizeof *ctx);
+    ctx->info.struct_size = sizeof ctx->info;
+    if (options->backend == R35A_BACKEND_REFERENCE) {
+        become_reference(ctx, "reference backend requested");
+    } else {
+        char why[256];
+        snprintf(why, sizeof why, "auto: %s", gpu_unavailable_reason());
+        become_reference(ctx, why);
+    }
+    r35a_log("context: backend %s (%s), arch %s", ctx->info.backend_name, ctx->info.reason, ctx->info.arch);
+    *context = ctx;
+    return R35A_OK;
+}
+
+void r35a_context_destroy(r35a_context *context) { free(context); }
+
+r35a_status r35a_context_get_info(const r35a_context *context, r35a_context_info *info)
+{
+    r35a_clear_error();
+    if (!context)
+        return r35a_fail(R35A_ERR_NULL_POINTER, "context: NULL");
+    if (!info)
+        return r35a_fail(R35A_ERR_NULL_POINTER, "info: NULL");
+    if (info->struct_size != sizeof(r35a_context_info))
+        return r35a_fail(R35A_ERR_STRUCT_SIZE, "context_info.struct_size: %zu is not %zu", info->struct_size,
+                         sizeof(r35a_context_info));
+    *info = context->info;
+    return R35A_OK;
+}
+
+/* ---- plans ---- */
+
+r35a_status r35a_plan_get_info(const r35a_plan *plan, r35a_plan_info *info)
+{
+    r35a_clear_error();
+    if (!plan)
+        return r35a_fail(R35A_ERR_NULL_POINTER, "plan: NULL");
+    if (!info)
+        return r35a_fail(R35A_ERR_NULL_POINTER, "info: NULL");
+    if (info->struct_size != sizeof(r35a_plan_info))
+        return r35a_fail(R35A_ERR_STRUCT_SIZE, "plan_info.struct_size: %zu is not %zu", info->struct_size,
+                         sizeof(r35a_plan_info));
+    *info = plan->info;
+    return R35A_OK;
+}
+
+void r35a_plan_destroy(r35a_plan *plan) { free(plan); }
+
+/* Validated desc -> a new plan through dispatch. */
+static r35a_status make_plan(r35a_context *context, r35a_op op, const void *desc, r35a_plan **out)
+{
+    r35a_plan *plan = calloc(1, sizeof *plan);
+    if (!plan)
+        return r35a_fail(R35A_ERR_OUT_OF_MEMORY, "plan: allocation of %zu bytes failed", sizeof *plan);
+    plan->op = op;
+    plan->ctx = context;
+    plan->info.struct_size = sizeof plan->info;
+    if (op == R35A_OP_PAGED)
+        plan->desc.paged = *(const r35a_paged_attention_desc *)desc;
+    else
+        plan->desc.varlen = *(const r35a_varlen_attention_desc *)desc;
+    r35a_status st = r35a_dispatch(context, op, desc, plan);
+    if (st != R35A_OK) {
+        free(plan);
+        return st;
+    }
+    *out = plan;
+    return R35A_OK;
+}
+
+r35a_status r35a_paged_attention_plan(r35a_context *context, const r35a_paged_attention_desc *desc,
+                                      r35a_plan **plan)
+{
+    r35a_clear_error();
+    if (!plan)
+        return r35a_fail(R35A_ERR_NULL_POINTER, "plan: NULL output pointer");
+    *plan = NULL;
+    if (!context)
+        return r35a_fail(R35A_ERR_NULL_POINTER, "context: NULL");
+    r35a_status st = r35a_validate_paged_desc(desc);
+    if (st != R35A_OK)
+        return st;
+    return make_plan(context, R35A_OP_PAGED, desc, plan);
+}
+
+r35a_status r35a_varlen_attention_plan(r35a_context *context, const r35a_varlen_attention_desc *desc,
+                                       r35a_plan **plan)
+{
+    r35a_clear_error();
+    if (!plan)
+        return r35a_fail(R35A_ERR_NULL_POINTER, "plan: NULL output pointer");
+    *plan = NULL;
+    if (!context)
+        return r35a_fail(R35A_ERR_NULL_POINTER, "context: NULL");
+    r35a_status st = r35a_validate_varlen_desc(desc);
+    if (st != R35A_OK)
+        return st;
+    return make_plan(context, R35A_OP_VARLEN, desc, plan);
+}
+
+/* ---- runs ---- */
+
+/* Checks shared by both run calls: the plan belongs to this context and op; the workspace fits. */
+static r35a_status check_run_common(const r35a_context *context, const r35a_plan *plan, r35a_op op,
+                                    const void *workspace, size_t workspace_bytes)
+{
+    if (!context)
+        return r35a_fail(R35A_ERR_NULL_POINTER, "context: NULL");
+    if (!plan)
+        return r35a_fail(R35A_ERR_NULL_POINTER, "plan: NULL");
+    if (plan->op != op)
+        return r35a_fail(R35A_ERR_PLAN_MISMATCH, "plan: made for %s attention, run as %s attention",
+                         plan->op == R35A_OP_PAGED ? "paged" : "varlen", op == R35A_OP_PAGED ? "paged" : "varlen");
+    if (plan->ctx != context)
+        return r35a_fail(R35A_ERR_PLAN_MISMATCH, "plan: made by another context");
+    if (workspace_bytes < plan->info.workspace_bytes)
+        return r35a_fail(R35A_ERR_WORKSPACE_TOO_SMALL, "workspace_bytes: %zu is below the plan's %zu",
+                         workspace_bytes, plan->info.workspace_bytes);
+    if (plan->info.workspace_bytes > 0 && !workspace)
+        return r35a_fail(R35A_ERR_NULL_POINTER, "workspace: NULL but the plan needs %zu bytes",
+                         plan->info.workspace_bytes);
+    return R35A_OK;
+}
+
+r35a_status r35a_paged_attention_run(r35a_context *context, const r35a_plan *plan,
+                                     const r35a_paged_attention_args *args, void *workspace,
+                                     size_t workspace_bytes, void *stream)
+{
+    r35a_clear_error();
+    r35a_status st = check_run_common(context, plan, R35A_OP_PAGED, workspace, workspace_bytes);
+    if (st == R35A_OK)
+        st = r35a_validate_paged_args(&plan->desc.paged, args);
+    if (st == R35A_OK && context->backend == R35A_BACKEND_REFERENCE)
+        st = r35a_validate_paged_data(&plan->desc.paged, args);
+    if (st != R35A_OK)
+        return st;
+    return plan->impl->run(context, plan, args, workspace, workspace_bytes, stream);
+}
+
+r35a_status r35a_varlen_attention_run(r35a_context *context, const r35a_plan *plan,
+                                      const r35a_varlen_attention_args *args, void *workspace,
+                                      size_t workspace_bytes, void *stream)
+{
+    r35a_clear_error();
+    r35a_status st = check_run_common(context, plan, R35A_OP_VARLEN, workspace, workspace_bytes);
+    if (st == R35A_OK)
+        st = r35a_validate_varlen_args(&plan->desc.varlen, args);
+    if (st == R35A_OK && context->backend == R35A_BACKEND_REFERENCE)
+        st = r35a_validate_varlen_data(&plan->desc.varlen, args);
+    if (st != R35A_OK)
+        return st;
+    return plan->impl->run(context, plan, args, workspace, workspace_bytes, stream);
+}
+
+/* ---- descriptor defaults ---- */
+
+void r35a_paged_attention_desc_init(r35a_paged_attention_desc *desc, r35a_dtype dtype, int32_t num_seqs,
+                                    int32_t num_tokens, int32_t max_query_len, int32_t max_seq_len,
+                                    int32_t num_q_heads, int32_t num_kv_heads, int32_t head_size,
+                                    int32_t page_size, int32_t num_pages)
+{
+    if (!desc)
+        return;
+    memset(desc, 0, sizeof *desc);
+    desc->struct_size = sizeof *desc;
+    desc->dtype = dtype;
+    desc->num_seqs = num_seqs;
+    desc->num_tokens = num_tokens;
+    desc->max_query_len = max_query_len;
+    desc->max_seq_len = max_seq_len;
+    desc->num_q_heads = num_q_heads;
+    desc->num_kv_heads = num_kv_heads;
+    desc->head_size = head_size;
+    desc->page_size = page_size;
+    desc->num_pages = num_pages;
+    desc->block_table_stride = page_size > 0 ? (int32_t)(((int64_t)max_seq_len + page_size - 1) / page_size) : 0;
+    desc->softmax_scale = head_size > 0 ? 1.0f / sqrtf((float)head_size) : 1.0f;
+    desc->q_token_stride = desc->o_token_stride = (int64_t)num_q_heads * head_size;
+    desc->q_head_stride = desc->o_head_stride = head_size;
+    desc->k_slot_stride = desc->v_slot_stride = head_size;
+    desc->k_head_stride = desc->v_head_stride = (int64_t)page_size * head_size;
+    desc->k_page_stride = desc->v_page_stride = (int64_t)num_kv_heads * page_size * head_size;
+}
+
+void r35a_varlen_attention_desc_init(r35a_varlen_attention_desc *desc, r35a_dtype dtype, int32_t num_segments,
+                                     int32_t num_tokens, int32_t max_seqlen, int32_t num_q_heads,
+                                     int32_t num_kv_heads, int32_t head_size)
+{
+    if (!desc)
+        return;
+    memset(desc, 0, sizeof *desc);
+    desc->struct_size = sizeof *desc;
+    desc->dtype = dtype;
+    desc->num_segments = num_segments;
+    desc->num_tokens = num_tokens;
+    desc->max_seqlen = max_seqlen;
+    desc->num_q_heads = num_q_heads;
+    desc->num_kv_heads = num_kv_heads;
+    desc->head_size = head_size;
+    desc->softmax_scale = head_size > 0 ? 1.0f / sqrtf((float)head_size) : 1.0f;
+    desc->q_token_stride = desc->o_token_stride = (int64_t)num_q_heads * head_size;
+    desc->k_token_stride = desc->v_token_stride = (int64_t)num_kv_heads * head_size;
+    desc->q_head_stride = desc->k_head_stride = desc->v_head_stride = desc->o_head_stride = head_size;
+}

@@ -1,0 +1,151 @@
+/* dispatch.c - the ordered implementation list of each op and the choice among them.
+ *
+ * Most specialized first, reference last (oneDNN / libdeflate style). The first entry that runs on
+ * the context's backend and whose supports() accepts the descriptor serves the plan; the reasons
+ * of the entries that declined become the plan's fallback_reason. R35A_LOG=1 prints each decision;
+ * R35A_FORCE=<name> (test-only) restricts the choice to the entry of that name. */
+#include "internal.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- environment knobs, read once ---- */
+
+static struct {
+    bool log;
+    char force[128];
+} knobs;
+static pthread_once_t knobs_once = PTHREAD_ONCE_INIT;
+
+static void read_knobs(void)
+{
+    const char *log = getenv("R35A_LOG");
+    knobs.log = log && log[0] && strcmp(log, "0") != 0;
+    const char *force = getenv("R35A_FORCE");
+    if (force)
+        snprintf(knobs.force, sizeof knobs.force, "%s", force);
+}
+
+bool r35a_log_enabled(void)
+{
+    pthread_once(&knobs_once, read_knobs);
+    return knobs.log;
+}
+
+const char *r35a_forced_impl(void)
+{
+    pthread_once(&knobs_once, read_knobs);
+    return knobs.force[0] ? knobs.force : NULL;
+}
+
+void r35a_log(const char *fmt, ...)
+{
+    if (!r35a_log_enabled())
+        return;
+    char line[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "[r35a] %s\n", line);
+}
+
+/* ---- the CPU reference entries ---- */
+
+static bool reference_supports(const r35a_context *ctx, const void *desc, char *reason, size_t reason_len)
+{
+    (void)ctx;
+    (void)desc;
+    (void)reason;
+    (void)reason_len;
+    return true; /* serves every valid descriptor */
+}
+
+static r35a_status reference_plan(const r35a_context *ctx, const void *desc, r35a_plan_info *info)
+{
+    (void)ctx;
+    (void)desc;
+    info->workspace_bytes = 0;
+    info->num_splits = 1;
+    return R35A_OK;
+}
+
+static r35a_status reference_run_paged(const r35a_context *ctx, const r35a_plan *plan, const void *args,
+                                       void *workspace, size_t workspace_bytes, void *stream)
+{
+    (void)ctx;
+    (void)workspace;
+    (void)workspace_bytes;
+    (void)stream;
+    return r35a_reference_paged_attention(&plan->desc.paged, args);
+}
+
+static r35a_status reference_run_varlen(const r35a_context *ctx, const r35a_plan *plan, const void *args,
+                                        void *workspace, size_t workspace_bytes, void *stream)
+{
+    (void)ctx;
+    (void)workspace;
+    (void)workspace_bytes;
+    (void)stream;
+    return r35a_reference_varlen_attention(&plan->desc.varlen, args);
+}
+
+static const r35a_impl reference_paged = {"reference", R35A_OP_PAGED, R35A_BACKEND_REFERENCE,
+                                          reference_supports, reference_plan, reference_run_paged};
+static const r35a_impl reference_varlen = {"reference", R35A_OP_VARLEN, R35A_BACKEND_REFERENCE,
+                                           reference_supports, reference_plan, reference_run_varlen};
+
+/* ---- the ordered lists: tuned GPU variants, then the portable GPU kernel, then the reference ---- */
+
+static const r35a_impl *const paged_impls[] = {&reference_paged};
+static const r35a_impl *const varlen_impls[] = {&reference_varlen};
+
+static void append_reason(char *dst, size_t cap, const char *name, const char *why)
+{
+    size_t used = strlen(dst);
+    if (used + 1 >= cap)
+        return;
+    snprintf(dst + used, cap - used, "%s%s: %s", used ? "; " : "", name, why);
+}
+
+r35a_status r35a_dispatch(const r35a_context *ctx, r35a_op op, const void *desc, r35a_plan *plan)
+{
+    const r35a_impl *const *list = op == R35A_OP_PAGED ? paged_impls : varlen_impls;
+    size_t count = op == R35A_OP_PAGED ? sizeof paged_impls / sizeof *paged_impls
+                                       : sizeof varlen_impls / sizeof *varlen_impls;
+    const char *op_name = op == R35A_OP_PAGED ? "paged" : "varlen";
+    const char *force = r35a_forced_impl();
+    char declined[sizeof plan->info.fallback_reason] = "";
+
+    for (size_t i = 0; i < count; ++i) {
+        const r35a_impl *impl = list[i];
+        if (impl->backend != ctx->backend)
+            continue;
+        if (force && strcmp(force, impl->name) != 0)
+            continue;
+        char why[256] = "";
+        if (!impl->supports(ctx, desc, why, sizeof why)) {
+            r35a_log("%s: %s declines: %s", op_name, impl->name, why);
+            append_reason(declined, sizeof declined, impl->name, why);
+            continue;
+        }
+        r35a_status st = impl->plan(ctx, desc, &plan->info);
+        if (st != R35A_OK)
+            return st;
+        plan->impl = impl;
+        snprintf(plan->info.implementation, sizeof plan->info.implementation, "%s", impl->name);
+        snprintf(plan->info.fallback_reason, sizeof plan->info.fallback_reason, "%s", declined);
+        r35a_log("%s: chose %s (workspace %zu bytes, grid %ux%ux%u, splits %d)%s%s", op_name, impl->name,
+                 plan->info.workspace_bytes, plan->info.grid[0], plan->info.grid[1], plan->info.grid[2],
+                 plan->info.num_splits, declined[0] ? "; declined: " : "", declined);
+        return R35A_OK;
+    }
+    if (force)
+        return r35a_fail(R35A_ERR_UNSUPPORTED, "R35A_FORCE=%s: no %s implementation of that name on the %s backend%s%s",
+                         force, op_name, ctx->info.backend_name, declined[0] ? " accepts this call: " : "", declined);
+    return r35a_fail(R35A_ERR_UNSUPPORTED, "%s_attention_desc: no implementation of the %s backend serves it: %s",
+                     op_name, ctx->info.backend_name, declined);
+}

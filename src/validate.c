@@ -1,0 +1,325 @@
+/* validate.c - every check of caller input, in one place.
+ *
+ * Descriptor checks run at plan time, pointer checks at run time on every backend, and metadata
+ * content checks (seq_lens, query_start_loc, block_table, cu_seqlens) at run time where that data
+ * is host memory (the reference backend). Each failure names the struct and field in the detail,
+ * as "<struct>.<field>: <what is wrong>", and nothing is written before all checks pass. */
+#include "internal.h"
+
+#include <math.h>
+
+size_t r35a_dtype_size(r35a_dtype dtype)
+{
+    switch (dtype) {
+    case R35A_DTYPE_F16: return 2;
+    case R35A_DTYPE_BF16: return 2;
+    case R35A_DTYPE_F32: return 4;
+    }
+    return 0;
+}
+
+#define PAGED "paged_attention_desc"
+#define VARLEN "varlen_attention_desc"
+
+/* Fails unless value >= lo. */
+#define REQUIRE_AT_LEAST(name, field, value, lo)                                                       \
+    do {                                                                                               \
+        if ((long long)(value) < (long long)(lo))                                                      \
+            return r35a_fail(R35A_ERR_INVALID_ARGUMENT, "%s.%s: %lld is below %lld", name, field,       \
+                             (long long)(value), (long long)(lo));                                     \
+    } while (0)
+
+static r35a_status check_common_dtype(const char *name, r35a_dtype dtype)
+{
+    if (r35a_dtype_size(dtype) == 0)
+        return r35a_fail(R35A_ERR_UNKNOWN_DTYPE, "%s.dtype: %d is not an r35a_dtype", name, (int)dtype);
+    return R35A_OK;
+}
+
+static r35a_status check_heads(const char *name, int32_t num_q_heads, int32_t num_kv_heads, int32_t head_size)
+{
+    REQUIRE_AT_LEAST(name, "num_q_heads", num_q_heads, 1);
+    REQUIRE_AT_LEAST(name, "num_kv_heads", num_kv_heads, 1);
+    if (head_size < 1 || head_size > 1024)
+        return r35a_fail(R35A_ERR_INVALID_ARGUMENT, "%s.head_size: %d is outside 1..1024", name, (int)head_size);
+    if (num_q_heads % num_kv_heads != 0)
+        return r35a_fail(R35A_ERR_INVALID_ARGUMENT, "%s.num_kv_heads: %d does not divide num_q_heads %d", name,
+                         (int)num_kv_heads, (int)num_q_heads);
+    return R35A_OK;
+}
+
+static r35a_status check_scores(const char *name, float softmax_scale, float logit_softcap)
+{
+    if (!(softmax_scale > 0.0f) || !isfinite(softmax_scale))
+        return r35a_fail(R35A_ERR_INVALID_ARGUMENT, "%s.softmax_scale: %g must be finite and > 0", name,
+                         (double)softmax_scale);
+    if (!(logit_softcap >= 0.0f) || !isfinite(logit_softcap))
+        return r35a_fail(R35A_ERR_INVALID_ARGUMENT, "%s.logit_softcap: %g must be finite and >= 0 (0 = off)",
+                         name, (double)logit_softcap);
+    return R35A_OK;
+}
+
+static r35a_status check_stride(const char *name, const char *field, int64_t stride)
+{
+    if (stride < 0)
+        return r35a_fail(R35A_ERR_INVALID_ARGUMENT, "%s.%s: %lld is negative", name, field, (long long)stride);
+    return R35A_OK;
+}
+
+/* One dimension of a strided tensor: `count` positions `stride` elements apart. */
+typedef struct extent_term {
+    const char *field;   /* the stride's field name, for the detail */
+    int64_t count;
+    int64_t stride;
+} extent_term;
+
+/* Checks that the byte extent of a tensor, sum((count-1) * stride) + vector_len elements, fits in
+ * int64, so every offset the kernels compute fits too. Names the first stride that overflows. */
+static r35a_status check_extent(const char *name, const extent_term *terms, int n, int64_t vector_len,
+                                size_t elem_size)
+{
+    int64_t extent = vector_len;
+    for (int i = 0; i < n; ++i) {
+        if (terms[i].count <= 0)
+            continue;
+        int64_t span;
+        if (__builtin_mul_overflow(terms[i].count - 1, terms[i].stride, &span) ||
+            __builtin_add_overflow(extent, span, &extent) ||
+            __builtin_mul_overflow(extent, (int64_t)elem_size, &span))
+            return r35a_fail(R35A_ERR_SIZE_OVERFLOW, "%s.%s: %lld x %lld elements overflows a 64-bit byte offset",
+                             name, terms[i].field, (long long)terms[i].count, (long long)terms[i].stride);
+    }
+    return R35A_OK;
+}
+
+#define TRY(expr)                                                                                      \
+    do {                                                                                               \
+        r35a_status st_ = (expr);                                                                      \
+        if (st_ != R35A_OK)                                                                            \
+            return st_;                                                                                \
+    } while (0)
+
+r35a_status r35a_validate_paged_desc(const r35a_paged_attention_desc *d)
+{
+    if (!d)
+        return r35a_fail(R35A_ERR_NULL_POINTER, PAGED ": NULL");
+    if (d->struct_size != sizeof *d)
+        return r35a_fail(R35A_ERR_STRUCT_SIZE, PAGED ".struct_size: %zu is not %zu", d->struct_size, sizeof *d);
+    TRY(check_common_dtype(PAGED, d->dtype));
+    REQUIRE_AT_LEAST(PAGED, "num_seqs", d->num_seqs, 1);
+    REQUIRE_AT_LEAST(PAGED, "num_tokens", d->num_tokens, 0);
+    REQUIRE_AT_LEAST(PAGED, "max_query_len", d->max_query_len, 0);
+    REQUIRE_AT_LEAST(PAGED, "max_seq_len", d->max_seq_len, 0);
+    TRY(check_heads(PAGED, d->num_q_heads, d->num_kv_heads, d->head_size));
+    REQUIRE_AT_LEAST(PAGED, "page_size", d->page_size, 1);
+    REQUIRE_AT_LEAST(PAGED, "num_pages", d->num_pages, 1);
+    REQUIRE_AT_LEAST(PAGED, "window", d->window, 0);
+    TRY(check_scores(PAGED, d->softmax_scale, d->logit_softcap));
+    if (d->use_alibi != 0 && d->use_alibi != 1)
+        return r35a_fail(R35A_ERR_INVALID_ARGUMENT, PAGED ".use_alibi: %d is not 0 or 1", (int)d->use_alibi);
+
+    int64_t pages_needed = ((int64_t)d->max_seq_len + d->page_size - 1) / d->page_size;
+    if (d->block_table_stride < pages_needed)
+        return r35a_fail(R35A_ERR_INVALID_ARGUMENT,
+                         PAGED ".block_table_stride: %d is below ceil(max_seq_len %d / page_size %d) = %lld",
+                         (int)d->block_table_stride, (int)d->max_seq_len, (int)d->page_size,
+                         (long long)pages_needed);
+    if ((int64_t)d->num_tokens > (int64_t)d->num_seqs * d->max_query_len)
+        return r35a_fail(R35A_ERR_INVALID_ARGUMENT,
+                         PAGED ".num_tokens: %d exceeds num_seqs %d x max_query_len %d", (int)d->num_tokens,
+                         (int)d->num_seqs, (int)d->max_query_len);
+
+    TRY(check_stride(PAGED, "q_token_stride", d->q_token_stride));
+    TRY(check_stride(PAGED, "q_head_stride", d->q_head_stride));
+    TRY(check_stride(PAGED, "o_token_stride", d->o_token_stride));
+    TRY(check_stride(PAGED, "o_head_stride", d->o_head_stride));
+    TRY(check_stride(PAGED, "k_page_stride", d->k_page_stride));
+    TRY(check_stride(PAGED, "k_head_stride", d->k_head_stride));
+    TRY(check_stride(PAGED, "k_slot_stride", d->k_slot_stride));
+    TRY(check_stride(PAGED, "v_page_stride", d->v_page_stride));
+    TRY(check_stride(PAGED, "v_head_stride", d->v_head_stride));
+    TRY(check_stride(PAGED, "v_slot_stride", d->v_slot_stride));
+
+    size_t es = r35a_dtype_size(d->dtype);
+    const extent_term q[] = {{"q_token_stride", d->num_tokens, d->q_token_stride},
+                             {"q_head_stride", d->num_q_heads, d->q_head_stride}};
+    const extent_term o[] = {{"o_token_stride", d->num_tokens, d->o_token_stride},
+                             {"o_head_stride", d->num_q_heads, d->o_head_stride}};
+    const extent_term k[] = {{"k_page_stride", d->num_pages, d->k_page_stride},
+                             {"k_head_stride", d->num_kv_heads, d->k_head_stride},
+                             {"k_slot_stride", d->page_size, d->k_slot_stride}};
+    const extent_term v[] = {{"v_page_stride", d->num_pages, d->v_page_stride},
+                             {"v_head_stride", d->num_kv_heads, d->v_head_stride},
+                             {"v_slot_stride", d->page_size, d->v_slot_stride}};
+    const extent_term bt[] = {{"block_table_stride", d->num_seqs, d->block_table_stride}};
+    TRY(check_extent(PAGED, q, 2, d->head_size, es));
+    TRY(check_extent(PAGED, o, 2, d->head_size, es));
+    TRY(check_extent(PAGED, k, 3, d->head_size, es));
+    TRY(check_extent(PAGED, v, 3, d->head_size, es));
+    TRY(check_extent(PAGED, bt, 1, d->block_table_stride, sizeof(int32_t)));
+    return R35A_OK;
+}
+
+r35a_status r35a_validate_varlen_desc(const r35a_varlen_attention_desc *d)
+{
+    if (!d)
+        return r35a_fail(R35A_ERR_NULL_POINTER, VARLEN ": NULL");
+    if (d->struct_size != sizeof *d)
+        return r35a_fail(R35A_ERR_STRUCT_SIZE, VARLEN ".struct_size: %zu is not %zu", d->struct_size, sizeof *d);
+    TRY(check_common_dtype(VARLEN, d->dtype));
+    REQUIRE_AT_LEAST(VARLEN, "num_segments", d->num_segments, 1);
+    REQUIRE_AT_LEAST(VARLEN, "num_tokens", d->num_tokens, 0);
+    REQUIRE_AT_LEAST(VARLEN, "max_seqlen", d->max_seqlen, 0);
+    TRY(check_heads(VARLEN, d->num_q_heads, d->num_kv_heads, d->head_size));
+    if (d->causal != 0 && d->causal != 1)
+        return r35a_fail(R35A_ERR_INVALID_ARGUMENT, VARLEN ".causal: %d is not 0 or 1", (int)d->causal);
+    TRY(check_scores(VARLEN, d->softmax_scale, d->logit_softcap));
+    if ((int64_t)d->num_tokens > (int64_t)d->num_segments * d->max_seqlen)
+        return r35a_fail(R35A_ERR_INVALID_ARGUMENT,
+                         VARLEN ".num_tokens: %d exceeds num_segments %d x max_seqlen %d", (int)d->num_tokens,
+                         (int)d->num_segments, (int)d->max_seqlen);
+
+    TRY(check_stride(VARLEN, "q_token_stride", d->q_token_stride));
+    TRY(check_stride(VARLEN, "q_head_stride", d->q_head_stride));
+    TRY(check_stride(VARLEN, "k_token_stride", d->k_token_stride));
+    TRY(check_stride(VARLEN, "k_head_stride", d->k_head_stride));
+    TRY(check_stride(VARLEN, "v_token_stride", d->v_token_stride));
+    TRY(check_stride(VARLEN, "v_head_stride", d->v_head_stride));
+    TRY(check_stride(VARLEN, "o_token_stride", d->o_token_stride));
+    TRY(check_stride(VARLEN, "o_head_stride", d->o_head_stride));
+
+    size_t es = r35a_dtype_size(d->dtype);
+    const extent_term q[] = {{"q_token_stride", d->num_tokens, d->q_token_stride},
+                             {"q_head_stride", d->num_q_heads, d->q_head_stride}};
+    const extent_term k[] = {{"k_token_stride", d->num_tokens, d->k_token_stride},
+                             {"k_head_stride", d->num_kv_heads, d->k_head_stride}};
+    const extent_term v[] = {{"v_token_stride", d->num_tokens, d->v_token_stride},
+                             {"v_head_stride", d->num_kv_heads, d->v_head_stride}};
+    const extent_term o[] = {{"o_token_stride", d->num_tokens, d->o_token_stride},
+                             {"o_head_stride", d->num_q_heads, d->o_head_stride}};
+    TRY(check_extent(VARLEN, q, 2, d->head_size, es));
+    TRY(check_extent(VARLEN, k, 2, d->head_size, es));
+    TRY(check_extent(VARLEN, v, 2, d->head_size, es));
+    TRY(check_extent(VARLEN, o, 2, d->head_size, es));
+    return R35A_OK;
+}
+
+#define ARGS_PAGED "paged_attention_args"
+#define ARGS_VARLEN "varlen_attention_args"
+
+#define REQUIRE_PTR(name, field, ptr)                                                                  \
+    do {                                                                                               \
+        if (!(ptr))                                                                                    \
+            return r35a_fail(R35A_ERR_NULL_POINTER, "%s.%s: NULL", name, field);                       \
+    } while (0)
+
+r35a_status r35a_validate_paged_args(const r35a_paged_attention_desc *d, const r35a_paged_attention_args *a)
+{
+    if (!a)
+        return r35a_fail(R35A_ERR_NULL_POINTER, ARGS_PAGED ": NULL");
+    if (a->struct_size != sizeof *a)
+        return r35a_fail(R35A_ERR_STRUCT_SIZE, ARGS_PAGED ".struct_size: %zu is not %zu", a->struct_size,
+                         sizeof *a);
+    REQUIRE_PTR(ARGS_PAGED, "q", a->q);
+    REQUIRE_PTR(ARGS_PAGED, "k_cache", a->k_cache);
+    REQUIRE_PTR(ARGS_PAGED, "v_cache", a->v_cache);
+    REQUIRE_PTR(ARGS_PAGED, "out", a->out);
+    REQUIRE_PTR(ARGS_PAGED, "seq_lens", a->seq_lens);
+    REQUIRE_PTR(ARGS_PAGED, "query_start_loc", a->query_start_loc);
+    REQUIRE_PTR(ARGS_PAGED, "block_table", a->block_table);
+    if (d->use_alibi)
+        REQUIRE_PTR(ARGS_PAGED, "alibi_slopes", a->alibi_slopes);
+    else if (a->alibi_slopes)
+        return r35a_fail(R35A_ERR_INVALID_ARGUMENT,
+                         ARGS_PAGED ".alibi_slopes: set but paged_attention_desc.use_alibi is 0");
+    return R35A_OK;
+}
+
+r35a_status r35a_validate_varlen_args(const r35a_varlen_attention_desc *d, const r35a_varlen_attention_args *a)
+{
+    (void)d;
+    if (!a)
+        return r35a_fail(R35A_ERR_NULL_POINTER, ARGS_VARLEN ": NULL");
+    if (a->struct_size != sizeof *a)
+        return r35a_fail(R35A_ERR_STRUCT_SIZE, ARGS_VARLEN ".struct_size: %zu is not %zu", a->struct_size,
+                         sizeof *a);
+    REQUIRE_PTR(ARGS_VARLEN, "q", a->q);
+    REQUIRE_PTR(ARGS_VARLEN, "k", a->k);
+    REQUIRE_PTR(ARGS_VARLEN, "v", a->v);
+    REQUIRE_PTR(ARGS_VARLEN, "out", a->out);
+    REQUIRE_PTR(ARGS_VARLEN, "cu_seqlens", a->cu_seqlens);
+    return R35A_OK;
+}
+
+/* The key positions the query rows of one sequence reach: [*first, L). Empty when M = 0. */
+static void reachable_keys(const r35a_paged_attention_desc *d, int32_t seq_len, int32_t query_len,
+                           int64_t *first, int64_t *end)
+{
+    *first = 0;
+    *end = query_len > 0 ? seq_len : 0;
+    if (d->window > 0 && query_len > 0) {
+        int64_t earliest_query = (int64_t)seq_len - query_len;
+        int64_t lo = earliest_query - d->window + 1;
+        *first = lo > 0 ? lo : 0;
+    }
+}
+
+r35a_status r35a_validate_paged_data(const r35a_paged_attention_desc *d, const r35a_paged_attention_args *a)
+{
+    const int32_t *qsl = a->query_start_loc;
+    if (qsl[0] != 0)
+        return r35a_fail(R35A_ERR_INVALID_DATA, ARGS_PAGED ".query_start_loc[0]: %d is not 0", (int)qsl[0]);
+    for (int32_t s = 0; s < d->num_seqs; ++s) {
+        int32_t len = a->seq_lens[s];
+        if (len < 0 || len > d->max_seq_len)
+            return r35a_fail(R35A_ERR_INVALID_DATA, ARGS_PAGED ".seq_lens[%d]: %d is outside 0..max_seq_len %d",
+                             (int)s, (int)len, (int)d->max_seq_len);
+        if (qsl[s + 1] < qsl[s])
+            return r35a_fail(R35A_ERR_INVALID_DATA, ARGS_PAGED ".query_start_loc[%d]: %d is below [%d] = %d",
+                             (int)s + 1, (int)qsl[s + 1], (int)s, (int)qsl[s]);
+        int64_t m = (int64_t)qsl[s + 1] - qsl[s];
+        if (m > d->max_query_len)
+            return r35a_fail(R35A_ERR_INVALID_DATA,
+                             ARGS_PAGED ".query_start_loc[%d]: sequence %d has %lld query tokens, above max_query_len %d",
+                             (int)s + 1, (int)s, (long long)m, (int)d->max_query_len);
+        if (m > len)
+            return r35a_fail(R35A_ERR_INVALID_DATA,
+                             ARGS_PAGED ".seq_lens[%d]: %d is shorter than the sequence's %lld query tokens", (int)s,
+                             (int)len, (long long)m);
+        int64_t first, end;
+        reachable_keys(d, len, (int32_t)m, &first, &end);
+        if (first >= end)
+            continue;
+        const int32_t *row = a->block_table + (int64_t)s * d->block_table_stride;
+        for (int64_t p = first / d->page_size; p <= (end - 1) / d->page_size; ++p) {
+            if (row[p] < 0 || row[p] >= d->num_pages)
+                return r35a_fail(R35A_ERR_INVALID_DATA,
+                                 ARGS_PAGED ".block_table[%d * block_table_stride + %lld]: page %d is outside 0..num_pages-1 (%d)",
+                                 (int)s, (long long)p, (int)row[p], (int)d->num_pages - 1);
+        }
+    }
+    if (qsl[d->num_seqs] != d->num_tokens)
+        return r35a_fail(R35A_ERR_INVALID_DATA, ARGS_PAGED ".query_start_loc[%d]: %d is not num_tokens %d",
+                         (int)d->num_seqs, (int)qsl[d->num_seqs], (int)d->num_tokens);
+    return R35A_OK;
+}
+
+r35a_status r35a_validate_varlen_data(const r35a_varlen_attention_desc *d, const r35a_varlen_attention_args *a)
+{
+    const int32_t *cu = a->cu_seqlens;
+    if (cu[0] != 0)
+        return r35a_fail(R35A_ERR_INVALID_DATA, ARGS_VARLEN ".cu_seqlens[0]: %d is not 0", (int)cu[0]);
+    for (int32_t s = 0; s < d->num_segments; ++s) {
+        if (cu[s + 1] < cu[s])
+            return r35a_fail(R35A_ERR_INVALID_DATA, ARGS_VARLEN ".cu_seqlens[%d]: %d is below [%d] = %d",
+                             (int)s + 1, (int)cu[s + 1], (int)s, (int)cu[s]);
+        if ((int64_t)cu[s + 1] - cu[s] > d->max_seqlen)
+            return r35a_fail(R35A_ERR_INVALID_DATA,
+                             ARGS_VARLEN ".cu_seqlens[%d]: segment %d has %lld tokens, above max_seqlen %d",
+                             (int)s + 1, (int)s, (long long)cu[s + 1] - cu[s], (int)d->max_seqlen);
+    }
+    if (cu[d->num_segments] != d->num_tokens)
+        return r35a_fail(R35A_ERR_INVALID_DATA, ARGS_VARLEN ".cu_seqlens[%d]: %d is not num_tokens %d",
+                         (int)d->num_segments, (int)cu[d->num_segments], (int)d->num_tokens);
+    return R35A_OK;
+}
