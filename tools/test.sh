@@ -14,7 +14,7 @@ echo "== tests =="
 (cd build && ctest --output-on-failure -j"$jobs")
 
 echo "== build (Debug, ASan + UBSan) =="
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DR35A_SANITIZE=ON -DR35A_BUILD_BENCH=OFF >/dev/null
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DR35A_SANITIZE=ON -DR35A_BUILD_BENCH=OFF >/dev/null
 cmake --build build-asan -j"$jobs"
 echo "== tests under ASan + UBSan =="
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

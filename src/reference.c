@@ -1,0 +1,562 @@
+/* reference.c - the portable CPU reference of both attention operations.
+ *
+ * The reference backend runs these on host pointers, and the tests use them as the library's own
+ * notion of the right answer, so they favour clarity over tricks while staying fast enough for
+ * 32K-token contexts.
+ *
+ * Both operations share one engine. A "row" is one (query token, query head) pair; rows that read
+ * the same kv head of the same sequence (the G = num_q_heads / num_kv_heads heads times the query
+ * tokens) are processed together in chunks of at most ROW_CHUNK rows. For one chunk the engine walks
+ * the union of the rows' visible key ranges in blocks of KEY_BLOCK keys, converts each block of K and
+ * V to float once, and lets every row of the chunk consume it with an fp32 online softmax (running
+ * max m, running sum l, accumulator acc). Each K/V vector is therefore loaded and converted once per
+ * chunk instead of once per row.
+ *
+ * Scratch memory is bounded by the head size alone (ROW_CHUNK and KEY_BLOCK are fixed) and is
+ * allocated once per call, before anything is written, so an allocation failure leaves the output
+ * untouched.
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    ROW_CHUNK = 64, /* rows whose state (q, acc, m, l) is live at once */
+    KEY_BLOCK = 32  /* keys converted to float and scored together */
+};
+
+/* ---------------------------------------------------------------------------------------------
+ * Element conversions. Written by hand on the bit patterns so they are exact, independent of the
+ * compiler's half-precision support, and of the caller's FPU flush-to-zero mode.
+ * ------------------------------------------------------------------------------------------- */
+
+static inline float float_from_bits(uint32_t bits)
+{
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static inline uint32_t bits_from_float(float f)
+{
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    return bits;
+}
+
+/* Every case is computed and the result picked with bit masks: no branch and no conditional float
+ * operation (which -ftrapping-math forbids speculating), so the row loops that call this vectorize. */
+static inline float f16_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exponent = h & 0x7c00u;
+    uint32_t mantissa = h & 0x03ffu;
+    /* Normal numbers: move exponent and mantissa into place and rebias the exponent 15 -> 127. */
+    uint32_t normal = ((uint32_t)(h & 0x7fffu) << 13) + ((127u - 15u) << 23);
+    /* Infinity and NaN keep their mantissa (payload, quiet bit) under an all-ones exponent. */
+    uint32_t special = 0x7f800000u | (mantissa << 13);
+    /* Subnormals (and zero) are mantissa * 2^-24, a normal float; computed from the integer so that
+     * no float subnormal is involved (a caller's denormals-are-zero mode would flush one). */
+    uint32_t subnormal = bits_from_float((float)mantissa * 0x1p-24f);
+
+    uint32_t is_special = 0u - (uint32_t)(exponent == 0x7c00u);
+    uint32_t is_subnormal = 0u - (uint32_t)(exponent == 0u);
+    uint32_t is_normal = ~(is_special | is_subnormal);
+    return float_from_bits(sign | (normal & is_normal) | (special & is_special) |
+                           (subnormal & is_subnormal));
+}
+
+static inline float bf16_to_float(uint16_t b)
+{
+    /* bf16 is the upper half of a binary32, so widening is exact for every value. */
+    return float_from_bits((uint32_t)b << 16);
+}
+
+/* binary32 -> binary16, round to nearest even; overflow gives infinity, NaN stays a (quiet) NaN. */
+static uint16_t float_to_f16(float f)
+{
+    uint32_t bits = bits_from_float(f);
+    uint16_t sign = (uint16_t)((bits >> 16) & 0x8000u);
+    uint32_t magnitude = bits & 0x7fffffffu;
+
+    if (magnitude > 0x7f800000u) /* NaN: keep the top payload bits, force the quiet bit */
+        return (uint16_t)(sign | 0x7e00u | ((magnitude >> 13) & 0x03ffu));
+    /* 0x477ff000 is 65520, halfway between the largest half (65504, odd mantissa) and 2^16:
+     * it and everything above round to infinity. */
+    if (magnitude >= 0x477ff000u)
+        return (uint16_t)(sign | 0x7c00u);
+    if (magnitude >= 0x38800000u) { /* at least 2^-14: a normal half */
+        /* Add just under half an ulp, plus one if the kept part is odd (ties to even); a carry out
+         * of the mantissa correctly bumps the exponent. Then rebias 127 -> 15. */
+        uint32_t rounded = magnitude + 0x0fffu + ((magnitude >> 13) & 1u);
+        return (uint16_t)(sign | ((rounded - ((127u - 15u) << 23)) >> 13));
+    }
+    /* Subnormal half: the value in units of 2^-24 is significand * 2^(exponent - 126). */
+    uint32_t exponent = magnitude >> 23;
+    uint32_t shift = 126u - exponent; /* >= 14 here */
+    if (shift > 24u)                  /* below 2^-25: rounds to zero (f32 subnormals land here) */
+        return sign;
+    uint32_t significand = (magnitude & 0x007fffffu) | 0x00800000u;
+    uint32_t kept = significand >> shift;
+    uint32_t remainder = significand & ((1u << shift) - 1u);
+    uint32_t half = 1u << (shift - 1u);
+    if (remainder > half || (remainder == half && (kept & 1u)))
+        kept += 1u; /* may carry into the smallest normal, whose encoding is the next integer */
+    return (uint16_t)(sign | kept);
+}
+
+/* binary32 -> bfloat16, round to nearest even; NaN stays a (quiet) NaN. */
+static uint16_t float_to_bf16(float f)
+{
+    uint32_t bits = bits_from_float(f);
+    if ((bits & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((bits >> 16) | 0x0040u);
+    /* Rounding can carry into the exponent, up to infinity: exactly what RNE wants. */
+    uint32_t rounded = bits + 0x7fffu + ((bits >> 16) & 1u);
+    return (uint16_t)(rounded >> 16);
+}
+
+static size_t element_size(r35a_dtype dtype)
+{
+    return dtype == R35A_DTYPE_F32 ? 4u : 2u;
+}
+
+/* Loads n elements of dtype into floats. memcpy per element keeps odd addresses legal; compilers
+ * turn it into plain (vector) loads. */
+static void load_vector(r35a_dtype dtype, const void *src, int32_t n, float *restrict dst)
+{
+    const unsigned char *bytes = src;
+    switch (dtype) {
+    case R35A_DTYPE_F16:
+        for (int32_t d = 0; d < n; d++) {
+            uint16_t h;
+            memcpy(&h, bytes + 2 * (size_t)d, sizeof h);
+            dst[d] = f16_to_float(h);
+        }
+        break;
+    case R35A_DTYPE_BF16:
+        for (int32_t d = 0; d < n; d++) {
+            uint16_t b;
+            memcpy(&b, bytes + 2 * (size_t)d, sizeof b);
+            dst[d] = bf16_to_float(b);
+        }
+        break;
+    default:
+        memcpy(dst, src, (size_t)n * sizeof(float));
+        break;
+    }
+}
+
+static void store_vector(r35a_dtype dtype, const float *src, int32_t n, void *dst)
+{
+    unsigned char *bytes = dst;
+    switch (dtype) {
+    case R35A_DTYPE_F16:
+        for (int32_t d = 0; d < n; d++) {
+            uint16_t h = float_to_f16(src[d]);
+            memcpy(bytes + 2 * (size_t)d, &h, sizeof h);
+        }
+        break;
+    case R35A_DTYPE_BF16:
+        for (int32_t d = 0; d < n; d++) {
+            uint16_t b = float_to_bf16(src[d]);
+            memcpy(bytes + 2 * (size_t)d, &b, sizeof b);
+        }
+        break;
+    default:
+        memcpy(dst, src, (size_t)n * sizeof(float));
+        break;
+    }
+}
+
+/* Address of the vector at element offset `offset` of a tensor whose base is `base`. */
+static inline const void *element_at(const void *base, int64_t offset, size_t esize)
+{
+    return (const unsigned char *)base + (size_t)offset * esize;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Where the keys of one (sequence, kv head) live: a paged cache or a strided token buffer.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct kv_source {
+    const void *k, *v;           /* tensor bases */
+    size_t esize;
+    const int32_t *block_row;    /* paged: this sequence's block_table row; NULL for linear */
+    int32_t page_size;
+    int64_t k_page_stride, v_page_stride;
+    int64_t k_key_stride, v_key_stride; /* slot stride (paged) or token stride (linear) */
+    int64_t k_head_offset, v_head_offset; /* kv head * head stride, plus the first token (linear) */
+} kv_source;
+
+static void kv_source_locate(const kv_source *src, int32_t j, const void **key, const void **value)
+{
+    int64_t k_offset = src->k_head_offset, v_offset = src->v_head_offset;
+    int64_t slot = j;
+    if (src->block_row) {
+        int64_t page = src->block_row[j / src->page_size];
+        slot = j % src->page_size;
+        k_offset += page * src->k_page_stride;
+        v_offset += page * src->v_page_stride;
+    }
+    *key = element_at(src->k, k_offset + slot * src->k_key_stride, src->esize);
+    *value = element_at(src->v, v_offset + slot * src->v_key_stride, src->esize);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The shared engine.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct score_rule {
+    r35a_dtype dtype;
+    int32_t head_size;
+    float scale;
+    float softcap; /* 0 = off */
+    bool alibi;
+} score_rule;
+
+typedef struct attention_row {
+    const void *q;   /* query vector (dtype) */
+    void *out;       /* output vector (dtype) */
+    int32_t lo, hi;  /* visible key positions [lo, hi) */
+    int32_t pos;     /* query position, for ALiBi */
+    float slope;     /* ALiBi slope of the row's head */
+    float max;       /* online softmax state: running max of the logits seen so far */
+    float sum;       /* running sum of exp(logit - max) */
+} attention_row;
+
+/* Float working buffers, sized for the head size once per call. */
+typedef struct scratch {
+    float *q;        /* [ROW_CHUNK][D] queries of the chunk */
+    float *acc;      /* [ROW_CHUNK][D] unnormalized outputs of the chunk */
+    float *keys_t;   /* [D][KEY_BLOCK] the key block, transposed so scoring needs no reduction */
+    float *values;   /* [KEY_BLOCK][D] the value block */
+    float *key_row;  /* [D] one key before transposition */
+    void *block;     /* the single allocation */
+} scratch;
+
+static bool scratch_alloc(scratch *s, int32_t head_size)
+{
+    size_t d = (size_t)head_size;
+    size_t floats = 2 * ROW_CHUNK * d + 2 * KEY_BLOCK * d + d;
+    float *block = malloc(floats * sizeof(float));
+    if (!block)
+        return false;
+    s->block = block;
+    s->q = block;
+    s->acc = s->q + ROW_CHUNK * d;
+    s->keys_t = s->acc + ROW_CHUNK * d;
+    s->values = s->keys_t + KEY_BLOCK * d;
+    s->key_row = s->values + KEY_BLOCK * d;
+    return true;
+}
+
+/* Converts keys first .. first+count-1 into s->keys_t / s->values. Columns past count are zeroed so
+ * the fixed-width scoring loop never reads uninitialized memory (their scores are never used). */
+static void load_key_block(const score_rule *rule, const kv_source *src, int32_t first,
+                           int32_t count, scratch *s)
+{
+    int32_t d_count = rule->head_size;
+    for (int32_t k = 0; k < count; k++) {
+        const void *key, *value;
+        kv_source_locate(src, first + k, &key, &value);
+        load_vector(rule->dtype, key, d_count, s->key_row);
+        for (int32_t d = 0; d < d_count; d++)
+            s->keys_t[(size_t)d * KEY_BLOCK + k] = s->key_row[d];
+        load_vector(rule->dtype, value, d_count, s->values + (size_t)k * d_count);
+    }
+    if (count < KEY_BLOCK)
+        for (int32_t d = 0; d < d_count; d++)
+            for (int32_t k = count; k < KEY_BLOCK; k++)
+                s->keys_t[(size_t)d * KEY_BLOCK + k] = 0.0f;
+}
+
+/* dot(q, key k) for all KEY_BLOCK keys of the block. The inner loop runs across keys, so it is a
+ * plain vertical multiply-add that vectorizes without reassociating any sum. */
+static void score_key_block(const float *restrict q, const float *restrict keys_t,
+                            int32_t head_size, float *restrict dots)
+{
+    float partial[KEY_BLOCK] = {0};
+    for (int32_t d = 0; d < head_size; d++) {
+        float qd = q[d];
+        const float *column = keys_t + (size_t)d * KEY_BLOCK;
+        for (int k = 0; k < KEY_BLOCK; k++)
+            partial[k] += qd * column[k];
+    }
+    memcpy(dots, partial, sizeof partial);
+}
+
+/* acc += sum_k p[k] * values[k] over k in [k0, k1). Four keys per pass cut the loads and stores of
+ * acc by four. */
+static void accumulate_values(float *restrict acc, const float *restrict values, const float *p,
+                              int32_t k0, int32_t k1, int32_t head_size)
+{
+    size_t d_count = (size_t)head_size;
+    int32_t k = k0;
+    for (; k + 4 <= k1; k += 4) {
+        const float *v0 = values + (size_t)k * d_count;
+        const float *v1 = v0 + d_count, *v2 = v1 + d_count, *v3 = v2 + d_count;
+        float p0 = p[k], p1 = p[k + 1], p2 = p[k + 2], p3 = p[k + 3];
+        for (size_t d = 0; d < d_count; d++)
+            acc[d] += p0 * v0[d] + p1 * v1[d] + p2 * v2[d] + p3 * v3[d];
+    }
+    for (; k < k1; k++) {
+        const float *v0 = values + (size_t)k * d_count;
+        float p0 = p[k];
+        for (size_t d = 0; d < d_count; d++)
+            acc[d] += p0 * v0[d];
+    }
+}
+
+static void scale_vector(float *v, int32_t n, float factor)
+{
+    for (int32_t d = 0; d < n; d++)
+        v[d] *= factor;
+}
+
+/* Folds the keys first .. first+count-1 (already in scratch) into one row's online softmax. */
+static void row_consume_block(const score_rule *rule, attention_row *row, const float *q,
+                              float *acc, const scratch *s, int32_t first, int32_t count)
+{
+    int32_t k0 = row->lo > first ? row->lo - first : 0;
+    int32_t k1 = row->hi - first < count ? row->hi - first : count;
+    if (k0 >= k1)
+        return;
+
+    float logit[KEY_BLOCK];
+    score_key_block(q, s->keys_t, rule->head_size, logit);
+
+    float block_max = -INFINITY;
+    for (int32_t k = k0; k < k1; k++) {
+        float x = rule->scale * logit[k];
+        if (rule->softcap > 0.0f)
+            x = rule->softcap * tanhf(x / rule->softcap);
+        if (rule->alibi)
+            x += row->slope * (float)((first + k) - row->pos);
+        logit[k] = x;
+        block_max = fmaxf(block_max, x);
+    }
+
+    /* All seen logits -inf (only an overflowing ALiBi term can do that): these keys weigh nothing,
+     * and going on would compute -inf - -inf = NaN. */
+    if (block_max == -INFINITY)
+        return;
+
+    /* Rescale what was accumulated under the old max. Every exponent below is <= 0, so nothing
+     * overflows however large the logits are; the first block (max = -inf) gives factor 0. */
+    float new_max = fmaxf(row->max, block_max);
+    float factor = expf(row->max - new_max);
+    if (factor != 1.0f) {
+        scale_vector(acc, rule->head_size, factor);
+        row->sum *= factor;
+    }
+    row->max = new_max;
+
+    float block_sum = 0.0f;
+    for (int32_t k = k0; k < k1; k++) {
+        logit[k] = expf(logit[k] - new_max);
+        block_sum += logit[k];
+    }
+    row->sum += block_sum;
+    accumulate_values(acc, s->values, logit, k0, k1, rule->head_size);
+}
+
+/* Writes acc / sum, or zeros for a row that saw no key. */
+static void row_store(const score_rule *rule, const attention_row *row, float *acc)
+{
+    if (row->sum > 0.0f) {
+        float sum = row->sum;
+        for (int32_t d = 0; d < rule->head_size; d++)
+            acc[d] /= sum;
+    } else {
+        memset(acc, 0, (size_t)rule->head_size * sizeof(float));
+    }
+    store_vector(rule->dtype, acc, rule->head_size, row->out);
+}
+
+/* Runs a chunk of rows that share one kv source, from their queries to their outputs. */
+static void attend_row_chunk(const score_rule *rule, const kv_source *src, attention_row *rows,
+                             int32_t row_count, scratch *s)
+{
+    size_t d_count = (size_t)rule->head_size;
+    int32_t key_lo = INT32_MAX, key_hi = 0;
+    for (int32_t r = 0; r < row_count; r++) {
+        load_vector(rule->dtype, rows[r].q, rule->head_size, s->q + r * d_count);
+        memset(s->acc + r * d_count, 0, d_count * sizeof(float));
+        rows[r].max = -INFINITY;
+        rows[r].sum = 0.0f;
+        if (rows[r].lo < rows[r].hi) {
+            key_lo = rows[r].lo < key_lo ? rows[r].lo : key_lo;
+            key_hi = rows[r].hi > key_hi ? rows[r].hi : key_hi;
+        }
+    }
+
+    /* Only keys some row sees are touched: a windowed sequence's unreached pages are never read. */
+    for (int32_t first = key_lo; first < key_hi; first += KEY_BLOCK) {
+        int32_t count = key_hi - first < KEY_BLOCK ? key_hi - first : KEY_BLOCK;
+        load_key_block(rule, src, first, count, s);
+        for (int32_t r = 0; r < row_count; r++)
+            row_consume_block(rule, &rows[r], s->q + r * d_count, s->acc + r * d_count, s,
+                              first, count);
+    }
+
+    for (int32_t r = 0; r < row_count; r++)
+        row_store(rule, &rows[r], s->acc + r * d_count);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Paged attention.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Fills the row for chunk-local index t of (sequence, kv head). Rows are token-major (all G heads
+ * of one token, then the next token) so a chunk's causal key ranges stay close together. */
+static void paged_row(const r35a_paged_attention_desc *desc, const r35a_paged_attention_args *args,
+                      int32_t seq_len, int32_t first_token, int32_t query_len, int32_t kv_head,
+                      int64_t t, attention_row *row)
+{
+    int32_t group = desc->num_q_heads / desc->num_kv_heads;
+    size_t esize = element_size(desc->dtype);
+    int32_t i = (int32_t)(t / group);
+    int32_t head = kv_head * group + (int32_t)(t % group);
+    int64_t token = (int64_t)first_token + i;
+
+    row->pos = seq_len - query_len + i;
+    row->hi = row->pos + 1;
+    row->lo = 0;
+    if (desc->window > 0 && row->pos - desc->window + 1 > 0)
+        row->lo = row->pos - desc->window + 1;
+    row->slope = desc->use_alibi ? args->alibi_slopes[head] : 0.0f;
+    row->q = element_at(args->q, token * desc->q_token_stride + head * desc->q_head_stride, esize);
+    row->out = (unsigned char *)args->out +
+               (size_t)(token * desc->o_token_stride + head * desc->o_head_stride) * esize;
+}
+
+r35a_status r35a_reference_paged_attention(const r35a_paged_attention_desc *desc,
+                                           const r35a_paged_attention_args *args)
+{
+    scratch s;
+    if (!scratch_alloc(&s, desc->head_size))
+        return r35a_fail(R35A_ERR_OUT_OF_MEMORY,
+                         "reference paged attention: cannot allocate scratch for head_size %d",
+                         (int)desc->head_size);
+
+    score_rule rule = {
+        .dtype = desc->dtype,
+        .head_size = desc->head_size,
+        .scale = desc->softmax_scale,
+        .softcap = desc->logit_softcap,
+        .alibi = desc->use_alibi != 0,
+    };
+    int32_t group = desc->num_q_heads / desc->num_kv_heads;
+    attention_row rows[ROW_CHUNK];
+
+    for (int32_t seq = 0; seq < desc->num_seqs; seq++) {
+        int32_t seq_len = args->seq_lens[seq];
+        int32_t first_token = args->query_start_loc[seq];
+        int32_t query_len = args->query_start_loc[seq + 1] - first_token;
+        if (query_len <= 0)
+            continue;
+        int64_t row_total = (int64_t)query_len * group;
+
+        for (int32_t kv_head = 0; kv_head < desc->num_kv_heads; kv_head++) {
+            kv_source src = {
+                .k = args->k_cache,
+                .v = args->v_cache,
+                .esize = element_size(desc->dtype),
+                .block_row = args->block_table + (size_t)seq * (size_t)desc->block_table_stride,
+                .page_size = desc->page_size,
+                .k_page_stride = desc->k_page_stride,
+                .v_page_stride = desc->v_page_stride,
+                .k_key_stride = desc->k_slot_stride,
+                .v_key_stride = desc->v_slot_stride,
+                .k_head_offset = kv_head * desc->k_head_stride,
+                .v_head_offset = kv_head * desc->v_head_stride,
+            };
+            for (int64_t start = 0; start < row_total; start += ROW_CHUNK) {
+                int32_t count = (int32_t)(row_total - start < ROW_CHUNK ? row_total - start : ROW_CHUNK);
+                for (int32_t r = 0; r < count; r++)
+                    paged_row(desc, args, seq_len, first_token, query_len, kv_head, start + r,
+                              &rows[r]);
+                attend_row_chunk(&rule, &src, rows, count, &s);
+            }
+        }
+    }
+
+    free(s.block);
+    return R35A_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Varlen attention.
+ * ------------------------------------------------------------------------------------------- */
+
+static void varlen_row(const r35a_varlen_attention_desc *desc, const r35a_varlen_attention_args *args,
+                       int32_t first_token, int32_t seg_len, int32_t kv_head, int64_t t,
+                       attention_row *row)
+{
+    int32_t group = desc->num_q_heads / desc->num_kv_heads;
+    size_t esize = element_size(desc->dtype);
+    int32_t i = (int32_t)(t / group);
+    int32_t head = kv_head * group + (int32_t)(t % group);
+    int64_t token = (int64_t)first_token + i;
+
+    row->pos = i;
+    row->lo = 0;
+    row->hi = desc->causal ? i + 1 : seg_len;
+    row->slope = 0.0f;
+    row->q = element_at(args->q, token * desc->q_token_stride + head * desc->q_head_stride, esize);
+    row->out = (unsigned char *)args->out +
+               (size_t)(token * desc->o_token_stride + head * desc->o_head_stride) * esize;
+}
+
+r35a_status r35a_reference_varlen_attention(const r35a_varlen_attention_desc *desc,
+                                            const r35a_varlen_attention_args *args)
+{
+    scratch s;
+    if (!scratch_alloc(&s, desc->head_size))
+        return r35a_fail(R35A_ERR_OUT_OF_MEMORY,
+                         "reference varlen attention: cannot allocate scratch for head_size %d",
+                         (int)desc->head_size);
+
+    score_rule rule = {
+        .dtype = desc->dtype,
+        .head_size = desc->head_size,
+        .scale = desc->softmax_scale,
+        .softcap = desc->logit_softcap,
+        .alibi = false,
+    };
+    int32_t group = desc->num_q_heads / desc->num_kv_heads;
+    attention_row rows[ROW_CHUNK];
+
+    for (int32_t seg = 0; seg < desc->num_segments; seg++) {
+        int32_t first_token = args->cu_seqlens[seg];
+        int32_t seg_len = args->cu_seqlens[seg + 1] - first_token;
+        if (seg_len <= 0)
+            continue;
+        int64_t row_total = (int64_t)seg_len * group;
+
+        for (int32_t kv_head = 0; kv_head < desc->num_kv_heads; kv_head++) {
+            kv_source src = {
+                .k = args->k,
+                .v = args->v,
+                .esize = element_size(desc->dtype),
+                .block_row = NULL,
+                .k_key_stride = desc->k_token_stride,
+                .v_key_stride = desc->v_token_stride,
+                .k_head_offset = kv_head * desc->k_head_stride + first_token * desc->k_token_stride,
+                .v_head_offset = kv_head * desc->v_head_stride + first_token * desc->v_token_stride,
+            };
+            for (int64_t start = 0; start < row_total; start += ROW_CHUNK) {
+                int32_t count = (int32_t)(row_total - start < ROW_CHUNK ? row_total - start : ROW_CHUNK);
+                for (int32_t r = 0; r < count; r++)
+                    varlen_row(desc, args, first_token, seg_len, kv_head, start + r, &rows[r]);
+                attend_row_chunk(&rule, &src, rows, count, &s);
+            }
+        }
+    }
+
+    free(s.block);
+    return R35A_OK;
+}
