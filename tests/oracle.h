@@ -1,0 +1,60 @@
+/*
+ * oracle.h - an independent float64 oracle for paged and varlen attention.
+ *
+ * Written straight from the semantics in include/rdna35attn.h, with a materialized softmax per row
+ * (all logits of the row in an array, then max, exp, sum, weighted sum of V). It takes its own
+ * parameter structs rather than the library's descriptors and shares no code with src/. Slow and
+ * obviously correct on purpose.
+ */
+#ifndef R35A_TEST_ORACLE_H
+#define R35A_TEST_ORACLE_H
+
+#include "rdna35attn.h"
+
+#include <stdint.h>
+
+typedef struct oracle_paged {
+    r35a_dtype dtype;
+    int32_t num_seqs;
+    int32_t num_tokens;
+    int32_t num_q_heads, num_kv_heads, head_size;
+    int32_t page_size, num_pages, block_table_stride;
+    int32_t window;          /* 0 = none */
+    double softmax_scale;
+    double logit_softcap;    /* 0 = off */
+    const float *alibi_slopes; /* NULL = off */
+    const void *q;
+    int64_t q_token_stride, q_head_stride;
+    const void *k;
+    int64_t k_page_stride, k_head_stride, k_slot_stride;
+    const void *v;
+    int64_t v_page_stride, v_head_stride, v_slot_stride;
+    const int32_t *seq_lens;        /* [num_seqs] */
+    const int32_t *query_start_loc; /* [num_seqs + 1] */
+    const int32_t *block_table;     /* [num_seqs * block_table_stride] */
+} oracle_paged;
+
+typedef struct oracle_varlen {
+    r35a_dtype dtype;
+    int32_t num_segments;
+    int32_t num_tokens;
+    int32_t num_q_heads, num_kv_heads, head_size;
+    int32_t causal;
+    double softmax_scale;
+    double logit_softcap;
+    const void *q;
+    int64_t q_token_stride, q_head_stride;
+    const void *k;
+    int64_t k_token_stride, k_head_stride;
+    const void *v;
+    int64_t v_token_stride, v_head_stride;
+    const int32_t *cu_seqlens;      /* [num_segments + 1] */
+} oracle_varlen;
+
+/* Writes out[(t * num_q_heads + h) * head_size + e] for every query row. Returns 0, or -1 with a
+ * message on stderr when the problem itself is malformed (a reached block-table entry out of
+ * range, a reached K/V element that is not finite, bad metadata): that is a harness bug. */
+int oracle_paged_attention(const oracle_paged *p, double *out);
+int oracle_varlen_attention(const oracle_varlen *p, double *out);
+
+#endif
