@@ -1,0 +1,227 @@
+/*
+ * device.h - the small portability layer every kernel of librdna35attn is written against.
+ *
+ * It names what a kernel needs from the machine: thread and block indices, barriers and fences,
+ * wave-wide cross-lane exchanges, f16/bf16 <-> f32 conversions, exp2/rcp, 128-bit global loads and
+ * the atomics of the split-KV merge. The AMDGPU implementation below uses clang builtins only (no
+ * HIP headers, no ROCm device library), so Debian's clang-19 builds it with
+ *     clang-19 -x hip --offload-arch=gfx1151 -nogpuinc -nogpulib --cuda-device-only
+ * and a ROCm hipcc builds it too (the HIP keywords are only defined when nobody else did).
+ *
+ * A later issue supplies an NVIDIA (nvcc, sm_90) implementation of the same names behind
+ * R35A_TARGET_CUDA; the kernels never call a builtin directly except through this header and the
+ * fragment header (fragment_gfx11.h), which holds all WMMA lane-layout knowledge.
+ *
+ * Conventions: a "wave" is the hardware SIMD group (32 lanes on gfx11 wave32, a warp on NVIDIA);
+ * kernels are written for R35A_WAVE = 32.
+ */
+#ifndef R35A_DEVICE_H
+#define R35A_DEVICE_H
+
+#if defined(__AMDGCN__) || defined(__AMDGPU__)
+#define R35A_TARGET_AMDGCN 1
+#elif defined(__CUDACC__)
+#define R35A_TARGET_CUDA 1
+#endif
+
+#define R35A_WAVE 32
+
+#if defined(R35A_TARGET_AMDGCN)
+
+/* ---- HIP keywords, when no HIP header defined them (-nogpuinc builds) ---------------------- */
+#ifndef __global__
+#define __global__ __attribute__((global))
+#endif
+#ifndef __device__
+#define __device__ __attribute__((device))
+#endif
+#ifndef __host__
+#define __host__ __attribute__((host))
+#endif
+#ifndef __shared__
+#define __shared__ __attribute__((shared))
+#endif
+#ifndef __launch_bounds__
+#define __launch_bounds__(n) __attribute__((amdgpu_flat_work_group_size(1, n)))
+#endif
+
+#define R35A_DEV __device__ static inline __attribute__((always_inline))
+#define R35A_KERNEL extern "C" __global__
+/* Occupancy contract of a kernel: at most `threads` per workgroup, at least `waves` waves per SIMD
+ * (caps the VGPRs the register allocator may use: 192 for 8 waves on gfx1151's 1536-entry file). */
+#define R35A_KERNEL_BOUNDS(threads, waves) \
+    __attribute__((amdgpu_flat_work_group_size(1, threads), amdgpu_waves_per_eu(waves)))
+
+/* Pointers the kernels read and write are global memory; saying so lets clang pick global_load /
+ * global_store (and s_load for uniform reads) instead of flat accesses. */
+#define R35A_GLOBAL __attribute__((address_space(1)))
+
+#else /* !R35A_TARGET_AMDGCN */
+#if defined(R35A_TARGET_CUDA)
+#error "device.h: the NVIDIA implementation of this layer is not written yet (a later issue adds it)"
+#else
+#error "device.h: compile kernels with a HIP (AMDGPU) or CUDA device compiler"
+#endif
+#endif
+
+namespace r35a {
+
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+typedef long long i64;
+typedef u32 u32x4 __attribute__((ext_vector_type(4)));
+typedef u32 u32x2 __attribute__((ext_vector_type(2)));
+
+/* ---- indices ------------------------------------------------------------------------------- */
+R35A_DEV int thread_x() { return (int)__builtin_amdgcn_workitem_id_x(); }
+R35A_DEV int block_x() { return (int)__builtin_amdgcn_workgroup_id_x(); }
+R35A_DEV int block_y() { return (int)__builtin_amdgcn_workgroup_id_y(); }
+R35A_DEV int block_z() { return (int)__builtin_amdgcn_workgroup_id_z(); }
+/* Lane within the wave, 0..31. */
+R35A_DEV int lane_id() { return (int)__builtin_amdgcn_mbcnt_lo(~0u, 0u); }
+/* Wave index within the workgroup, known uniform to the compiler (scalar registers). */
+R35A_DEV int wave_id() { return __builtin_amdgcn_readfirstlane(thread_x() / R35A_WAVE); }
+/* Makes a value the compiler cannot prove uniform live in a scalar register. Only for values that
+ * ARE uniform across the wave. */
+R35A_DEV int uniform(int v) { return __builtin_amdgcn_readfirstlane(v); }
+
+/* ---- barriers and fences --------------------------------------------------------------------- */
+/* __syncthreads(): every wave of the workgroup arrives; LDS (and global) writes before it are
+ * visible to the workgroup after it. */
+R35A_DEV void block_sync() {
+    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+    __builtin_amdgcn_s_barrier();
+    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+}
+/* A barrier that orders LDS only: waits for this wave's LDS (and scalar) accesses, then meets the
+ * other waves. Global loads stay in flight across it. (clang's own barrier lowering on gfx11
+ * drains every counter first, vmcnt included, so a tile's outstanding KV loads would stall every
+ * exchange; the "memory" clobber keeps the compiler from moving memory accesses across.) */
+R35A_DEV void block_sync_lds() { __asm__ volatile("s_waitcnt lgkmcnt(0)\n\ts_barrier" ::: "memory"); }
+/* Orders this thread's earlier global writes before its later ones as seen by the whole device
+ * (other workgroups): waits for the stores to reach the device-coherent level. */
+R35A_DEV void fence_release_device() { __builtin_amdgcn_fence(__ATOMIC_RELEASE, "agent"); }
+/* Makes writes released by other workgroups visible to this thread's later reads (invalidates the
+ * non-coherent per-CU caches on gfx11). */
+R35A_DEV void fence_acquire_device() { __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "agent"); }
+
+/* Device-scope wrapping increment with acquire-release ordering: returns the old value and stores
+ * (old >= limit ? 0 : old + 1). The split-KV arrival counter counts 0 .. num_splits-1 and wraps
+ * back to 0 on the last arrival, so it needs no reset store. */
+R35A_DEV u32 atomic_inc_wrap(u32 *p, u32 limit) {
+    return __builtin_amdgcn_atomic_inc32(p, limit, __ATOMIC_ACQ_REL, "agent");
+}
+
+/* ---- cross-lane ------------------------------------------------------------------------------ */
+/* Value of lane (l ^ 16): swaps the two half-waves (v_permlanex16_b32, identity lane selects). */
+R35A_DEV u32 lane_xor16_u32(u32 v) {
+    return (u32)__builtin_amdgcn_permlanex16((int)v, (int)v, 0x76543210u, 0xfedcba98u, false, false);
+}
+R35A_DEV float lane_xor16(float v) { return __builtin_bit_cast(float, lane_xor16_u32(__builtin_bit_cast(u32, v))); }
+
+/* Value of lane (l ^ m) for m in 1, 2, 4, 8 (DPP row_xmask: within each row of 16 lanes). */
+template <int M>
+R35A_DEV float lane_xor_row(float v) {
+    static_assert(M == 1 || M == 2 || M == 4 || M == 8, "row_xmask takes 1, 2, 4 or 8");
+    return __builtin_bit_cast(float, __builtin_amdgcn_update_dpp(0, __builtin_bit_cast(int, v), 0x160 + M, 0xf, 0xf, false));
+}
+/* Sum / max over all 32 lanes; every lane gets the result. */
+R35A_DEV float wave_sum(float v) {
+    v += lane_xor_row<1>(v);
+    v += lane_xor_row<2>(v);
+    v += lane_xor_row<4>(v);
+    v += lane_xor_row<8>(v);
+    return v + lane_xor16(v);
+}
+R35A_DEV float wave_max(float v) {
+    v = __builtin_fmaxf(v, lane_xor_row<1>(v));
+    v = __builtin_fmaxf(v, lane_xor_row<2>(v));
+    v = __builtin_fmaxf(v, lane_xor_row<4>(v));
+    v = __builtin_fmaxf(v, lane_xor_row<8>(v));
+    return __builtin_fmaxf(v, lane_xor16(v));
+}
+/* Byte permute of two dwords (v_perm_b32): result byte i = byte sel[i] of the 8-byte value
+ * {hi = a, lo = b}; selector bytes 0-3 pick b, 4-7 pick a. */
+R35A_DEV u32 byte_perm(u32 a, u32 b, u32 sel) { return __builtin_amdgcn_perm(a, b, sel); }
+
+/* ---- math ------------------------------------------------------------------------------------ */
+/* 2^x in one transcendental instruction; exp2(-inf) = 0. Inputs below -126 flush to 0. */
+R35A_DEV float exp2_fast(float x) { return __builtin_amdgcn_exp2f(x); }
+/* 1/x, about 1 ulp. */
+R35A_DEV float rcp_fast(float x) { return __builtin_amdgcn_rcpf(x); }
+R35A_DEV float fmax(float a, float b) { return __builtin_fmaxf(a, b); }
+R35A_DEV float fmin(float a, float b) { return __builtin_fminf(a, b); }
+R35A_DEV int imin(int a, int b) { return a < b ? a : b; }
+R35A_DEV int imax(int a, int b) { return a > b ? a : b; }
+R35A_DEV float neg_inf() { return -__builtin_inff(); }
+/* tanh from exp2 (no libm on the device): tanh|x| = (1 - e^-2|x|) / (1 + e^-2|x|), abs error ~1e-7. */
+R35A_DEV float tanh_fast(float x) {
+    float t = exp2_fast(-2.8853900817779268f * __builtin_fabsf(x)); /* e^(-2|x|) */
+    float r = (1.0f - t) * rcp_fast(1.0f + t);
+    return __builtin_copysignf(r, x);
+}
+
+/* ---- element types: 16-bit storage, f32 arithmetic ------------------------------------------ */
+R35A_DEV float f16_to_f32(u16 h) { return (float)__builtin_bit_cast(_Float16, h); }
+R35A_DEV u16 f32_to_f16(float f) { return __builtin_bit_cast(u16, (_Float16)f); }
+R35A_DEV float bf16_to_f32(u16 h) { return __builtin_bit_cast(float, (u32)h << 16); }
+/* Round to nearest even; NaN stays NaN (quiet). Branch-free (a select). */
+R35A_DEV u16 f32_to_bf16(float f) {
+    const u32 u = __builtin_bit_cast(u32, f);
+    const u32 rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    const u32 quiet = (u >> 16) | 0x40u;
+    return (u16)((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
+}
+/* Two finite non-negative f32 (softmax probabilities) packed to bf16x2, round to nearest even:
+ * lo in bits 0-15. No NaN handling needed for them. */
+R35A_DEV u32 pack_bf16x2_rne(float lo, float hi) {
+    u32 a = __builtin_bit_cast(u32, lo), b = __builtin_bit_cast(u32, hi);
+    a += 0x7fffu + ((a >> 16) & 1u);
+    b += 0x7fffu + ((b >> 16) & 1u);
+    return byte_perm(b, a, 0x07060302u);
+}
+R35A_DEV u32 pack_f16x2(float lo, float hi) {
+    typedef _Float16 h2 __attribute__((ext_vector_type(2)));
+    h2 v = {(_Float16)lo, (_Float16)hi};
+    return __builtin_bit_cast(u32, v);
+}
+
+struct f16_t {   /* IEEE binary16 */
+    R35A_DEV float to_f32(u16 h) { return f16_to_f32(h); }
+    R35A_DEV u16 from_f32(float f) { return f32_to_f16(f); }
+    R35A_DEV u32 pack2(float lo, float hi) { return pack_f16x2(lo, hi); }
+};
+struct bf16_t {  /* bfloat16 */
+    R35A_DEV float to_f32(u16 h) { return bf16_to_f32(h); }
+    R35A_DEV u16 from_f32(float f) { return f32_to_bf16(f); }
+    R35A_DEV u32 pack2(float lo, float hi) { return pack_bf16x2_rne(lo, hi); }
+};
+
+/* ---- memory ---------------------------------------------------------------------------------- */
+/* 16 bytes from a 16-byte aligned global address (global_load_b128). */
+R35A_DEV u32x4 load_b128(const void *p) { return *(const R35A_GLOBAL u32x4 *)p; }
+R35A_DEV void store_b128(void *p, u32x4 v) { *(R35A_GLOBAL u32x4 *)p = v; }
+R35A_DEV u16 load_u16(const void *p) { return *(const R35A_GLOBAL u16 *)p; }
+/* 16 bits at a wave-uniform base plus a per-lane 32-bit byte offset: one global_load with the base
+ * in SGPRs (saddr) and only the 32-bit offset in a VGPR. */
+R35A_DEV u16 load_u16_off(const void *uniform_base, u32 byte_offset) {
+    return *(const R35A_GLOBAL u16 *)((const char *)uniform_base + byte_offset);
+}
+R35A_DEV void store_u16(void *p, u16 v) { *(R35A_GLOBAL u16 *)p = v; }
+R35A_DEV float load_f32(const void *p) { return *(const R35A_GLOBAL float *)p; }
+R35A_DEV void store_f32(void *p, float v) { *(R35A_GLOBAL float *)p = v; }
+R35A_DEV int load_i32(const void *p) { return *(const R35A_GLOBAL int *)p; }
+/* A wave-uniform read of memory nothing writes while the kernel runs (metadata such as block
+ * tables): through the constant address space, i.e. a scalar load into an SGPR. */
+R35A_DEV int load_i32_uniform(const void *p) { return *(const __attribute__((address_space(4))) int *)p; }
+
+/* Byte address arithmetic with 64-bit offsets (KV caches can exceed 2^31 elements). */
+template <class P>
+R35A_DEV P *byte_offset(P *p, i64 bytes) { return (P *)((char *)p + bytes); }
+template <class P>
+R35A_DEV const P *byte_offset(const P *p, i64 bytes) { return (const P *)((const char *)p + bytes); }
+
+} /* namespace r35a */
+
+#endif /* R35A_DEVICE_H */

@@ -1,0 +1,121 @@
+/*
+ * encoder_args.h - the argument of the non-causal encoder (varlen) attention kernels
+ * (kernels/encoder.hip) and the host-side formulas that go with it: launch grid, workgroup size,
+ * the layout conditions of the fast path.
+ *
+ * Included by C11 host code (src/) and by the device code: a plain C struct passed BY VALUE as the
+ * kernel's single argument, and static inline functions. Units: strides in ELEMENTS of the dtype,
+ * int64. Pointers are device pointers.
+ *
+ * Kernels: encoder_<dtype>_d<D>_r<rows>_kb<KB>_nw<NW>_w<waves>
+ *     D      head size (32, 48, 64, 72, 80, 128; 72 is padded to 80 inside the kernel)
+ *     rows   query rows per wave (16 or 32: one or two 16-row tiles sharing each K/V operand)
+ *     KB     keys per K/V block staged in LDS (one barrier per block)
+ *     NW     waves per workgroup; a workgroup serves rows * NW query rows of one (segment, head)
+ *     waves  occupancy contract: minimum waves per SIMD (bounds VGPRs and LDS)
+ * The head count is a run-time value: one kernel per (dtype, D, tiling) serves every Hq.
+ *
+ * Launch (one per call, all segments; graph-capture safe: only host-known values):
+ *     grid  = { ceil(max_seqlen / (rows * NW)) * num_segments, num_heads, 1 }
+ *     block = { 32 * NW }
+ * Workgroup (x, h) serves query rows [r * rows * NW, (r + 1) * rows * NW) of segment s and head h,
+ * where s = x / ceil(max_seqlen / (rows * NW)) and r is the remainder (row blocks of a segment are
+ * neighbours in dispatch order, so they meet its K/V in L2), and exits at once when the segment is
+ * shorter than its first row. Segments and row blocks share grid.x, which takes 2^31 - 1
+ * workgroups (y and z may be limited to 65535 by the runtime). Segment lengths come from cu_seqlens
+ * on the device; the host never reads them. A segment longer than max_seqlen (a caller error the
+ * host cannot see) has its rows past max_seqlen left unwritten.
+ *
+ * Fast-path layout conditions (the planner checks them; the portable kernel serves the rest):
+ * every stride a multiple of 8 elements and every pointer 16-byte aligned (128-bit loads and stores
+ * of whole rows), token strides below 2^24 elements (per-thread offsets within a block of rows are
+ * 32-bit byte offsets), Hq == Hkv.
+ */
+#ifndef R35A_ENCODER_ARGS_H
+#define R35A_ENCODER_ARGS_H
+
+#include <stdint.h>
+
+#if defined(__HIP__) || defined(__CUDACC__)
+#define R35A_ENC_HD static inline __attribute__((host, device))
+#else
+#define R35A_ENC_HD static inline
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct r35a_encoder_args {
+    const void *q;                   /* row (token t, head h): q + t * q_token_stride + h * q_head_stride */
+    const void *k;                   /* likewise (Hq == Hkv: head h reads kv head h) */
+    const void *v;
+    void *out;                       /* may not alias q, k, v */
+    const int32_t *cu_seqlens;       /* [num_segments + 1], non-decreasing, [0] = 0 */
+
+    int64_t q_token_stride, q_head_stride;   /* all multiples of 8 (16-byte rows) */
+    int64_t k_token_stride, k_head_stride;
+    int64_t v_token_stride, v_head_stride;
+    int64_t o_token_stride, o_head_stride;
+
+    int32_t num_segments;
+    int32_t num_heads;               /* Hq = Hkv = gridDim.z */
+    int32_t max_seqlen;              /* host-known bound on every segment's length */
+    float scale_log2;                /* softmax_scale * log2(e): scores are exponentiated in base 2 */
+} r35a_encoder_args;
+
+#define R35A_ENCODER_ARGS_BYTES 120  /* sizeof(r35a_encoder_args) on LP64: the kernarg size checked by tools */
+#ifdef __cplusplus
+static_assert(sizeof(r35a_encoder_args) == R35A_ENCODER_ARGS_BYTES, "host and device must agree on the layout");
+#else
+_Static_assert(sizeof(r35a_encoder_args) == R35A_ENCODER_ARGS_BYTES, "host and device must agree on the layout");
+#endif
+
+#define R35A_LOG2E 1.4426950408889634
+
+R35A_ENC_HD float r35a_encoder_scale_log2(float softmax_scale) { return (float)(softmax_scale * R35A_LOG2E); }
+
+/* Query rows one workgroup serves. */
+R35A_ENC_HD int32_t r35a_encoder_rows_per_workgroup(int32_t rows_per_wave, int32_t waves_per_workgroup) {
+    return rows_per_wave * waves_per_workgroup;
+}
+
+R35A_ENC_HD uint32_t r35a_encoder_block_threads(int32_t waves_per_workgroup) { return 32u * (uint32_t)waves_per_workgroup; }
+
+/* Row blocks per segment: the kernel derives the same number from args.max_seqlen. */
+R35A_ENC_HD int64_t r35a_encoder_row_blocks(int32_t max_seqlen, int32_t rows_per_workgroup) {
+    return max_seqlen > 0 ? ((int64_t)max_seqlen + rows_per_workgroup - 1) / rows_per_workgroup : 0;
+}
+
+/* grid[3] from host-known values only. Returns 0 when the launch must be skipped (nothing to do:
+ * max_seqlen, num_segments or num_heads is 0) or does not fit grid.x (more than 2^31 - 1
+ * workgroups), else 1. */
+R35A_ENC_HD int r35a_encoder_grid(int32_t num_segments, int32_t max_seqlen, int32_t num_heads,
+                                  int32_t rows_per_workgroup, uint32_t grid[3]) {
+    int64_t x = r35a_encoder_row_blocks(max_seqlen, rows_per_workgroup) * (num_segments > 0 ? num_segments : 0);
+    grid[0] = x <= 0x7fffffff ? (uint32_t)x : 0u;
+    grid[1] = (uint32_t)(num_heads > 0 ? num_heads : 0);
+    grid[2] = 1u;
+    return grid[0] > 0 && grid[1] > 0;
+}
+
+/* Layout conditions of the fast path on the strides (plan time) and the pointers (run time: their
+ * values are host-known, no device read). */
+#define R35A_ENCODER_MAX_TOKEN_STRIDE ((int64_t)1 << 24)
+R35A_ENC_HD int r35a_encoder_strides_ok(const r35a_encoder_args *a) {
+    const int64_t s[8] = {a->q_token_stride, a->q_head_stride, a->k_token_stride, a->k_head_stride,
+                          a->v_token_stride, a->v_head_stride, a->o_token_stride, a->o_head_stride};
+    for (int i = 0; i < 8; ++i)
+        if (s[i] < 0 || s[i] % 8 != 0) return 0;
+    return a->q_token_stride < R35A_ENCODER_MAX_TOKEN_STRIDE && a->k_token_stride < R35A_ENCODER_MAX_TOKEN_STRIDE &&
+           a->v_token_stride < R35A_ENCODER_MAX_TOKEN_STRIDE;
+}
+R35A_ENC_HD int r35a_encoder_pointers_ok(const void *q, const void *k, const void *v, const void *out) {
+    return (((uintptr_t)q | (uintptr_t)k | (uintptr_t)v | (uintptr_t)out) & 15u) == 0;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* R35A_ENCODER_ARGS_H */

@@ -1,0 +1,236 @@
+/*
+ * fragment_gfx11.h - the 16x16x16 matrix-fragment layer for gfx11 wave32 WMMA
+ * (v_wmma_f32_16x16x16_f16 / _bf16, f32 accumulation).
+ *
+ * ALL knowledge of which lane holds which matrix element lives here. Kernels describe data by
+ * matrix coordinates only (vector index, (m, n) of an accumulator element, per-column statistics),
+ * so another target supplies its own header with the same names (e.g. NVIDIA mma.sync, or a
+ * gfx11-exact emulation mode for checking these layouts on other hardware).
+ *
+ * The product is C[16x16] += A[16x16 (m x k)] * B[16x16 (k x n)].
+ *   - An operand fragment (frag::ab) holds 16 "vectors" of 16 elements along k: the rows of A or
+ *     the columns of B. Loads take, per vector index i (0..15), where its 16 contiguous k elements
+ *     live.
+ *   - An accumulator (frag::acc) holds C. acc_m(e) / acc_n(e) give the coordinates of this lane's
+ *     element e (0 .. ACC_ELEMS-1).
+ *   - Column statistics (frag::colv): one float per accumulator column this lane touches
+ *     (NCOL of them, slot acc_slot(e) for element e). Column reductions (over m) deliver the
+ *     result to every lane that holds part of the column.
+ *
+ * gfx11 wave32 layout (RDNA3 ISA guide, 7.9; checked by the gfx11emu WMMA check):
+ *   - A/B: lane l holds vector l % 16, its 16 k elements in 8 VGPRs, element pairs (2v, 2v+1) in
+ *     VGPR v (low half first). Lanes 16-31 MUST hold the same operands as lanes 0-15: the hardware
+ *     reads both half-waves.
+ *   - C (f32): lane l holds column n = l % 16 and rows m = 2e + l / 16, e = 0..7.
+ *   So a column lives in lanes n and n + 16; NCOL = 1.
+ */
+#ifndef R35A_FRAGMENT_GFX11_H
+#define R35A_FRAGMENT_GFX11_H
+
+#include "device.h"
+
+namespace r35a {
+namespace frag {
+
+typedef _Float16 v16h __attribute__((ext_vector_type(16)));
+typedef short v16s __attribute__((ext_vector_type(16)));
+typedef float v8f __attribute__((ext_vector_type(8)));
+typedef u32 v8u __attribute__((ext_vector_type(8)));
+
+enum { ACC_ELEMS = 8, NCOL = 1 };
+
+/* Operand fragment: 16 x 16-bit elements per lane. */
+struct ab {
+    v8u v;
+};
+/* Accumulator fragment: 8 f32 per lane. */
+struct acc {
+    v8f v;
+};
+/* Per-lane column statistics (one value per column slot). */
+struct colv {
+    float v[NCOL];
+};
+
+R35A_DEV acc acc_zero() {
+    acc c;
+    c.v = (v8f){0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+    return c;
+}
+R35A_DEV ab ab_zero() {
+    ab a;
+    a.v = (v8u){0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u};
+    return a;
+}
+R35A_DEV colv colv_fill(float x) {
+    colv c;
+    for (int i = 0; i < NCOL; ++i) c.v[i] = x;
+    return c;
+}
+
+/* ---- coordinates ----------------------------------------------------------------------------- */
+R35A_DEV int half_wave() { return lane_id() >> 4; }
+/* Row m of element e of this lane's accumulator. */
+R35A_DEV int acc_m(int e) { return 2 * e + half_wave(); }
+/* Column slot of element e (into colv) and the column a slot stands for. */
+R35A_DEV int acc_slot(int e) { (void)e; return 0; }
+R35A_DEV int acc_n_of_slot(int slot) { (void)slot; return lane_id() & 15; }
+R35A_DEV int acc_n(int e) { return acc_n_of_slot(acc_slot(e)); }
+/* Whether this lane is the one that stores column slot `slot` when one value per column is written
+ * (column statistics): lanes 0-15. */
+R35A_DEV bool col_owner(int slot) { (void)slot; return lane_id() < 16; }
+
+/* ---- operand loads ---------------------------------------------------------------------------- */
+/* Vector i (0..15) is 16 contiguous 16-bit elements at ptr_of(i), 16-byte aligned global memory.
+ * Two global_load_b128 per lane; both half-waves load vector l % 16. */
+template <class F>
+R35A_DEV ab load_vec16_global(F ptr_of) {
+    const void *p = ptr_of(lane_id() & 15);
+    u32x4 x = load_b128(p);
+    u32x4 y = load_b128(byte_offset(p, 16));
+    ab a;
+    a.v = (v8u){x.x, x.y, x.z, x.w, y.x, y.y, y.z, y.w};
+    return a;
+}
+/* Vector i is loaded from where ptr_of(i) points by plain 16-bit loads (no alignment needed);
+ * vectors with ok(i) false read as zeros. ptr_of must return a readable address for every i (give
+ * a valid stand-in for the not-ok ones): loads are not branched around, they are selected away.
+ * Used once per kernel, for query rows. */
+template <class F, class OK>
+R35A_DEV ab load_vec16_global_u16(F ptr_of, OK ok) {
+    const int i = lane_id() & 15;
+    const u16 *p = (const u16 *)ptr_of(i);
+    const bool keep = ok(i);
+    ab a;
+    for (int v = 0; v < 8; ++v) {
+        const u32 x = (u32)load_u16(p + 2 * v) | ((u32)load_u16(p + 2 * v + 1) << 16);
+        a.v[v] = keep ? x : 0u;
+    }
+    return a;
+}
+/* Vector i is 16 contiguous 16-bit elements at lds + i * ld (ld in elements, 8-element aligned):
+ * two ds_load_b128 per lane. */
+R35A_DEV ab load_vec16_lds(const u16 *lds, int ld) {
+    const u32x4 *p = (const u32x4 *)(lds + (lane_id() & 15) * ld);
+    u32x4 x = p[0], y = p[1];
+    ab a;
+    a.v = (v8u){x.x, x.y, x.z, x.w, y.x, y.y, y.z, y.w};
+    return a;
+}
+
+/* ---- the product ------------------------------------------------------------------------------ */
+template <class E>
+R35A_DEV acc mma(ab a, ab b, acc c);
+template <>
+__device__ inline __attribute__((always_inline)) acc mma<f16_t>(ab a, ab b, acc c) {
+    c.v = __builtin_amdgcn_wmma_f32_16x16x16_f16_w32(__builtin_bit_cast(v16h, a.v), __builtin_bit_cast(v16h, b.v), c.v);
+    return c;
+}
+template <>
+__device__ inline __attribute__((always_inline)) acc mma<bf16_t>(ab a, ab b, acc c) {
+    c.v = __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32(__builtin_bit_cast(v16s, a.v), __builtin_bit_cast(v16s, b.v), c.v);
+    return c;
+}
+
+/* ---- column reductions on the accumulator (over m, for each column n) ------------------------- */
+R35A_DEV colv col_max(const acc &c) {
+    float x = fmax(fmax(fmax(c.v[0], c.v[1]), fmax(c.v[2], c.v[3])), fmax(fmax(c.v[4], c.v[5]), fmax(c.v[6], c.v[7])));
+    colv r;
+    r.v[0] = fmax(x, lane_xor16(x));
+    return r;
+}
+/* This lane's share of the column sum; col_sum_finish() adds the shares of a column together.
+ * Keeping shares lets a running sum skip the cross-lane step until the end. */
+R35A_DEV colv col_sum_share(const acc &c) {
+    colv r;
+    r.v[0] = ((c.v[0] + c.v[1]) + (c.v[2] + c.v[3])) + ((c.v[4] + c.v[5]) + (c.v[6] + c.v[7]));
+    return r;
+}
+R35A_DEV colv col_sum_finish(colv share) {
+    colv r;
+    r.v[0] = share.v[0] + lane_xor16(share.v[0]);
+    return r;
+}
+
+/* ---- accumulator as the B operand of the next product ------------------------------------------
+ * Reinterprets C[m][n] as B[k = m][n], rounded to E (P^T of attention feeding O^T += V^T P^T).
+ * Lane l holds C[2e + l/16][n]; B needs C[0..15][n] in both half-waves: pack own pairs, swap
+ * half-waves (4 x v_permlanex16), interleave (8 x v_perm_b32). */
+template <class E>
+R35A_DEV ab b_from_acc(const acc &c) {
+    const bool h = half_wave() != 0;
+    const u32 sel_lo = h ? 0x01000504u : 0x05040100u;
+    const u32 sel_hi = h ? 0x03020706u : 0x07060302u;
+    ab b;
+    for (int j = 0; j < 4; ++j) {
+        u32 w = E::pack2(c.v[2 * j], c.v[2 * j + 1]);   /* half 0: C[4j], C[4j+2]; half 1: C[4j+1], C[4j+3] */
+        u32 o = lane_xor16_u32(w);
+        b.v[2 * j] = byte_perm(o, w, sel_lo);
+        b.v[2 * j + 1] = byte_perm(o, w, sel_hi);
+    }
+    return b;
+}
+
+/* ---- accumulator storage in the native layout ---------------------------------------------------
+ * A fragment occupies ACC_NATIVE_FLOATS floats (1 KiB), lane l's elements at [8l, 8l+8): two b128
+ * accesses per lane, whole waves move contiguous 512-byte blocks. The layout is private to this
+ * header; writer and reader must use the same fragment header. */
+enum { ACC_NATIVE_FLOATS = 256 };
+R35A_DEV void acc_store_global(float *p, const acc &c) {
+    float *q = p + 8 * lane_id();
+    v8u u = __builtin_bit_cast(v8u, c.v);
+    store_b128(q, u.s0123);
+    store_b128(q + 4, u.s4567);
+}
+R35A_DEV acc acc_load_global(const float *p) {
+    const float *q = p + 8 * lane_id();
+    u32x4 x = load_b128(q), y = load_b128(q + 4);
+    acc c;
+    c.v = __builtin_bit_cast(v8f, (v8u){x.x, x.y, x.z, x.w, y.x, y.y, y.z, y.w});
+    return c;
+}
+R35A_DEV void acc_store_lds(float *lds, const acc &c) {
+    u32x4 *q = (u32x4 *)(lds + 8 * lane_id());
+    v8u u = __builtin_bit_cast(v8u, c.v);
+    q[0] = u.s0123;
+    q[1] = u.s4567;
+}
+R35A_DEV acc acc_load_lds(const float *lds) {
+    const u32x4 *q = (const u32x4 *)(lds + 8 * lane_id());
+    u32x4 x = q[0], y = q[1];
+    acc c;
+    c.v = __builtin_bit_cast(v8f, (v8u){x.x, x.y, x.z, x.w, y.x, y.y, y.z, y.w});
+    return c;
+}
+/* The same for the columns marked ok[slot] only (others are not written, and read as zeros): partial
+ * results of padding query rows never reach memory. Column 0 must be ok. */
+R35A_DEV void acc_store_global_if(float *p, const acc &c, const bool (&ok)[NCOL]) {
+    if (ok[0]) acc_store_global(p, c);
+}
+R35A_DEV acc acc_load_global_if(const float *p, const bool (&ok)[NCOL]) {
+    /* Not-ok lanes read their half-wave's first lane's (always-ok column 0) elements instead of
+     * branching: the same cache line, and no lane ever holds an unreadable address. */
+    const float *q = p + 8 * (ok[0] ? lane_id() : (lane_id() & 16));
+    u32x4 x = load_b128(q), y = load_b128(q + 4);
+    acc c;
+    c.v = __builtin_bit_cast(v8f, (v8u){x.x, x.y, x.z, x.w, y.x, y.y, y.z, y.w});
+    if (!ok[0]) c = acc_zero();
+    return c;
+}
+/* Column statistics, one float per column at p[n]: the owner lane of each column writes. */
+R35A_DEV void colv_store(float *p, colv c, bool global) {
+    if (col_owner(0)) {
+        if (global) store_f32(p + acc_n_of_slot(0), c.v[0]);
+        else p[acc_n_of_slot(0)] = c.v[0];
+    }
+}
+R35A_DEV colv colv_load(const float *p, bool global) {
+    colv c;
+    c.v[0] = global ? load_f32(p + acc_n_of_slot(0)) : p[acc_n_of_slot(0)];
+    return c;
+}
+
+} /* namespace frag */
+} /* namespace r35a */
+
+#endif /* R35A_FRAGMENT_GFX11_H */

@@ -1,0 +1,204 @@
+/*
+ * kernel_args.h - the arguments of every librdna35attn GPU kernel, and the host-side formulas
+ * (launch grid, workgroup size, split count, workspace layout) that go with them.
+ *
+ * Included by C11 host code (src/) and by the device code (kernels/<name>.hip): plain C structs passed
+ * BY VALUE as the kernel's single argument, and static inline functions. The device code uses the
+ * same workspace-layout functions as the host, so the two cannot disagree.
+ *
+ * (This file holds the decode kernels' arguments and the portable kernel's, hence kernel_args.h
+ * rather than decode_args.h.)
+ *
+ * Units: strides and offsets in ELEMENTS of the tensor's dtype (never bytes), int64 wherever a KV
+ * cache, Q/O buffer or table can exceed 2^31 elements. Pointers are device pointers.
+ *
+ * Kernels and their names:
+ *   decode_<dtype>_d<D>_r<R>_kw<KW>_dw<DW>   (variants/variants.def, R35A_DECODE_VARIANT)
+ *       WMMA paged decode / speculative decode, argument r35a_decode_args.
+ *   generic_paged_<dtype>_dmax<N>, generic_varlen_<dtype>_dmax<N>   (R35A_GENERIC_KERNEL)
+ *       the portable kernel, arguments r35a_generic_paged_args / r35a_generic_varlen_args.
+ */
+#ifndef R35A_KERNEL_ARGS_H
+#define R35A_KERNEL_ARGS_H
+
+#include <stdint.h>
+
+#if defined(__HIP__) || defined(__CUDACC__)
+#define R35A_HD static inline __attribute__((host, device))
+#else
+#define R35A_HD static inline
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* =============================================================================================
+ * Decode / speculative decode (WMMA variants)
+ *
+ * One workgroup per (split, kv head x row group, sequence):
+ *     grid = { num_splits, num_kv_heads * num_row_groups, num_seqs },  block = { 32 * KW * DW }.
+ * A row group is R consecutive query rows of one kv head; the G * M rows of (sequence s, kv head g)
+ * are ordered row = h_local * M + i (query head g*G + h_local, query token i). The kernel serves
+ * sequences with 1 <= M <= max_query_len and skips the others (M = 0: nothing to write; M larger:
+ * the generic kernel serves them in the same call).
+ * ============================================================================================= */
+
+typedef struct r35a_decode_args {
+    const void *q;                   /* [tokens][num_kv_heads * group_size][D], dtype */
+    const void *k_cache;             /* pages, dtype; rows 16-byte aligned */
+    const void *v_cache;
+    void *out;                       /* like q */
+    const int32_t *seq_lens;         /* [num_seqs] */
+    const int32_t *query_start_loc;  /* [num_seqs + 1] */
+    const int32_t *block_table;      /* [num_seqs * block_table_stride] */
+    void *workspace;                 /* r35a_decode_workspace_bytes() bytes; NULL when num_splits == 1 */
+
+    int64_t q_token_stride, q_head_stride;
+    int64_t o_token_stride, o_head_stride;
+    int64_t k_page_stride, k_head_stride, k_slot_stride;  /* multiples of 8 (16-byte rows) */
+    int64_t v_page_stride, v_head_stride, v_slot_stride;
+    int64_t block_table_stride;
+
+    int32_t num_seqs;
+    int32_t num_kv_heads;
+    int32_t group_size;              /* G = num_q_heads / num_kv_heads */
+    int32_t page_size;               /* any multiple of 16 */
+    int32_t window;                  /* 0 = none */
+    int32_t max_query_len;           /* serve sequences with M <= this (<= R, and <= 8 by design) */
+    int32_t num_row_groups;          /* r35a_decode_num_row_groups() */
+    int32_t num_splits;              /* >= 1; r35a_decode_num_splits() */
+    float scale_log2;                /* softmax_scale * log2(e): logits are computed in base 2 */
+    int32_t reserved;
+} r35a_decode_args;
+
+/* Tuning constants of the split planner. */
+#define R35A_DECODE_MIN_TILES_PER_SPLIT 16  /* 256 keys: a split's partial record stays <= ~2 % of its KV bytes */
+#define R35A_DECODE_MAX_SPLITS 64
+#define R35A_DECODE_WGS_PER_CU 2           /* workgroups per CU the splits aim to fill */
+
+R35A_HD int32_t r35a_decode_num_row_groups(int32_t group_size, int32_t max_query_len, int32_t rows_per_group) {
+    int64_t rows = (int64_t)group_size * max_query_len;
+    return (int32_t)((rows + rows_per_group - 1) / rows_per_group);
+}
+
+/* Keys one sequence's rows can reach, rounded out to whole 16-key tiles: what the splits share. */
+R35A_HD int64_t r35a_decode_max_tiles(int32_t max_seq_len, int32_t max_query_len, int32_t window) {
+    int64_t keys = max_seq_len;
+    if (window > 0 && (int64_t)window + max_query_len - 1 < keys) keys = (int64_t)window + max_query_len - 1;
+    return (keys + 15) / 16 + 1; /* +1: the reached range need not start on a tile boundary */
+}
+
+/* Split count from host-known values only (graph-capture safe): enough workgroups to give every
+ * CU R35A_DECODE_WGS_PER_CU of them, but at least R35A_DECODE_MIN_TILES_PER_SPLIT tiles per split. */
+R35A_HD int32_t r35a_decode_num_splits(int32_t num_seqs, int32_t num_kv_heads, int32_t num_row_groups,
+                                       int32_t max_seq_len, int32_t max_query_len, int32_t window,
+                                       int32_t num_cus) {
+    int64_t wgs = (int64_t)num_seqs * num_kv_heads * num_row_groups;
+    int64_t target = (int64_t)num_cus * R35A_DECODE_WGS_PER_CU;
+    int64_t want = wgs > 0 ? (target + wgs - 1) / wgs : 1;
+    int64_t by_len = r35a_decode_max_tiles(max_seq_len, max_query_len, window) / R35A_DECODE_MIN_TILES_PER_SPLIT;
+    if (want > by_len) want = by_len;
+    if (want > R35A_DECODE_MAX_SPLITS) want = R35A_DECODE_MAX_SPLITS;
+    if (want < 1) want = 1;
+    return (int32_t)want;
+}
+
+R35A_HD void r35a_decode_grid(int32_t num_seqs, int32_t num_kv_heads, int32_t num_row_groups, int32_t num_splits,
+                              uint32_t grid[3]) {
+    grid[0] = (uint32_t)num_splits;
+    grid[1] = (uint32_t)num_kv_heads * (uint32_t)num_row_groups;
+    grid[2] = (uint32_t)num_seqs;
+}
+
+R35A_HD uint32_t r35a_decode_block_threads(int32_t kw, int32_t dw) { return 32u * (uint32_t)kw * (uint32_t)dw; }
+
+/* Workspace (only when num_splits > 1; else 0 bytes and args.workspace may be NULL):
+ *   [0, counters_bytes)   uint32 arrival counter per (sequence, kv head, row group), index
+ *                         s * num_kv_heads * num_row_groups + (g * num_row_groups + rg);
+ *   [records_offset, ...) one partial record per (sequence, kv head, row group, split), index
+ *                         ((s * num_kv_heads * num_row_groups) + g * num_row_groups + rg) * num_splits + split,
+ *                         each r35a_decode_record_floats() floats: m[R], l[R] (base-2 running max
+ *                         and sum of each row) then the R x D unnormalized f32 accumulator in the
+ *                         fragment header's native layout.
+ * The counters must be ZERO before the first run that uses the workspace (e.g. one hipMemset when
+ * the workspace is allocated). Every run leaves them zero again: the last workgroup of a group
+ * wraps its counter back to 0 with the same atomic that elects it, so no per-run memset is needed.
+ * A run aborted midway (never on a healthy device) would need the memset again. */
+R35A_HD int64_t r35a_decode_record_floats(int32_t rows_per_group, int32_t head_size) {
+    return 2 * (int64_t)rows_per_group + (int64_t)rows_per_group * head_size;
+}
+R35A_HD int64_t r35a_decode_counters_bytes(int32_t num_seqs, int32_t num_kv_heads, int32_t num_row_groups) {
+    int64_t b = (int64_t)num_seqs * num_kv_heads * num_row_groups * 4;
+    return (b + 255) / 256 * 256;
+}
+R35A_HD int64_t r35a_decode_workspace_bytes(int32_t num_seqs, int32_t num_kv_heads, int32_t num_row_groups,
+                                            int32_t num_splits, int32_t rows_per_group, int32_t head_size) {
+    if (num_splits <= 1) return 0;
+    return r35a_decode_counters_bytes(num_seqs, num_kv_heads, num_row_groups) +
+           (int64_t)num_seqs * num_kv_heads * num_row_groups * num_splits *
+               r35a_decode_record_floats(rows_per_group, head_size) * 4;
+}
+
+/* =============================================================================================
+ * The portable kernel (plain HIP, no WMMA): any head size up to the kernel's dmax, any page size,
+ * softcap, ALiBi, windows, causal chunked prefill, and varlen (causal or not).
+ *
+ * One workgroup of R35A_GENERIC_THREADS threads per (query token, query head):
+ *     grid = { num_tokens, num_q_heads, 1 }.
+ * ============================================================================================= */
+
+#define R35A_GENERIC_THREADS 128
+
+typedef struct r35a_generic_paged_args {
+    const void *q, *k_cache, *v_cache;
+    void *out;
+    const int32_t *seq_lens, *query_start_loc, *block_table;
+    const float *alibi_slopes;       /* [num_q_heads] or NULL */
+    int64_t q_token_stride, q_head_stride;
+    int64_t o_token_stride, o_head_stride;
+    int64_t k_page_stride, k_head_stride, k_slot_stride;
+    int64_t v_page_stride, v_head_stride, v_slot_stride;
+    int64_t block_table_stride;
+    int32_t num_seqs;
+    int32_t num_tokens;
+    int32_t num_q_heads;
+    int32_t num_kv_heads;
+    int32_t head_size;               /* 1 .. the kernel's dmax */
+    int32_t page_size;               /* >= 1 */
+    int32_t window;                  /* 0 = none */
+    int32_t min_query_len;           /* serve only sequences with M > this (0: all); the decode
+                                        kernel of the same call serves the others */
+    float softmax_scale;
+    float logit_softcap;             /* 0 = off */
+} r35a_generic_paged_args;
+
+typedef struct r35a_generic_varlen_args {
+    const void *q, *k, *v;
+    void *out;
+    const int32_t *cu_seqlens;       /* [num_segments + 1] */
+    int64_t q_token_stride, q_head_stride;
+    int64_t k_token_stride, k_head_stride;
+    int64_t v_token_stride, v_head_stride;
+    int64_t o_token_stride, o_head_stride;
+    int32_t num_segments;
+    int32_t num_tokens;
+    int32_t num_q_heads;
+    int32_t num_kv_heads;
+    int32_t head_size;
+    int32_t causal;
+    float softmax_scale;
+    float logit_softcap;
+} r35a_generic_varlen_args;
+
+R35A_HD void r35a_generic_grid(int32_t num_tokens, int32_t num_q_heads, uint32_t grid[3]) {
+    grid[0] = (uint32_t)num_tokens;
+    grid[1] = (uint32_t)num_q_heads;
+    grid[2] = 1u;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* R35A_KERNEL_ARGS_H */

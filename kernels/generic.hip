@@ -1,0 +1,204 @@
+/*
+ * generic.hip - the portable attention kernel: plain HIP, no matrix instructions, correct before
+ * fast. It serves everything the tuned decode variants do not:
+ *   - paged attention with any head size up to the kernel's dmax, any page size >= 1, logit
+ *     softcap, ALiBi, sliding windows, and any query length M (causal among the M query tokens:
+ *     chunked prefill), skipping sequences a decode kernel of the same call serves
+ *     (M <= min_query_len);
+ *   - varlen attention over packed segments, causal or not, GQA, arbitrary token/head strides
+ *     (a fused qkv buffer is read in place).
+ *
+ * One workgroup of 4 waves per (query token, query head) row. The waves take keys round-robin,
+ * each with its own online softmax (base 2); a key's logit is a dot product over the head split
+ * across the 32 lanes (lane l holds d = l, l + 32, ...), reduced with DPP / permlanex16. The four
+ * partial softmaxes merge through LDS at the end. Rows that see no key are written as zeros.
+ * Lanes past the head size read element D-1 again and discard it (no divergent branches around
+ * loads, and every lane's address is a real one).
+ */
+#include "common/device.h"
+#include "common/kernel_args.h"
+
+namespace r35a {
+
+constexpr int GEN_WAVES = R35A_GENERIC_THREADS / R35A_WAVE;
+
+/* Logit post-processing shared by both ops: softcap then ALiBi, then base 2. */
+struct logit_rule {
+    float scale, softcap, alibi_slope;
+    int pos;   /* the query's position: ALiBi adds slope * (j - pos) */
+    __device__ inline float base2(float dot, int j) const {
+        float s = dot * scale;
+        if (softcap > 0.f) s = softcap * tanh_fast(s * rcp_fast(softcap));
+        s += alibi_slope * (float)(j - pos);
+        return s * 1.4426950408889634f;
+    }
+};
+
+/* Online softmax of one row over keys [lo, hi] given by key_at(j) -> (k row, v row) pointers, and
+ * the normalized result written to orow. DPL = elements per lane = dmax / 32. */
+template <class E, int DPL, class KeyAt>
+R35A_DEV void attend_row(const u16 *qrow, u16 *orow, int D, int lo, int hi, const logit_rule &rule, KeyAt key_at) {
+    __shared__ float red_m[GEN_WAVES], red_l[GEN_WAVES];
+    __shared__ float red_acc[GEN_WAVES][DPL * R35A_WAVE];
+    const int lane = lane_id(), w = wave_id();
+    constexpr int CH = DPL > 16 ? 8 : DPL;
+
+    /* Byte offset of the lane's i-th element within a row; lanes past D read element D-1 (32-bit,
+     * shared by Q, K and V rows, whose bases are wave-uniform). */
+    u32 boff[DPL];
+    for (int i = 0; i < DPL; ++i) boff[i] = 2u * (u32)imin(lane + R35A_WAVE * i, D - 1);
+    /* q stays in its 16-bit storage format (no precision lost), two elements per register, 0 past D. */
+    u32 q2[(DPL + 1) / 2];
+    float acc[DPL];
+    for (int i = 0; i < DPL; ++i) {
+        const int d = lane + R35A_WAVE * i;
+        const u32 x = load_u16_off(qrow, boff[i]);
+        const u32 h = d < D ? x : 0u;
+        if (i & 1) q2[i >> 1] |= h << 16;
+        else q2[i >> 1] = h;
+        acc[i] = 0.f;
+    }
+    float m = neg_inf(), l = 0.f;
+    for (int j = lo + w; j <= hi; j += GEN_WAVES) {
+        const u16 *krow, *vrow;
+        key_at(j, krow, vrow);
+        /* Wide heads (dmax > 512) must fit 128 VGPRs without spilling: the loads go out in chunks of
+         * CH fenced by scheduling barriers, q stays packed (an empty asm makes it opaque, so its
+         * conversion is not hoisted out of the loop as 32 floats) and the element offsets are
+         * recomputed per key instead of held. More round trips per key: fine for this fallback. */
+        constexpr bool WIDE = CH < DPL;
+        int lane_o = lane;
+        if constexpr (WIDE) {
+            for (int i = 0; i < (DPL + 1) / 2; ++i) __asm__ volatile("" : "+v"(q2[i]));
+            __asm__ volatile("" : "+v"(lane_o));
+        }
+        auto off = [&](int i) -> u32 { return WIDE ? 2u * (u32)imin(lane_o + R35A_WAVE * i, D - 1) : boff[i]; };
+        float dot = 0.f;
+        for (int c0 = 0; c0 < DPL; c0 += CH) {
+            for (int i = c0; i < c0 + CH && i < DPL; ++i) {
+                const float qi = E::to_f32((u16)(i & 1 ? q2[i >> 1] >> 16 : q2[i >> 1]));
+                dot = __builtin_fmaf(qi, E::to_f32(load_u16_off(krow, off(i))), dot);   /* q = 0 past D */
+            }
+            if constexpr (WIDE) __builtin_amdgcn_sched_barrier(0);
+        }
+        const float s = rule.base2(wave_sum(dot), j);
+        const float mn = fmax(m, s);
+        const float corr = exp2_fast(m - mn), p = exp2_fast(s - mn);
+        l = l * corr + p;
+        for (int c0 = 0; c0 < DPL; c0 += CH) {
+            /* past D this accumulates a copy of element D-1 that is never stored */
+            for (int i = c0; i < c0 + CH && i < DPL; ++i)
+                acc[i] = __builtin_fmaf(p, E::to_f32(load_u16_off(vrow, off(i))), acc[i] * corr);
+            if constexpr (WIDE) __builtin_amdgcn_sched_barrier(0);
+        }
+        m = mn;
+    }
+
+    /* Merge the waves' partial softmaxes. */
+    if (lane == 0) {
+        red_m[w] = m;
+        red_l[w] = l;
+    }
+    for (int i = 0; i < DPL; ++i) red_acc[w][lane + R35A_WAVE * i] = acc[i];
+    block_sync();
+    if (w != 0) return;
+    float mx = neg_inf();
+    for (int k = 0; k < GEN_WAVES; ++k) mx = fmax(mx, red_m[k]);
+    const float mu = mx == neg_inf() ? 0.f : mx;
+    float lsum = 0.f, wk[GEN_WAVES];
+    for (int k = 0; k < GEN_WAVES; ++k) {
+        wk[k] = exp2_fast(red_m[k] - mu);
+        lsum += red_l[k] * wk[k];
+    }
+    const float inv = lsum > 0.f ? rcp_fast(lsum) : 0.f;   /* no key seen: zeros */
+    /* (kept rolled: unrolled, the wide kernel would read all 4 x DPL partials into registers) */
+#pragma clang loop unroll(disable)
+    for (int i = 0; i < DPL; ++i) {
+        if (R35A_WAVE * i >= D) break;                       /* uniform */
+        /* Lanes past D hold an exact copy of element D-1 (their loads were clamped to it) and store
+         * that same value to the same place: no divergent branch around the LDS reads. */
+        const int d = lane + R35A_WAVE * i;
+        float o = 0.f;
+        for (int k = 0; k < GEN_WAVES; ++k) o += red_acc[k][d] * wk[k];
+        store_u16(orow + imin(d, D - 1), E::from_f32(o * inv));
+    }
+}
+
+/* Largest s in [0, n) with starts[s] <= t (starts non-decreasing, starts[0] = 0 <= t): the
+ * sequence or segment holding token t, skipping empty ones. */
+R35A_DEV int find_owner(const int32_t *starts, int n, int t) {
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) >> 1;
+        if (load_i32(starts + mid) <= t) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+template <class E, int DMAX>
+R35A_DEV void generic_paged(const r35a_generic_paged_args &a) {
+    const int t = block_x(), h = block_y();
+    const int s = find_owner(a.query_start_loc, a.num_seqs, t);
+    const int q0 = a.query_start_loc[s];
+    const int M = a.query_start_loc[s + 1] - q0;
+    if (M <= a.min_query_len) return;                 /* served by the decode kernel */
+    const int L = a.seq_lens[s];
+    const int i = t - q0, p = L - M + i;
+    const int hi = imin(p, L - 1);
+    const int lo = a.window > 0 ? imax(0, p - a.window + 1) : 0;
+    const int G = a.num_q_heads / a.num_kv_heads, g = h / G;
+    logit_rule rule;
+    rule.scale = a.softmax_scale;
+    rule.softcap = a.logit_softcap;
+    rule.alibi_slope = a.alibi_slopes ? load_f32(a.alibi_slopes + h) : 0.f;
+    rule.pos = p;
+    const u16 *qrow = (const u16 *)a.q + (i64)t * a.q_token_stride + (i64)h * a.q_head_stride;
+    u16 *orow = (u16 *)a.out + (i64)t * a.o_token_stride + (i64)h * a.o_head_stride;
+    const int32_t *bt = a.block_table + (i64)s * a.block_table_stride;
+    const u16 *kh = (const u16 *)a.k_cache + (i64)g * a.k_head_stride;
+    const u16 *vh = (const u16 *)a.v_cache + (i64)g * a.v_head_stride;
+    const int B = a.page_size;
+    attend_row<E, DMAX / R35A_WAVE>(qrow, orow, a.head_size, lo, hi, rule, [&](int j, const u16 *&kr, const u16 *&vr) {
+        const int pi = j / B, slot = j - pi * B;
+        const i64 page = load_i32_uniform(bt + pi);
+        kr = kh + page * a.k_page_stride + (i64)slot * a.k_slot_stride;
+        vr = vh + page * a.v_page_stride + (i64)slot * a.v_slot_stride;
+    });
+}
+
+template <class E, int DMAX>
+R35A_DEV void generic_varlen(const r35a_generic_varlen_args &a) {
+    const int t = block_x(), h = block_y();
+    const int s = find_owner(a.cu_seqlens, a.num_segments, t);
+    const int t0 = a.cu_seqlens[s], len = a.cu_seqlens[s + 1] - t0;
+    const int i = t - t0;
+    const int hi = a.causal ? i : len - 1;
+    const int G = a.num_q_heads / a.num_kv_heads, g = h / G;
+    logit_rule rule;
+    rule.scale = a.softmax_scale;
+    rule.softcap = a.logit_softcap;
+    rule.alibi_slope = 0.f;
+    rule.pos = i;
+    const u16 *qrow = (const u16 *)a.q + (i64)t * a.q_token_stride + (i64)h * a.q_head_stride;
+    u16 *orow = (u16 *)a.out + (i64)t * a.o_token_stride + (i64)h * a.o_head_stride;
+    const u16 *kh = (const u16 *)a.k + (i64)t0 * a.k_token_stride + (i64)g * a.k_head_stride;
+    const u16 *vh = (const u16 *)a.v + (i64)t0 * a.v_token_stride + (i64)g * a.v_head_stride;
+    attend_row<E, DMAX / R35A_WAVE>(qrow, orow, a.head_size, 0, hi, rule, [&](int j, const u16 *&kr, const u16 *&vr) {
+        kr = kh + (i64)j * a.k_token_stride;
+        vr = vh + (i64)j * a.v_token_stride;
+    });
+}
+
+} /* namespace r35a */
+
+/* One extern "C" kernel per entry of variants.def; the symbol is the entry's name. At most 128
+ * VGPRs (the static checks' default for kernels without an occupancy column): dmax 256 uses 45
+ * (16 waves per SIMD), dmax 1024 98 (its 16 KiB of LDS allow 7 waves per SIMD). */
+#define R35A_GENERIC_KERNEL(arch, name, op, dtype, dmax)                                               \
+    R35A_KERNEL __attribute__((amdgpu_flat_work_group_size(1, R35A_GENERIC_THREADS), amdgpu_num_vgpr(128))) \
+    void name(r35a_generic_##op##_args a) {                                                            \
+        r35a::generic_##op<r35a::dtype##_t, dmax>(a);                                                  \
+    }
+#include "../variants/variants.def"
+#undef R35A_GENERIC_KERNEL
