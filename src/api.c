@@ -4,6 +4,8 @@
  * validate.c, the choice of implementation to dispatch.c, the work to the chosen implementation. */
 #include "internal.h"
 
+#include "backend_hip.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -95,13 +97,6 @@ static void become_reference(r35a_context *ctx, const char *why)
     copy_text(ctx->info.reason, sizeof ctx->info.reason, why);
 }
 
-/* Why no GPU backend can serve this process. GPU backends (HIP for gfx1151, CUDA for the NVIDIA
- * development build) are added by later work; until then every build answers the same way. */
-static const char *gpu_unavailable_reason(void)
-{
-    return "this build has no GPU backend (the gfx1151 HIP backend is not implemented yet)";
-}
-
 r35a_status r35a_context_create(const r35a_context_options *options, r35a_context **context)
 {
     r35a_clear_error();
@@ -124,10 +119,6 @@ r35a_status r35a_context_create(const r35a_context_options *options, r35a_contex
         return r35a_fail(R35A_ERR_INVALID_ARGUMENT, "context_options.device_index: %d is negative",
                          (int)options->device_index);
 
-    if (options->backend == R35A_BACKEND_GPU)
-        return r35a_fail(R35A_ERR_BACKEND_UNAVAILABLE, "context_options.backend: GPU requested but %s",
-                         gpu_unavailable_reason());
-
     r35a_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
         return r35a_fail(R35A_ERR_OUT_OF_MEMORY, "context: allocation of %zu bytes failed", sizeof *ctx);
@@ -135,16 +126,30 @@ r35a_status r35a_context_create(const r35a_context_options *options, r35a_contex
     if (options->backend == R35A_BACKEND_REFERENCE) {
         become_reference(ctx, "reference backend requested");
     } else {
-        char why[256];
-        snprintf(why, sizeof why, "auto: %s", gpu_unavailable_reason());
-        become_reference(ctx, why);
+        char why[200];
+        if (!r35a_hip_context_init(ctx, options->device_index, why, sizeof why)) {
+            if (options->backend == R35A_BACKEND_GPU) {
+                free(ctx);
+                return r35a_fail(R35A_ERR_BACKEND_UNAVAILABLE, "context_options.backend: GPU requested but %s",
+                                 why);
+            }
+            char auto_why[sizeof ctx->info.reason];
+            snprintf(auto_why, sizeof auto_why, "auto: %s", why);
+            become_reference(ctx, auto_why);
+        }
     }
     r35a_log("context: backend %s (%s), arch %s", ctx->info.backend_name, ctx->info.reason, ctx->info.arch);
     *context = ctx;
     return R35A_OK;
 }
 
-void r35a_context_destroy(r35a_context *context) { free(context); }
+void r35a_context_destroy(r35a_context *context)
+{
+    if (!context)
+        return;
+    r35a_hip_context_release(context);
+    free(context);
+}
 
 r35a_status r35a_context_get_info(const r35a_context *context, r35a_context_info *info)
 {

@@ -3,8 +3,11 @@
  * Most specialized first, reference last (oneDNN / libdeflate style). The first entry that runs on
  * the context's backend and whose supports() accepts the descriptor serves the plan; the reasons
  * of the entries that declined become the plan's fallback_reason. R35A_LOG=1 prints each decision;
- * R35A_FORCE=<name> (test-only) restricts the choice to the entry of that name. */
+ * R35A_FORCE=<name> (test-only) restricts the choice to the entry of that name, or to one kernel of
+ * a GPU entry ("decode_f16_d128_...", "generic_paged_..."). */
 #include "internal.h"
+
+#include "backend_hip.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -100,8 +103,8 @@ static const r35a_impl reference_varlen = {"reference", R35A_OP_VARLEN, R35A_BAC
 
 /* ---- the ordered lists: tuned GPU variants, then the portable GPU kernel, then the reference ---- */
 
-static const r35a_impl *const paged_impls[] = {&reference_paged};
-static const r35a_impl *const varlen_impls[] = {&reference_varlen};
+static const r35a_impl *const paged_impls[] = {&r35a_hip_paged_tuned, &r35a_hip_paged_generic, &reference_paged};
+static const r35a_impl *const varlen_impls[] = {&r35a_hip_varlen_generic, &reference_varlen};
 
 static void append_reason(char *dst, size_t cap, const char *name, const char *why)
 {
@@ -109,6 +112,14 @@ static void append_reason(char *dst, size_t cap, const char *name, const char *w
     if (used + 1 >= cap)
         return;
     snprintf(dst + used, cap - used, "%s%s: %s", used ? "; " : "", name, why);
+}
+
+/* R35A_FORCE=<name> selects an entry by its name ("decode", "generic", "reference") or by the name
+ * of one of its kernels ("decode_f16_d128_...", "generic_paged_..."), which the entry then uses. */
+static bool answers_to(const r35a_impl *impl, const char *force)
+{
+    size_t n = strlen(impl->name);
+    return strncmp(force, impl->name, n) == 0 && (force[n] == '\0' || force[n] == '_');
 }
 
 r35a_status r35a_dispatch(const r35a_context *ctx, r35a_op op, const void *desc, r35a_plan *plan)
@@ -124,7 +135,7 @@ r35a_status r35a_dispatch(const r35a_context *ctx, r35a_op op, const void *desc,
         const r35a_impl *impl = list[i];
         if (impl->backend != ctx->backend)
             continue;
-        if (force && strcmp(force, impl->name) != 0)
+        if (force && !answers_to(impl, force))
             continue;
         char why[256] = "";
         if (!impl->supports(ctx, desc, why, sizeof why)) {
@@ -136,11 +147,12 @@ r35a_status r35a_dispatch(const r35a_context *ctx, r35a_op op, const void *desc,
         if (st != R35A_OK)
             return st;
         plan->impl = impl;
-        snprintf(plan->info.implementation, sizeof plan->info.implementation, "%s", impl->name);
+        if (!plan->info.implementation[0]) /* GPU entries name the kernel they chose */
+            snprintf(plan->info.implementation, sizeof plan->info.implementation, "%s", impl->name);
         snprintf(plan->info.fallback_reason, sizeof plan->info.fallback_reason, "%s", declined);
-        r35a_log("%s: chose %s (workspace %zu bytes, grid %ux%ux%u, splits %d)%s%s", op_name, impl->name,
-                 plan->info.workspace_bytes, plan->info.grid[0], plan->info.grid[1], plan->info.grid[2],
-                 plan->info.num_splits, declined[0] ? "; declined: " : "", declined);
+        r35a_log("%s: chose %s (workspace %zu bytes, grid %ux%ux%u, splits %d)%s%s", op_name,
+                 plan->info.implementation, plan->info.workspace_bytes, plan->info.grid[0], plan->info.grid[1],
+                 plan->info.grid[2], plan->info.num_splits, declined[0] ? "; declined: " : "", declined);
         return R35A_OK;
     }
     if (force)

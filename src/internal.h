@@ -28,6 +28,7 @@ typedef enum r35a_op { R35A_OP_PAGED = 1, R35A_OP_VARLEN = 2 } r35a_op;
 struct r35a_context {
     r35a_backend backend;        /* active backend: GPU or REFERENCE */
     r35a_context_info info;
+    void *gpu;                   /* GPU backend state (backend_hip.c); NULL on the reference */
 };
 
 /* One entry of the ordered implementation list of an op (dispatch.c). */

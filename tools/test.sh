@@ -4,17 +4,17 @@
 # Replay a randomized failure with R35A_TEST_SEED=<printed seed> tools/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tools/setup.sh
+tools/setup.sh --gpu-toolchain
 jobs=$(nproc 2>/dev/null || echo 2)
 
 echo "== build (Release, -Werror) =="
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DR35A_WERROR=ON >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DR35A_WERROR=ON -DR35A_REQUIRE_GPU_KERNELS=ON >/dev/null
 cmake --build build -j"$jobs"
 echo "== tests =="
 (cd build && ctest --output-on-failure -j"$jobs")
 
 echo "== build (Debug, ASan + UBSan) =="
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DR35A_SANITIZE=ON -DR35A_BUILD_BENCH=OFF >/dev/null
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DR35A_SANITIZE=ON -DR35A_BUILD_BENCH=OFF -DR35A_REQUIRE_GPU_KERNELS=ON >/dev/null
 cmake --build build-asan -j"$jobs"
 echo "== tests under ASan + UBSan =="
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -1,0 +1,91 @@
+/* plan_gfx1151.h - the GPU kernel registry (from variants/variants.def) and the planner that picks a
+ * kernel, its split count, grid and workspace from host-known values only.
+ *
+ * Pure host code with no HIP dependency, so the planner is unit-tested on any machine
+ * (tests/hip/test_planner.c). The formulas it applies (row groups, splits, grid, workspace layout)
+ * are the kernel author's, from kernels/common/kernel_args.h, which the kernels share. */
+#ifndef R35A_PLAN_GFX1151_H
+#define R35A_PLAN_GFX1151_H
+
+#include "internal.h"
+
+#include "common/kernel_args.h"
+
+/* CU count assumed when the runtime does not report one (Radeon 8060S; the 8050S has 32). */
+#define R35A_GFX1151_DEFAULT_CUS 40
+/* Largest M (query tokens per sequence) the decode variants serve, by design. */
+#define R35A_DECODE_MAX_QUERY_LEN 8
+/* HIP's limit on the y and z grid dimensions. */
+#define R35A_GRID_YZ_MAX 65535u
+
+typedef struct r35a_decode_variant {
+    const char *arch;
+    const char *name;            /* the kernel symbol, log label and bench label */
+    r35a_dtype dtype;
+    int32_t head_size;
+    int32_t rows;                /* R: query rows per workgroup */
+    int32_t kw, dw;              /* key groups and head-dim waves: block = 32 * kw * dw threads */
+    int32_t waves;               /* minimum waves per SIMD the kernel's VGPR budget allows */
+} r35a_decode_variant;
+
+typedef struct r35a_generic_kernel {
+    const char *arch;
+    const char *name;
+    r35a_op op;                  /* R35A_OP_PAGED or R35A_OP_VARLEN */
+    r35a_dtype dtype;
+    int32_t dmax;                /* largest head size served */
+} r35a_generic_kernel;
+
+enum {
+#define R35A_DECODE_VARIANT(arch, name, dtype, head_size, rows, kw, dw, waves) r35a_decode_index_##name,
+#include "variants.def"
+#undef R35A_DECODE_VARIANT
+    R35A_NUM_DECODE_VARIANTS
+};
+enum {
+#define R35A_GENERIC_KERNEL(arch, name, op, dtype, dmax) r35a_generic_index_##name,
+#include "variants.def"
+#undef R35A_GENERIC_KERNEL
+    R35A_NUM_GENERIC_KERNELS
+};
+
+extern const r35a_decode_variant r35a_decode_variants[];
+extern const r35a_generic_kernel r35a_generic_kernels[];
+
+/* A planned launch: which kernel and its launch shape. */
+typedef struct r35a_gpu_launch {
+    int kernel;                  /* index into r35a_decode_variants or r35a_generic_kernels */
+    int32_t num_row_groups;      /* decode only */
+    int32_t num_splits;          /* 1 for the generic kernel */
+    uint32_t grid[3], block[3];  /* a 0 in grid means there is nothing to launch */
+    size_t workspace_bytes;
+} r35a_gpu_launch;
+
+/* Each planner returns true and fills *out when one of its kernels for arch serves desc, else
+ * writes why into reason. `only` (NULL for any) restricts the choice to the kernel of that name;
+ * num_cus is the device's compute-unit count. */
+bool r35a_plan_decode(const r35a_paged_attention_desc *desc, const char *arch, int num_cus, const char *only,
+                      r35a_gpu_launch *out, char *reason, size_t reason_len);
+bool r35a_plan_generic_paged(const r35a_paged_attention_desc *desc, const char *arch, const char *only,
+                             r35a_gpu_launch *out, char *reason, size_t reason_len);
+bool r35a_plan_generic_varlen(const r35a_varlen_attention_desc *desc, const char *arch, const char *only,
+                              r35a_gpu_launch *out, char *reason, size_t reason_len);
+
+/* Index of the decode variant / generic kernel named name, or -1. */
+int r35a_find_decode_variant(const char *name);
+int r35a_find_generic_kernel(const char *name);
+
+/* Kernel arguments of a planned launch from the validated desc and args. */
+void r35a_fill_decode_args(const r35a_paged_attention_desc *desc, const r35a_paged_attention_args *args,
+                           const r35a_gpu_launch *launch, void *workspace, r35a_decode_args *out);
+void r35a_fill_generic_paged_args(const r35a_paged_attention_desc *desc, const r35a_paged_attention_args *args,
+                                  int32_t min_query_len, r35a_generic_paged_args *out);
+void r35a_fill_generic_varlen_args(const r35a_varlen_attention_desc *desc, const r35a_varlen_attention_args *args,
+                                   r35a_generic_varlen_args *out);
+
+/* Whether the run-time pointers meet the decode kernels' 16-byte alignment (q, k_cache, v_cache,
+ * and the workspace when splits > 1); otherwise writes which one does not. */
+bool r35a_decode_pointers_aligned(const r35a_paged_attention_args *args, const void *workspace,
+                                  int32_t num_splits, char *why, size_t why_len);
+
+#endif

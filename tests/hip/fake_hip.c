@@ -1,0 +1,201 @@
+/* fake_hip.c - a stand-in HIP runtime for the HIP backend's tests on machines without a GPU.
+ *
+ * Built as a shared library and loaded by the library through the test-only knob
+ * R35A_HIP_LIBRARY=<path>. It exports the HIP entry points the backend looks up, with the C
+ * signatures HIP documents, and records what the backend does with them so a test can check it:
+ *   - hipGetDeviceCount / hipGetDevicePropertiesR0600 describe FAKE_HIP_DEVICES devices (default 1)
+ *     of arch FAKE_HIP_ARCH (default "gfx1151") with FAKE_HIP_CUS compute units (default 40),
+ *     writing gcnArchName and multiProcessorCount at their hipDeviceProp_tR0600 offsets;
+ *   - hipModuleLoadData accepts only an AMDGPU ELF image; hipModuleGetFunction finds the kernel in
+ *     its dynamic symbol table (FUNC symbol plus its ".kd" descriptor), as a real loader would;
+ *   - hipModuleLaunchKernel and hipMemsetAsync are recorded (kernel name, grid, block, stream, a
+ *     copy of the argument struct) and do nothing else.
+ * The test reads the records through fake_hip_* functions (dlsym on the same library). */
+#include "fake_hip.h"
+
+#include "common/kernel_args.h"
+
+#include <elf.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXPORT __attribute__((visibility("default")))
+#define MAX_MODULES 16
+
+typedef struct fake_module {
+    const unsigned char *image;
+} fake_module;
+
+typedef struct fake_function {
+    char name[128];
+} fake_function;
+
+static fake_module modules[MAX_MODULES];
+static int num_modules, num_unloaded;
+static fake_function functions[256];
+static int num_functions;
+static fake_launch launches[MAX_RECORDS];
+static int num_launches;
+static fake_memset memsets[MAX_RECORDS];
+static int num_memsets;
+static int current_device;
+/* Order of calls, one letter each: M memset, L launch (to check the memset comes first). */
+static char call_order[MAX_RECORDS * 2 + 1];
+
+static int env_int(const char *name, int fallback)
+{
+    const char *s = getenv(name);
+    return s && s[0] ? atoi(s) : fallback;
+}
+
+EXPORT int hipGetDeviceCount(int *count)
+{
+    *count = env_int("FAKE_HIP_DEVICES", 1);
+    return *count > 0 ? 0 : 100; /* hipErrorNoDevice */
+}
+
+EXPORT int hipGetDevicePropertiesR0600(void *props, int device)
+{
+    if (device < 0 || device >= env_int("FAKE_HIP_DEVICES", 1))
+        return 101; /* hipErrorInvalidDevice */
+    unsigned char *p = props;
+    memset(p, 0, 1472); /* sizeof(hipDeviceProp_tR0600) */
+    snprintf((char *)p, 256, "Fake Radeon");
+    const char *arch = getenv("FAKE_HIP_ARCH");
+    snprintf((char *)p + 1160, 256, "%s", arch && arch[0] ? arch : "gfx1151");
+    int cus = env_int("FAKE_HIP_CUS", 40);
+    memcpy(p + 388, &cus, sizeof cus);
+    return 0;
+}
+
+EXPORT int hipGetDevice(int *device)
+{
+    *device = current_device;
+    return 0;
+}
+
+EXPORT int hipSetDevice(int device)
+{
+    if (device < 0 || device >= env_int("FAKE_HIP_DEVICES", 1))
+        return 101;
+    current_device = device;
+    return 0;
+}
+
+EXPORT int hipModuleLoadData(void **module, const void *image)
+{
+    const Elf64_Ehdr *eh = image;
+    if (!image || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh->e_machine != EM_AMDGPU)
+        return 200; /* hipErrorInvalidImage */
+    if (num_modules == MAX_MODULES)
+        return 2;
+    modules[num_modules].image = image;
+    *module = &modules[num_modules++];
+    return 0;
+}
+
+EXPORT int hipModuleUnload(void *module)
+{
+    (void)module;
+    ++num_unloaded;
+    return 0;
+}
+
+/* Whether the ELF image defines symbol `name` of type `type` in .dynsym. */
+static int has_symbol(const unsigned char *image, const char *name, int type)
+{
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)image;
+    const Elf64_Shdr *sh = (const Elf64_Shdr *)(image + eh->e_shoff);
+    for (int i = 0; i < eh->e_shnum; ++i) {
+        if (sh[i].sh_type != SHT_DYNSYM)
+            continue;
+        const Elf64_Sym *syms = (const Elf64_Sym *)(image + sh[i].sh_offset);
+        const char *strtab = (const char *)(image + sh[sh[i].sh_link].sh_offset);
+        size_t n = sh[i].sh_size / sizeof(Elf64_Sym);
+        for (size_t k = 0; k < n; ++k)
+            if (ELF64_ST_TYPE(syms[k].st_info) == type && syms[k].st_shndx != SHN_UNDEF &&
+                strcmp(strtab + syms[k].st_name, name) == 0)
+                return 1;
+    }
+    return 0;
+}
+
+EXPORT int hipModuleGetFunction(void **function, void *module, const char *name)
+{
+    const fake_module *m = module;
+    char kd[160];
+    snprintf(kd, sizeof kd, "%s.kd", name);
+    if (!has_symbol(m->image, name, STT_FUNC) || !has_symbol(m->image, kd, STT_OBJECT))
+        return 500; /* hipErrorNotFound */
+    if (num_functions == (int)(sizeof functions / sizeof *functions))
+        return 2;
+    snprintf(functions[num_functions].name, sizeof functions[num_functions].name, "%s", name);
+    *function = &functions[num_functions++];
+    return 0;
+}
+
+/* Size of the one by-value argument struct of a kernel, from its name (kernel_args.h). */
+static size_t args_size_of(const char *kernel)
+{
+    if (strncmp(kernel, "decode_", 7) == 0)
+        return sizeof(r35a_decode_args);
+    if (strncmp(kernel, "generic_paged_", 14) == 0)
+        return sizeof(r35a_generic_paged_args);
+    if (strncmp(kernel, "generic_varlen_", 15) == 0)
+        return sizeof(r35a_generic_varlen_args);
+    return 0;
+}
+
+EXPORT int hipModuleLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                 unsigned bz, unsigned shared_bytes, void *stream, void **params, void **extra)
+{
+    const fake_function *fn = f;
+    if (!fn || !params || extra || num_launches == MAX_RECORDS)
+        return 1; /* hipErrorInvalidValue */
+    if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0 || bx * by * bz > 1024)
+        return 9; /* hipErrorInvalidConfiguration */
+    fake_launch *l = &launches[num_launches++];
+    memset(l, 0, sizeof *l);
+    snprintf(l->kernel, sizeof l->kernel, "%s", fn->name);
+    l->grid[0] = gx, l->grid[1] = gy, l->grid[2] = gz;
+    l->block[0] = bx, l->block[1] = by, l->block[2] = bz;
+    l->shared_bytes = shared_bytes;
+    l->stream = stream;
+    l->args_size = args_size_of(fn->name);
+    memcpy(l->args, params[0], l->args_size);
+    strcat(call_order, "L");
+    return 0;
+}
+
+EXPORT int hipMemsetAsync(void *dst, int value, size_t bytes, void *stream)
+{
+    if (num_memsets == MAX_RECORDS)
+        return 1;
+    fake_memset *m = &memsets[num_memsets++];
+    m->dst = dst, m->value = value, m->bytes = bytes, m->stream = stream;
+    strcat(call_order, "M");
+    return 0;
+}
+
+EXPORT const char *hipGetErrorString(int error)
+{
+    return error == 0 ? "hipSuccess" : "fake HIP error";
+}
+
+/* ---- what the tests read ---- */
+
+EXPORT int fake_hip_num_launches(void) { return num_launches; }
+EXPORT const fake_launch *fake_hip_launch(int i) { return i >= 0 && i < num_launches ? &launches[i] : NULL; }
+EXPORT int fake_hip_num_memsets(void) { return num_memsets; }
+EXPORT const fake_memset *fake_hip_memset(int i) { return i >= 0 && i < num_memsets ? &memsets[i] : NULL; }
+EXPORT int fake_hip_num_modules(void) { return num_modules; }
+EXPORT int fake_hip_num_unloaded(void) { return num_unloaded; }
+EXPORT const char *fake_hip_call_order(void) { return call_order; }
+EXPORT void fake_hip_reset_records(void)
+{
+    num_launches = num_memsets = 0;
+    call_order[0] = '\0';
+}

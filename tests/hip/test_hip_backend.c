@@ -1,0 +1,457 @@
+/* test_hip_backend.c - the HIP backend through the public API, on a machine without a GPU.
+ *
+ * One mode per process (the library reads its environment knobs once), chosen by argv[1]:
+ *   absent        the real loader path: no HIP runtime on this machine -> AUTO falls back to the
+ *                 reference with the reason, GPU fails with R35A_ERR_BACKEND_UNAVAILABLE;
+ *   wrong_arch    a stand-in runtime (tests/hip/fake_hip.c through R35A_HIP_LIBRARY) reporting a
+ *                 gfx1100 -> not served, the reason names the arch;
+ *   no_device     the stand-in reports no device;
+ *   gpu           the stand-in reports a gfx1151: plans choose the tuned variants or the generic
+ *                 kernel with their reasons, runs launch the planned kernel with the planned grid on
+ *                 the caller's stream, with the split counters cleared first;
+ *   force_variant R35A_FORCE=<a decode variant>: that variant serves;
+ *   force_generic R35A_FORCE=generic: the generic kernel serves a decode shape.
+ * The stand-in checks that each kernel the backend asks for is in the embedded code object's
+ * symbol table, so `gpu` also proves every kernel of variants.def made it into the library. */
+#include "rdna35attn.h"
+
+#include "fake_hip.h"
+#include "common/kernel_args.h"
+
+#include <dlfcn.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+static const char *mode;
+
+/* ---- helpers ---- */
+
+static r35a_context *create(r35a_backend backend, r35a_status expect)
+{
+    r35a_context_options o;
+    r35a_context_options_init(&o);
+    o.backend = backend;
+    r35a_context *ctx = (r35a_context *)1;
+    r35a_status st = r35a_context_create(&o, &ctx);
+    if (st != expect)
+        print_error("context_create: %s (%s), expected %s\n", r35a_status_string(st), r35a_last_error_detail(),
+                    r35a_status_string(expect));
+    assert_int_equal(st, expect);
+    if (st != R35A_OK)
+        assert_null(ctx);
+    return ctx;
+}
+
+static r35a_context_info info_of(const r35a_context *ctx)
+{
+    r35a_context_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    assert_int_equal(r35a_context_get_info(ctx, &info), R35A_OK);
+    return info;
+}
+
+static r35a_plan_info plan_info_of(const r35a_plan *plan)
+{
+    r35a_plan_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    assert_int_equal(r35a_plan_get_info(plan, &info), R35A_OK);
+    return info;
+}
+
+static void expect_contains(const char *text, const char *needle)
+{
+    if (!strstr(text, needle))
+        print_error("'%s' does not contain '%s'\n", text, needle);
+    assert_non_null(strstr(text, needle));
+}
+
+/* ---- modes without a usable GPU ---- */
+
+static void test_absent(void **state)
+{
+    (void)state;
+    void *real = dlopen("libamdhip64.so.7", RTLD_NOW | RTLD_LOCAL);
+    if (!real)
+        real = dlopen("libamdhip64.so.6", RTLD_NOW | RTLD_LOCAL);
+    if (real) {
+        dlclose(real);
+        skip(); /* a HIP runtime is installed here: the no-runtime path cannot be observed */
+    }
+    r35a_context *ctx = create(R35A_BACKEND_AUTO, R35A_OK);
+    r35a_context_info info = info_of(ctx);
+    assert_int_equal(info.backend, R35A_BACKEND_REFERENCE);
+    assert_string_equal(info.backend_name, "reference");
+    assert_int_equal(info.device_index, -1);
+#ifdef R35A_HAVE_CODE_OBJECTS
+    assert_string_equal(info.reason, "auto: no HIP runtime: dlopen libamdhip64.so.7/.6 failed");
+#else
+    expect_contains(info.reason, "auto: built without gfx1151 code objects");
+#endif
+    /* The reference context plans on the reference. */
+    r35a_paged_attention_desc d;
+    r35a_paged_attention_desc_init(&d, R35A_DTYPE_F16, 1, 1, 1, 64, 8, 2, 128, 16, 4);
+    r35a_plan *plan = NULL;
+    assert_int_equal(r35a_paged_attention_plan(ctx, &d, &plan), R35A_OK);
+    assert_string_equal(plan_info_of(plan).implementation, "reference");
+    r35a_plan_destroy(plan);
+    r35a_context_destroy(ctx);
+
+    create(R35A_BACKEND_GPU, R35A_ERR_BACKEND_UNAVAILABLE);
+#ifdef R35A_HAVE_CODE_OBJECTS
+    assert_string_equal(r35a_last_error_detail(),
+                        "context_options.backend: GPU requested but no HIP runtime: dlopen libamdhip64.so.7/.6 failed");
+#else
+    expect_contains(r35a_last_error_detail(), "built without gfx1151 code objects");
+#endif
+}
+
+static void test_wrong_arch(void **state)
+{
+    (void)state;
+    r35a_context *ctx = create(R35A_BACKEND_AUTO, R35A_OK);
+    r35a_context_info info = info_of(ctx);
+    assert_int_equal(info.backend, R35A_BACKEND_REFERENCE);
+    assert_string_equal(info.reason, "auto: no gfx1151 device: found gfx1100 (HIP device 0)");
+    r35a_context_destroy(ctx);
+    create(R35A_BACKEND_GPU, R35A_ERR_BACKEND_UNAVAILABLE);
+    expect_contains(r35a_last_error_detail(), "GPU requested but no gfx1151 device: found gfx1100");
+}
+
+static void test_no_device(void **state)
+{
+    (void)state;
+    r35a_context *ctx = create(R35A_BACKEND_AUTO, R35A_OK);
+    expect_contains(info_of(ctx).reason, "auto: no HIP device");
+    r35a_context_destroy(ctx);
+    create(R35A_BACKEND_GPU, R35A_ERR_BACKEND_UNAVAILABLE);
+    expect_contains(r35a_last_error_detail(), "no HIP device");
+}
+
+/* ---- the stand-in gfx1151 ---- */
+
+static struct {
+    void *lib;
+    fake_hip_count_fn num_launches, num_memsets, num_modules, num_unloaded;
+    fake_hip_launch_fn launch;
+    fake_hip_memset_fn memset;
+    fake_hip_order_fn order;
+    fake_hip_reset_fn reset;
+} fake;
+
+static void open_fake(void)
+{
+    const char *path = getenv("R35A_HIP_LIBRARY");
+    assert_non_null(path);
+    fake.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(fake.lib);
+#define GET(field, symbol) *(void **)&fake.field = dlsym(fake.lib, symbol), assert_non_null(fake.field)
+    GET(num_launches, "fake_hip_num_launches");
+    GET(num_memsets, "fake_hip_num_memsets");
+    GET(num_modules, "fake_hip_num_modules");
+    GET(num_unloaded, "fake_hip_num_unloaded");
+    GET(launch, "fake_hip_launch");
+    GET(memset, "fake_hip_memset");
+    GET(order, "fake_hip_call_order");
+    GET(reset, "fake_hip_reset_records");
+#undef GET
+}
+
+/* Buffers standing in for device memory: the GPU path never reads them on the host. */
+static _Alignas(256) unsigned char q_buf[1 << 20], o_buf[1 << 20], kv_buf[1 << 16], ws_buf[1 << 22];
+static int32_t meta[4096];
+static char stream_token;
+
+static r35a_paged_attention_args paged_args(void)
+{
+    r35a_paged_attention_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.q = q_buf;
+    a.k_cache = kv_buf;
+    a.v_cache = kv_buf;
+    a.out = o_buf;
+    a.seq_lens = meta;
+    a.query_start_loc = meta + 1024;
+    a.block_table = meta + 2048;
+    return a;
+}
+
+static r35a_plan *plan_paged(r35a_context *ctx, const r35a_paged_attention_desc *d, r35a_status expect)
+{
+    r35a_plan *plan = NULL;
+    r35a_status st = r35a_paged_attention_plan(ctx, d, &plan);
+    if (st != expect)
+        print_error("plan: %s (%s)\n", r35a_status_string(st), r35a_last_error_detail());
+    assert_int_equal(st, expect);
+    return plan;
+}
+
+static void test_gpu_context(void **state)
+{
+    (void)state;
+    open_fake();
+    r35a_context *ctx = create(R35A_BACKEND_AUTO, R35A_OK);
+    r35a_context_info info = info_of(ctx);
+    assert_int_equal(info.backend, R35A_BACKEND_GPU);
+    assert_string_equal(info.backend_name, "hip");
+    assert_string_equal(info.arch, "gfx1151");
+    assert_int_equal(info.device_index, 0);
+    expect_contains(info.reason, "HIP device 0: Fake Radeon, gfx1151, 40 CUs (");
+    int modules = fake.num_modules();
+    assert_true(modules >= 2); /* decode and generic */
+    r35a_context_destroy(ctx);
+    assert_int_equal(fake.num_unloaded(), modules);
+
+    /* A device the runtime does not have. */
+    r35a_context_options o;
+    r35a_context_options_init(&o);
+    o.backend = R35A_BACKEND_GPU;
+    o.device_index = 3;
+    r35a_context *none = NULL;
+    assert_int_equal(r35a_context_create(&o, &none), R35A_ERR_BACKEND_UNAVAILABLE);
+    expect_contains(r35a_last_error_detail(), "no HIP device 3: the runtime sees 1 device");
+}
+
+static void test_gpu_decode_plan_and_run(void **state)
+{
+    (void)state;
+    open_fake();
+    r35a_context *ctx = create(R35A_BACKEND_GPU, R35A_OK);
+    /* D=128, G=4, M=1, one sequence of 4096 tokens (see test_planner.c for the numbers). */
+    r35a_paged_attention_desc d;
+    r35a_paged_attention_desc_init(&d, R35A_DTYPE_F16, 1, 1, 1, 4096, 32, 8, 128, 16, 256);
+    r35a_plan *plan = plan_paged(ctx, &d, R35A_OK);
+    r35a_plan_info pi = plan_info_of(plan);
+    assert_string_equal(pi.implementation, "decode_f16_d128_r16_kw2_dw2_w8");
+    assert_string_equal(pi.fallback_reason, "");
+    assert_int_equal(pi.num_splits, 10);
+    assert_int_equal(pi.grid[0], 10);
+    assert_int_equal(pi.grid[1], 8);
+    assert_int_equal(pi.grid[2], 1);
+    assert_int_equal(pi.block[0], 128);
+    assert_int_equal(pi.workspace_bytes, 256 + 80 * 2080 * 4);
+
+    /* Too small a workspace is refused before anything is launched. */
+    fake.reset();
+    r35a_paged_attention_args a = paged_args();
+    assert_int_equal(r35a_paged_attention_run(ctx, plan, &a, ws_buf, pi.workspace_bytes - 1, &stream_token),
+                     R35A_ERR_WORKSPACE_TOO_SMALL);
+    assert_int_equal(fake.num_launches(), 0);
+
+    assert_int_equal(r35a_paged_attention_run(ctx, plan, &a, ws_buf, sizeof ws_buf, &stream_token), R35A_OK);
+    assert_string_equal(fake.order(), "ML"); /* counters cleared, then the kernel, on one stream */
+    const fake_memset *m = fake.memset(0);
+    assert_ptr_equal(m->dst, ws_buf);
+    assert_int_equal(m->value, 0);
+    assert_int_equal(m->bytes, 256);
+    assert_ptr_equal(m->stream, &stream_token);
+    const fake_launch *l = fake.launch(0);
+    assert_string_equal(l->kernel, "decode_f16_d128_r16_kw2_dw2_w8");
+    assert_memory_equal(l->grid, pi.grid, sizeof pi.grid);
+    assert_memory_equal(l->block, pi.block, sizeof pi.block);
+    assert_ptr_equal(l->stream, &stream_token);
+    assert_int_equal(l->args_size, sizeof(r35a_decode_args));
+    r35a_decode_args ka;
+    memcpy(&ka, l->args, sizeof ka);
+    assert_ptr_equal(ka.q, q_buf);
+    assert_ptr_equal(ka.out, o_buf);
+    assert_ptr_equal(ka.workspace, ws_buf);
+    assert_ptr_equal(ka.block_table, meta + 2048);
+    assert_int_equal(ka.num_splits, 10);
+    assert_int_equal(ka.group_size, 4);
+    assert_int_equal(ka.num_row_groups, 1);
+    assert_int_equal(ka.page_size, 16);
+
+    /* A Q pointer off 16-byte alignment: the generic kernel serves this run, no workspace used. */
+    fake.reset();
+    a.q = q_buf + 2;
+    assert_int_equal(r35a_paged_attention_run(ctx, plan, &a, ws_buf, sizeof ws_buf, &stream_token), R35A_OK);
+    assert_string_equal(fake.order(), "L");
+    assert_string_equal(fake.launch(0)->kernel, "generic_paged_f16_dmax256");
+    assert_int_equal(fake.launch(0)->grid[0], 1);
+    assert_int_equal(fake.launch(0)->grid[1], 32);
+    r35a_plan_destroy(plan);
+
+    /* Enough sequences to fill the GPU: one split, no workspace, no memset. */
+    r35a_paged_attention_desc busy;
+    r35a_paged_attention_desc_init(&busy, R35A_DTYPE_BF16, 64, 64, 1, 4096, 8, 8, 64, 16, 64 * 256);
+    plan = plan_paged(ctx, &busy, R35A_OK);
+    pi = plan_info_of(plan);
+    assert_string_equal(pi.implementation, "decode_bf16_d64_r16_kw4_dw1_w8");
+    assert_int_equal(pi.workspace_bytes, 0);
+    fake.reset();
+    a = paged_args();
+    assert_int_equal(r35a_paged_attention_run(ctx, plan, &a, NULL, 0, NULL), R35A_OK);
+    assert_string_equal(fake.order(), "L");
+    memcpy(&ka, fake.launch(0)->args, sizeof ka);
+    assert_null(ka.workspace);
+    assert_null(fake.launch(0)->stream);
+    r35a_plan_destroy(plan);
+
+    /* Only padding sequences (max_query_len 0): nothing to launch. */
+    r35a_paged_attention_desc pad;
+    r35a_paged_attention_desc_init(&pad, R35A_DTYPE_F16, 4, 0, 0, 64, 8, 8, 128, 16, 16);
+    plan = plan_paged(ctx, &pad, R35A_OK);
+    fake.reset();
+    assert_int_equal(r35a_paged_attention_run(ctx, plan, &a, ws_buf, sizeof ws_buf, NULL), R35A_OK);
+    assert_int_equal(fake.num_launches(), 0);
+    r35a_plan_destroy(plan);
+    r35a_context_destroy(ctx);
+}
+
+static void expect_generic(r35a_context *ctx, const r35a_paged_attention_desc *d, const char *kernel,
+                           const char *reason)
+{
+    r35a_plan *plan = plan_paged(ctx, d, R35A_OK);
+    r35a_plan_info pi = plan_info_of(plan);
+    assert_string_equal(pi.implementation, kernel);
+    expect_contains(pi.fallback_reason, reason);
+    assert_int_equal(pi.workspace_bytes, 0);
+    assert_int_equal(pi.grid[0], (uint32_t)d->num_tokens);
+    assert_int_equal(pi.grid[1], (uint32_t)d->num_q_heads);
+    fake.reset();
+    r35a_paged_attention_args a = paged_args();
+    float slopes[64];
+    if (d->use_alibi)
+        a.alibi_slopes = slopes;
+    assert_int_equal(r35a_paged_attention_run(ctx, plan, &a, NULL, 0, &stream_token), R35A_OK);
+    assert_int_equal(fake.num_launches(), 1);
+    const fake_launch *l = fake.launch(0);
+    assert_string_equal(l->kernel, kernel);
+    r35a_generic_paged_args ka;
+    memcpy(&ka, l->args, sizeof ka);
+    assert_int_equal(ka.head_size, d->head_size);
+    assert_int_equal(ka.page_size, d->page_size);
+    assert_int_equal(ka.min_query_len, 0);
+    assert_true(ka.logit_softcap == d->logit_softcap);
+    assert_ptr_equal(ka.alibi_slopes, d->use_alibi ? slopes : NULL);
+    r35a_plan_destroy(plan);
+}
+
+static void test_gpu_fallbacks(void **state)
+{
+    (void)state;
+    open_fake();
+    r35a_context *ctx = create(R35A_BACKEND_GPU, R35A_OK);
+    r35a_paged_attention_desc d;
+    r35a_paged_attention_desc_init(&d, R35A_DTYPE_F16, 2, 2, 1, 4096, 32, 8, 128, 16, 512);
+
+    r35a_paged_attention_desc softcap = d;
+    softcap.logit_softcap = 30.0f;
+    expect_generic(ctx, &softcap, "generic_paged_f16_dmax256", "decode: logit softcap");
+
+    r35a_paged_attention_desc alibi = d;
+    alibi.use_alibi = 1;
+    expect_generic(ctx, &alibi, "generic_paged_f16_dmax256", "decode: ALiBi");
+
+    r35a_paged_attention_desc page8;
+    r35a_paged_attention_desc_init(&page8, R35A_DTYPE_BF16, 2, 2, 1, 4096, 32, 8, 128, 8, 1024);
+    expect_generic(ctx, &page8, "generic_paged_bf16_dmax256", "decode: page_size 8 is not a multiple of 16");
+
+    r35a_paged_attention_desc d96;
+    r35a_paged_attention_desc_init(&d96, R35A_DTYPE_F16, 2, 2, 1, 4096, 32, 8, 96, 16, 512);
+    expect_generic(ctx, &d96, "generic_paged_f16_dmax256", "decode: head_size 96 not built");
+
+    r35a_paged_attention_desc mixed;
+    r35a_paged_attention_desc_init(&mixed, R35A_DTYPE_F16, 2, 13, 12, 4096, 32, 8, 128, 16, 512);
+    expect_generic(ctx, &mixed, "generic_paged_f16_dmax256", "decode: max_query_len 12 > 8");
+
+    r35a_paged_attention_desc d1024;
+    r35a_paged_attention_desc_init(&d1024, R35A_DTYPE_BF16, 1, 1, 1, 64, 4, 4, 1024, 16, 4);
+    expect_generic(ctx, &d1024, "generic_paged_bf16_dmax1024", "decode: head_size 1024 not built");
+
+    /* f32 is the reference's only: a GPU context refuses it, naming each entry's reason. */
+    r35a_paged_attention_desc f32;
+    r35a_paged_attention_desc_init(&f32, R35A_DTYPE_F32, 1, 1, 1, 64, 8, 8, 128, 16, 4);
+    assert_null(plan_paged(ctx, &f32, R35A_ERR_UNSUPPORTED));
+    expect_contains(r35a_last_error_detail(), "decode: dtype f32");
+    expect_contains(r35a_last_error_detail(), "generic: dtype f32");
+
+    /* Varlen: the generic kernel. */
+    r35a_varlen_attention_desc v;
+    r35a_varlen_attention_desc_init(&v, R35A_DTYPE_BF16, 3, 600, 256, 16, 16, 80);
+    r35a_plan *plan = NULL;
+    assert_int_equal(r35a_varlen_attention_plan(ctx, &v, &plan), R35A_OK);
+    r35a_plan_info pi = plan_info_of(plan);
+    assert_string_equal(pi.implementation, "generic_varlen_bf16_dmax256");
+    assert_int_equal(pi.grid[0], 600);
+    assert_int_equal(pi.grid[1], 16);
+    r35a_varlen_attention_args va = {sizeof va, q_buf, kv_buf, kv_buf, o_buf, meta};
+    fake.reset();
+    assert_int_equal(r35a_varlen_attention_run(ctx, plan, &va, NULL, 0, &stream_token), R35A_OK);
+    assert_int_equal(fake.num_launches(), 1);
+    assert_string_equal(fake.launch(0)->kernel, "generic_varlen_bf16_dmax256");
+    r35a_generic_varlen_args vk;
+    memcpy(&vk, fake.launch(0)->args, sizeof vk);
+    assert_int_equal(vk.num_segments, 3);
+    assert_int_equal(vk.head_size, 80);
+    assert_ptr_equal(vk.cu_seqlens, meta);
+    r35a_plan_destroy(plan);
+    r35a_context_destroy(ctx);
+}
+
+static void test_force_variant(void **state)
+{
+    (void)state;
+    open_fake();
+    r35a_context *ctx = create(R35A_BACKEND_GPU, R35A_OK);
+    r35a_paged_attention_desc d;
+    r35a_paged_attention_desc_init(&d, R35A_DTYPE_F16, 1, 1, 1, 4096, 32, 8, 128, 16, 256);
+    r35a_plan *plan = plan_paged(ctx, &d, R35A_OK);
+    assert_string_equal(plan_info_of(plan).implementation, getenv("R35A_FORCE"));
+    r35a_plan_destroy(plan);
+    /* A shape the forced variant cannot serve is refused, not sent elsewhere. */
+    r35a_paged_attention_desc d64 = d;
+    d64.head_size = 64;
+    r35a_paged_attention_desc_init(&d64, R35A_DTYPE_F16, 1, 1, 1, 4096, 32, 8, 64, 16, 256);
+    assert_null(plan_paged(ctx, &d64, R35A_ERR_UNSUPPORTED));
+    expect_contains(r35a_last_error_detail(), "R35A_FORCE=");
+    r35a_context_destroy(ctx);
+}
+
+static void test_force_generic(void **state)
+{
+    (void)state;
+    open_fake();
+    r35a_context *ctx = create(R35A_BACKEND_GPU, R35A_OK);
+    r35a_paged_attention_desc d;
+    r35a_paged_attention_desc_init(&d, R35A_DTYPE_F16, 1, 1, 1, 4096, 32, 8, 128, 16, 256);
+    r35a_plan *plan = plan_paged(ctx, &d, R35A_OK);
+    assert_string_equal(plan_info_of(plan).implementation, "generic_paged_f16_dmax256");
+    r35a_plan_destroy(plan);
+    r35a_context_destroy(ctx);
+}
+
+int main(int argc, char **argv)
+{
+    mode = argc > 1 ? argv[1] : "absent";
+    const struct {
+        const char *mode;
+        struct CMUnitTest tests[3];
+        size_t count;
+    } modes[] = {
+        {"absent", {cmocka_unit_test(test_absent)}, 1},
+        {"wrong_arch", {cmocka_unit_test(test_wrong_arch)}, 1},
+        {"no_device", {cmocka_unit_test(test_no_device)}, 1},
+        {"gpu",
+         {cmocka_unit_test(test_gpu_context), cmocka_unit_test(test_gpu_decode_plan_and_run),
+          cmocka_unit_test(test_gpu_fallbacks)},
+         3},
+        {"force_variant", {cmocka_unit_test(test_force_variant)}, 1},
+        {"force_generic", {cmocka_unit_test(test_force_generic)}, 1},
+    };
+    for (size_t i = 0; i < sizeof modes / sizeof *modes; ++i)
+        if (strcmp(mode, modes[i].mode) == 0)
+            return _cmocka_run_group_tests(mode, modes[i].tests, modes[i].count, NULL, NULL);
+    fprintf(stderr, "test_hip_backend: unknown mode %s\n", mode);
+    return 2;
+}

@@ -1,0 +1,321 @@
+#!/usr/bin/env python3
+"""Static checks of one built AMDGPU code object (one kernel family for one arch).
+
+Usage:
+    check_code_objects.py --arch gfx1151 --family decode --variants variants/variants.def \\
+        [--readelf llvm-readelf-19] [--objdump llvm-objdump-19] build/gpu/gfx1151/decode.co
+
+What it checks, from `llvm-readelf --notes` (the AMDGPU metadata) and `llvm-objdump -d`:
+  - the code object's target is amdgcn-amd-amdhsa--<arch>, wave32;
+  - it holds exactly the kernels variants.def lists for this family and arch (one per entry);
+  - every kernel has no scratch (.private_segment_fixed_size == 0, no VGPR/SGPR spills, no dynamic
+    stack);
+  - occupancy: the VGPRs and the LDS of each kernel both allow at least the waves per SIMD its
+    variant states (variants.def's `waves` column: gfx1151 has 1536 VGPRs per SIMD lane, allocated
+    in granules of 24 in wave32, and 128 KiB of LDS per WGP of 4 SIMDs); kernels with no stated
+    occupancy (the generic family) are held to the defaults VGPRs <= 128 and LDS <= 32 KiB;
+    LDS never above the 64 KiB a workgroup can have;
+  - the decode and encoder (WMMA) variants contain v_wmma_f32_16x16x16_<dtype> and global_load_b128;
+  - each kernel takes one by-value argument struct of the size the host gives it (--abi), and
+    allows the workgroup size the host launches it with.
+It prints one row per kernel (VGPRs, SGPRs, LDS, scratch, occupancy, WMMA and 128-bit load counts)
+and exits 1 if any check fails, naming the kernel and the check.
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+# gfx11 (RDNA3/3.5) resources. gfx1151, like gfx1100/gfx1101, has the 1.5x register file.
+VGPRS_PER_SIMD_LANE = {"gfx1151": 1536, "gfx1100": 1536, "gfx1101": 1536}
+VGPR_GRANULE_WAVE32 = {"gfx1151": 24, "gfx1100": 24, "gfx1101": 24}
+LDS_PER_WGP = 128 * 1024
+LDS_PER_WORKGROUP_MAX = 64 * 1024
+LDS_GRANULE = 1024            # allocation granularity assumed for the occupancy estimate (conservative)
+SIMDS_PER_WGP = 4
+MAX_WAVES_PER_SIMD = 16
+
+DEFAULT_MAX_VGPRS = 128       # kernels whose table row states no occupancy
+DEFAULT_MAX_LDS = 32 * 1024
+
+B128_LOADS = ("global_load_b128", "global_load_dwordx4", "buffer_load_b128", "buffer_load_dwordx4")
+
+
+def fail_usage(msg):
+    sys.exit(f"check_code_objects: {msg}")
+
+
+# ---- variants.def ----
+
+def parse_variants(path):
+    """Every X-macro entry of variants.def as (macro, [args])."""
+    entries = []
+    pattern = re.compile(r"^\s*(R35A_[A-Z0-9_]+)\s*\((.*)\)\s*$")
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.lstrip().startswith("#"):
+                continue
+            m = pattern.match(line)
+            if m:
+                entries.append((m.group(1), [a.strip() for a in m.group(2).split(",")]))
+    return entries
+
+
+def expected_kernels(entries, family, arch):
+    """{kernel name: {"dtype", "waves", "waves_per_wg", "wmma"}} for this family and arch."""
+    out = {}
+    for macro, args in entries:
+        if macro == "R35A_DECODE_VARIANT":
+            fam = "decode"
+            v_arch, name, dtype, head, rows, kw, dw, waves = args
+            info = {"dtype": dtype, "waves": int(waves), "waves_per_wg": int(kw) * int(dw), "wmma": True,
+                    "b128": True}
+        elif macro == "R35A_ENCODER_VARIANT":
+            # kernels/encoder.hip: R35A_ENCODER_VARIANT(arch, name, dtype, D, rows, KB, NW, WAVES)
+            fam = "encoder"
+            v_arch, name, dtype, head, rows, kb, nw, waves = args
+            info = {"dtype": dtype, "waves": int(waves), "waves_per_wg": int(nw), "wmma": True, "b128": True}
+        elif macro == "R35A_GENERIC_KERNEL":
+            fam = "generic"
+            v_arch, name = args[0], args[1]
+            info = {"dtype": args[3], "waves": None, "waves_per_wg": None, "wmma": False, "b128": False}
+        else:
+            # A later family's macro, e.g. R35A_ENCODER_VARIANT(arch, name, dtype, ...): the family is
+            # the macro's first word; no occupancy stated unless it has a waves column we know of.
+            fam = macro[len("R35A_"):].split("_")[0].lower()
+            v_arch, name = args[0], args[1]
+            info = {"dtype": args[2] if len(args) > 2 else "", "waves": None, "waves_per_wg": None,
+                    "wmma": False, "b128": False}
+        if fam == family and v_arch == arch:
+            out[name] = info
+    return out
+
+
+# ---- the code object ----
+
+def run_tool(tool, args):
+    proc = subprocess.run([tool] + args, capture_output=True, text=True)
+    if proc.returncode != 0:
+        fail_usage(f"{os.path.basename(tool)} {' '.join(args)} failed: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def parse_notes(text):
+    """(target, [kernel metadata dicts]) from llvm-readelf --notes: the amdhsa YAML, read line by
+    line (kernel keys sit at indent 4 under '  - ', nested lists deeper)."""
+    target = None
+    kernels = []
+    current = None
+    in_kernels = False
+    for line in text.splitlines():
+        m = re.match(r"^amdhsa\.target:\s*(\S+)", line)
+        if m:
+            target = m.group(1).strip("'\"")
+            in_kernels = False
+            continue
+        if re.match(r"^amdhsa\.kernels:", line):
+            in_kernels = True
+            continue
+        if re.match(r"^\S", line):
+            in_kernels = False
+            continue
+        if not in_kernels:
+            continue
+        m = re.match(r"^  - \.([\w.]+):\s*(.*)$", line)
+        if m:
+            current = {}
+            kernels.append(current)
+            current[m.group(1)] = m.group(2).strip()
+            continue
+        m = re.match(r"^    \.([\w.]+):\s*(.*)$", line)
+        if m and current is not None:
+            current[m.group(1)] = m.group(2).strip()
+            continue
+        m = re.match(r"^      - \.([\w.]+):\s*(.*)$", line)      # a new entry of .args
+        if m and current is not None:
+            current.setdefault("_args", []).append({m.group(1): m.group(2).strip()})
+            continue
+        m = re.match(r"^        \.([\w.]+):\s*(.*)$", line)
+        if m and current is not None and current.get("_args"):
+            current["_args"][-1][m.group(1)] = m.group(2).strip()
+    return target, kernels
+
+
+def parse_disassembly(text):
+    """{function label: {mnemonic: count}} from llvm-objdump -d --no-show-raw-insn --no-leading-addr."""
+    funcs = {}
+    current = None
+    for line in text.splitlines():
+        m = re.match(r"^<([^>]+)>:\s*$", line)
+        if m:
+            current = funcs.setdefault(m.group(1), {})
+            continue
+        if current is None or not line.startswith("\t"):
+            continue
+        code = line.split("//", 1)[0].strip()
+        if not code:
+            continue
+        # VOPD dual issue: "v_dual_x ... :: v_dual_y ..." counts both halves.
+        for part in code.split("::"):
+            mnemonic = part.split()[0] if part.split() else ""
+            if mnemonic:
+                current[mnemonic] = current.get(mnemonic, 0) + 1
+    return funcs
+
+
+# ---- occupancy ----
+
+def round_up(x, g):
+    return (x + g - 1) // g * g
+
+
+def waves_by_vgprs(vgprs, arch):
+    file_size = VGPRS_PER_SIMD_LANE.get(arch, 1536)
+    granule = VGPR_GRANULE_WAVE32.get(arch, 24)
+    if vgprs <= 0:
+        return MAX_WAVES_PER_SIMD
+    return min(MAX_WAVES_PER_SIMD, file_size // round_up(vgprs, granule))
+
+
+def waves_by_lds(lds, waves_per_wg):
+    if lds <= 0:
+        return MAX_WAVES_PER_SIMD
+    groups = LDS_PER_WGP // round_up(lds, LDS_GRANULE)
+    return min(MAX_WAVES_PER_SIMD, groups * waves_per_wg // SIMDS_PER_WGP)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("code_object")
+    ap.add_argument("--arch", required=True)
+    ap.add_argument("--family", required=True)
+    ap.add_argument("--variants", required=True, help="variants/variants.def")
+    ap.add_argument("--readelf", default=shutil.which("llvm-readelf-19") or "llvm-readelf")
+    ap.add_argument("--objdump", default=shutil.which("llvm-objdump-19") or "llvm-objdump")
+    ap.add_argument("--abi", help="a program printing the host's view of the kernel interface "
+                    "(tests/hip/kernel_abi.c): args.<name prefix>=<bytes>, threads.<name prefix>=<n>")
+    args = ap.parse_args()
+
+    abi = {}
+    if args.abi:
+        for line in subprocess.run([args.abi], capture_output=True, text=True, check=True).stdout.splitlines():
+            key, _, value = line.partition("=")
+            abi[key.strip()] = int(value)
+
+    def abi_for(kind, name):
+        """The host's value of `kind` for kernel `name` (longest matching name prefix), or None."""
+        best = None
+        for key, value in abi.items():
+            k, _, prefix = key.partition(".")
+            if k == kind and name.startswith(prefix) and (best is None or len(prefix) > len(best[0])):
+                best = (prefix, value)
+        return best[1] if best else None
+
+    expected = expected_kernels(parse_variants(args.variants), args.family, args.arch)
+    target, kernels = parse_notes(run_tool(args.readelf, ["--notes", args.code_object]))
+    funcs = parse_disassembly(run_tool(args.objdump, ["-d", "--no-show-raw-insn", "--no-leading-addr",
+                                                      args.code_object]))
+    failures = []
+
+    want_target = f"amdgcn-amd-amdhsa--{args.arch}"
+    if target != want_target:
+        failures.append(f"target is {target!r}, expected {want_target!r}")
+
+    by_name = {k.get("name"): k for k in kernels}
+    if not expected:
+        failures.append(f"variants.def lists no {args.family} kernel for {args.arch}")
+    for name in sorted(set(expected) - set(by_name)):
+        failures.append(f"{name}: in variants.def but not in the code object")
+    for name in sorted(set(by_name) - set(expected)):
+        failures.append(f"{name}: in the code object but not in variants.def ({args.family}, {args.arch})")
+    helpers = sorted(set(funcs) - set(by_name))
+
+    header = ("kernel", "VGPR", "SGPR", "LDS", "scratch", "occ(v/l/want)", "wmma", "b128 ld")
+    rows = []
+    order = list(expected) + sorted(set(by_name) - set(expected))  # variants.def order, then extras
+    for name in (n for n in order if n in by_name):
+        k = by_name[name]
+        info = expected.get(name, {"dtype": "", "waves": None, "waves_per_wg": None, "wmma": False, "b128": False})
+        vgprs = int(k.get("vgpr_count", "0"))
+        sgprs = int(k.get("sgpr_count", "0"))
+        lds = int(k.get("group_segment_fixed_size", "0"))
+        scratch = int(k.get("private_segment_fixed_size", "0"))
+        wg = int(k.get("max_flat_workgroup_size", "0"))
+        waves_per_wg = info["waves_per_wg"] or max(1, wg // 32)
+        counts = funcs.get(name, {})
+        wmma = {m: c for m, c in counts.items() if m.startswith("v_wmma_")}
+        wmma_total = sum(wmma.values())
+        b128 = sum(c for m, c in counts.items() if m in B128_LOADS)
+        occ_v = waves_by_vgprs(vgprs, args.arch)
+        occ_l = waves_by_lds(lds, waves_per_wg)
+
+        def bad(what):
+            failures.append(f"{name}: {what}")
+
+        if scratch != 0:
+            bad(f"private_segment_fixed_size {scratch} (scratch: register spills or a stack array)")
+        for key in ("vgpr_spill_count", "sgpr_spill_count"):
+            if int(k.get(key, "0")) != 0:
+                bad(f"{key} {k[key]}")
+        if k.get("uses_dynamic_stack", "false") != "false":
+            bad("uses a dynamic stack")
+        if k.get("wavefront_size", "32") != "32":
+            bad(f"wavefront_size {k.get('wavefront_size')}, expected 32")
+        if lds > LDS_PER_WORKGROUP_MAX:
+            bad(f"LDS {lds} bytes above the {LDS_PER_WORKGROUP_MAX} a workgroup can have")
+        want = info["waves"]
+        if want is not None:
+            if occ_v < want:
+                bad(f"{vgprs} VGPRs allow {occ_v} waves per SIMD, the variant states {want}")
+            if occ_l < want:
+                bad(f"LDS {lds} bytes with {waves_per_wg} waves per workgroup allows {occ_l} waves per SIMD, "
+                    f"the variant states {want}")
+        else:
+            if vgprs > DEFAULT_MAX_VGPRS:
+                bad(f"{vgprs} VGPRs above the default limit {DEFAULT_MAX_VGPRS} (no occupancy stated)")
+            if lds > DEFAULT_MAX_LDS:
+                bad(f"LDS {lds} bytes above the default limit {DEFAULT_MAX_LDS} (no occupancy stated)")
+        # The host passes one struct by value (hipModuleLaunchKernel kernelParams = {&args}): the
+        # kernel must take exactly that, laid out the same (kernel_args.h on both sides).
+        kargs = k.get("_args", [])
+        host_size = abi_for("args", name)
+        if len(kargs) != 1 or kargs[0].get("value_kind") != "by_value" or kargs[0].get("offset") != "0":
+            bad(f"kernel arguments {kargs}: expected one by-value struct at offset 0")
+        elif host_size is not None and int(kargs[0].get("size", "-1")) != host_size:
+            bad(f"argument struct is {kargs[0].get('size')} bytes on the device, {host_size} on the host")
+        # The host launches 32 * kw * dw threads (decode) or the generic kernel's fixed count.
+        launch_threads = 32 * waves_per_wg if info["waves_per_wg"] else abi_for("threads", name)
+        if launch_threads is not None and launch_threads > wg:
+            bad(f"launched with {launch_threads} threads but max_flat_workgroup_size is {wg}")
+        if info["wmma"]:
+            want_wmma = f"v_wmma_f32_16x16x16_{info['dtype']}"
+            if wmma.get(want_wmma, 0) == 0:
+                bad(f"no {want_wmma} (found {wmma or 'no WMMA'})")
+        if info["b128"] and b128 == 0:
+            bad("no global_load_b128: the KV cache is not read with 128-bit loads")
+        rows.append((name, str(vgprs), str(sgprs), str(lds), str(scratch),
+                     f"{occ_v}/{occ_l}/{want if want is not None else '-'}", str(wmma_total), str(b128)))
+
+    widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
+    print(f"{args.code_object}: {target}, {len(by_name)} kernels ({args.family}, {args.arch})")
+    print("  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths))))
+    for r in rows:
+        print("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+    print("occ = waves per SIMD the VGPRs / the LDS allow, and the variant's stated minimum ('-': none "
+          f"stated, defaults VGPR <= {DEFAULT_MAX_VGPRS}, LDS <= {DEFAULT_MAX_LDS})")
+    if helpers:
+        print(f"non-kernel functions (calls, not inlined): {', '.join(helpers)}")
+
+    if failures:
+        print(f"\nFAILED: {len(failures)} check(s)")
+        for f in failures:
+            print(f"  {f}")
+        return 1
+    print("all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
