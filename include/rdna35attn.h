@@ -147,10 +147,14 @@ typedef struct r35a_plan r35a_plan;
 
 typedef struct r35a_plan_info {
     size_t struct_size;          /* set by the caller: sizeof(r35a_plan_info) */
-    char implementation[128];    /* the chosen implementation; a variant name, "generic" or "reference";
-                                    a mixed batch lists both, e.g. "decode_...+generic" */
+    char implementation[128];    /* the chosen implementation: a tuned variant's kernel name (e.g.
+                                    "decode_f16_d128_r16_kw2_dw2_w8"), a portable kernel's name (e.g.
+                                    "generic_paged_f16_dmax256") or "reference"; a mixed batch served
+                                    by two launches lists both, joined by '+' */
     char fallback_reason[256];   /* why a faster implementation declined, "" if none did */
-    size_t workspace_bytes;      /* bytes of workspace run() needs; 0 means none */
+    size_t workspace_bytes;      /* bytes of workspace run() needs; 0 means none. The caller owns it;
+                                    it needs no initialization (GPU backends reset the split counters
+                                    they use on the stream before each launch) */
     uint32_t grid[3];            /* launch grid in workgroups (0s on the reference backend) */
     uint32_t block[3];           /* workgroup size in threads (0s on the reference backend) */
     int32_t num_splits;          /* KV splits per (kv head, row group); 1 without split-KV */
