@@ -212,6 +212,8 @@ static void kv_source_locate(const kv_source *src, int32_t j, const void **key, 
 typedef struct score_rule {
     r35a_dtype dtype;
     int32_t head_size;
+    /* A scale <= 1 multiplies q before the dot (a dot of large q and k can overflow fp32 where the
+     * scaled one fits); a larger one multiplies the dot (q * scale could overflow instead). */
     float scale;
     float softcap; /* 0 = off */
     bool alibi;
@@ -223,8 +225,8 @@ typedef struct attention_row {
     int32_t lo, hi;  /* visible key positions [lo, hi) */
     int32_t pos;     /* query position, for ALiBi */
     float slope;     /* ALiBi slope of the row's head */
-    float max;       /* online softmax state: running max of the logits seen so far */
-    float sum;       /* running sum of exp(logit - max) */
+    double max;      /* online softmax state: running max of the logits seen so far */
+    double sum;      /* running sum of exp(logit - max) */
 } attention_row;
 
 /* Float working buffers, sized for the head size once per call. */
@@ -316,7 +318,18 @@ static void scale_vector(float *v, int32_t n, float factor)
         v[d] *= factor;
 }
 
-/* Folds the keys first .. first+count-1 (already in scratch) into one row's online softmax. */
+/* max that propagates NaN (fmax drops it): a NaN logit must poison the row, not vanish. */
+static inline double nan_max(double a, double b)
+{
+    if (isnan(a) || isnan(b))
+        return a + b;
+    return b > a ? b : a;
+}
+
+/* Folds the keys first .. first+count-1 (already in scratch) into one row's online softmax.
+ * The dots are fp32 (the hot loop); the per-key scalars (scale, softcap, ALiBi, max, exp, sum) are
+ * double, so logits that overflow fp32 only after scaling (softmax_scale up to FLT_MAX) still give
+ * the right weights. A logit that is NaN or +inf still poisons the row (documented in the header). */
 static void row_consume_block(const score_rule *rule, attention_row *row, const float *q,
                               float *acc, const scratch *s, int32_t first, int32_t count)
 {
@@ -325,18 +338,19 @@ static void row_consume_block(const score_rule *rule, attention_row *row, const 
     if (k0 >= k1)
         return;
 
-    float logit[KEY_BLOCK];
-    score_key_block(q, s->keys_t, rule->head_size, logit);
+    float dot[KEY_BLOCK];
+    score_key_block(q, s->keys_t, rule->head_size, dot);
 
-    float block_max = -INFINITY;
+    double logit[KEY_BLOCK];
+    double block_max = -INFINITY;
     for (int32_t k = k0; k < k1; k++) {
-        float x = rule->scale * logit[k];
+        double x = rule->scale <= 1.0f ? (double)dot[k] : (double)rule->scale * dot[k];
         if (rule->softcap > 0.0f)
-            x = rule->softcap * tanhf(x / rule->softcap);
+            x = rule->softcap * tanh(x / rule->softcap);
         if (rule->alibi)
-            x += row->slope * (float)((first + k) - row->pos);
+            x += (double)row->slope * (double)((int64_t)first + k - row->pos);
         logit[k] = x;
-        block_max = fmaxf(block_max, x);
+        block_max = nan_max(block_max, x);
     }
 
     /* All seen logits -inf (only an overflowing ALiBi term can do that): these keys weigh nothing,
@@ -346,28 +360,31 @@ static void row_consume_block(const score_rule *rule, attention_row *row, const 
 
     /* Rescale what was accumulated under the old max. Every exponent below is <= 0, so nothing
      * overflows however large the logits are; the first block (max = -inf) gives factor 0. */
-    float new_max = fmaxf(row->max, block_max);
-    float factor = expf(row->max - new_max);
-    if (factor != 1.0f) {
-        scale_vector(acc, rule->head_size, factor);
+    double new_max = nan_max(row->max, block_max);
+    double factor = exp(row->max - new_max);
+    if (factor != 1.0) {
+        scale_vector(acc, rule->head_size, (float)factor);
         row->sum *= factor;
     }
     row->max = new_max;
 
-    float block_sum = 0.0f;
+    float weight[KEY_BLOCK];
+    double block_sum = 0.0;
     for (int32_t k = k0; k < k1; k++) {
-        logit[k] = expf(logit[k] - new_max);
-        block_sum += logit[k];
+        double p = exp(logit[k] - new_max);
+        weight[k] = (float)p;
+        block_sum += p;
     }
     row->sum += block_sum;
-    accumulate_values(acc, s->values, logit, k0, k1, rule->head_size);
+    accumulate_values(acc, s->values, weight, k0, k1, rule->head_size);
 }
 
-/* Writes acc / sum, or zeros for a row that saw no key. */
+/* Writes acc / sum, or zeros for a row that saw no key. A NaN sum (a NaN or infinite logit
+ * somewhere in the row) divides through, so the row comes out NaN rather than as plausible zeros. */
 static void row_store(const score_rule *rule, const attention_row *row, float *acc)
 {
-    if (row->sum > 0.0f) {
-        float sum = row->sum;
+    if (row->sum > 0.0 || isnan(row->sum)) {
+        float sum = (float)row->sum;
         for (int32_t d = 0; d < rule->head_size; d++)
             acc[d] /= sum;
     } else {
@@ -384,6 +401,8 @@ static void attend_row_chunk(const score_rule *rule, const kv_source *src, atten
     int32_t key_lo = INT32_MAX, key_hi = 0;
     for (int32_t r = 0; r < row_count; r++) {
         load_vector(rule->dtype, rows[r].q, rule->head_size, s->q + r * d_count);
+        if (rule->scale <= 1.0f)
+            scale_vector(s->q + r * d_count, rule->head_size, rule->scale);
         memset(s->acc + r * d_count, 0, d_count * sizeof(float));
         rows[r].max = -INFINITY;
         rows[r].sum = 0.0f;
@@ -394,12 +413,13 @@ static void attend_row_chunk(const score_rule *rule, const kv_source *src, atten
     }
 
     /* Only keys some row sees are touched: a windowed sequence's unreached pages are never read. */
-    for (int32_t first = key_lo; first < key_hi; first += KEY_BLOCK) {
-        int32_t count = key_hi - first < KEY_BLOCK ? key_hi - first : KEY_BLOCK;
-        load_key_block(rule, src, first, count, s);
+    /* 64-bit: key_hi may sit within one block of INT32_MAX. */
+    for (int64_t first = key_lo; first < key_hi; first += KEY_BLOCK) {
+        int32_t count = key_hi - first < KEY_BLOCK ? (int32_t)(key_hi - first) : KEY_BLOCK;
+        load_key_block(rule, src, (int32_t)first, count, s);
         for (int32_t r = 0; r < row_count; r++)
             row_consume_block(rule, &rows[r], s->q + r * d_count, s->acc + r * d_count, s,
-                              first, count);
+                              (int32_t)first, count);
     }
 
     for (int32_t r = 0; r < row_count; r++)
