@@ -29,6 +29,10 @@
  *     if ALiBi is on:        s = s + alibi_slopes[h] * (j - p)      (j key position, p query position)
  * and the output row is sum_j softmax(s)_j * v_j, computed with fp32 accumulation and fp32 softmax.
  * A row that sees no key (padding, empty sequence) is written as zeros, never NaN.
+ * Non-finite inputs (reference backend; the GPU kernels are not verified on this yet): a NaN or
+ * infinite logit makes its whole row NaN, never a plausible-looking value; a NaN or Inf in element
+ * e of a value vector makes element e of every row that sees that key NaN or Inf. Elements the call
+ * does not reach (outside the window, past L, unreached pages, stride gaps) never affect the output.
  */
 #ifndef RDNA35ATTN_H
 #define RDNA35ATTN_H
@@ -155,7 +159,11 @@ typedef struct r35a_plan_info {
     size_t workspace_bytes;      /* bytes of workspace run() needs; 0 means none. The caller owns it;
                                     it needs no initialization (GPU backends reset the split counters
                                     they use on the stream before each launch) */
-    uint32_t grid[3];            /* launch grid in workgroups (0s on the reference backend) */
+    uint32_t grid[3];            /* launch grid in workgroups (0s on the reference backend; a 0 in
+                                    it: nothing to launch). A two-launch plan (a mixed batch,
+                                    "decode_...+generic_...") reports its first, decode launch here
+                                    (grid, block, workspace_bytes and num_splits alike); its second
+                                    launch has grid {num_tokens, num_q_heads, 1} and no workspace */
     uint32_t block[3];           /* workgroup size in threads (0s on the reference backend) */
     int32_t num_splits;          /* KV splits per (kv head, row group); 1 without split-KV */
 } r35a_plan_info;
@@ -190,6 +198,18 @@ R35A_API void r35a_plan_destroy(r35a_plan *plan);
  *
  * Empty-sequence rule: a sequence with L = 0 (a padding slot; it must then have M = 0) writes
  * nothing because it has no rows; a query row that sees no key writes zeros.
+ *
+ * On a GPU context (gfx1151): a call with max_query_len <= 8 runs one launch of a tuned decode
+ * kernel when one serves it (f16/bf16, a built head size, page size a multiple of 16, no softcap
+ * or ALiBi, strides multiples of 8 elements), else of the portable kernel. A mixed batch
+ * (max_query_len > 8, several sequences) that the decode kernels serve otherwise runs as two
+ * launches on the caller's stream within one run call: the decode kernel serves the sequences with
+ * M <= 8 and the portable kernel those with M > 8, each skipping the other's on the device, so
+ * nothing is read back to the host. The plan's implementation then names both, e.g.
+ * "decode_f16_d128_r16_kw2_dw2_w8+generic_paged_f16_dmax256". Every launch shape comes from the
+ * descriptor (host-known values), never from seq_lens or query_start_loc contents, so a run can be
+ * captured in a HIP graph. A run whose q, k_cache, v_cache or (split-KV) workspace pointer is not
+ * 16-byte aligned runs the portable kernel alone for that run (logged with R35A_LOG=1).
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct r35a_paged_attention_desc {
@@ -261,6 +281,16 @@ R35A_API r35a_status r35a_paged_attention_run(r35a_context *context, const r35a_
  * K and V (kv head h / (num_q_heads / num_kv_heads)) and O. A fused qkv buffer
  * [tokens][3][heads][D] is read in place with q = qkv, k = qkv + heads*D, v = qkv + 2*heads*D and
  * token strides 3*heads*D. Empty segments are allowed and write nothing.
+ *
+ * On a GPU context (gfx1151) a call is served by a WMMA encoder kernel when it is non-causal, has
+ * num_q_heads == num_kv_heads, dtype f16 or bf16, no softcap, a head size built for the dtype
+ * (32, 48, 64, 72, 80, 128), every stride a multiple of 8 elements and token strides of Q, K and V
+ * below 2^24 elements; otherwise by the portable kernel, and the plan's fallback_reason says why.
+ * The encoder runs ONE launch for all segments, planned on the host from num_segments, max_seqlen
+ * and num_q_heads only: cu_seqlens is read on the device, never on the host, so a run can be
+ * captured in a HIP graph. max_seqlen must bound every segment's length (a longer segment's rows
+ * past max_seqlen are left unwritten). A run whose q, k, v or out pointer is not 16-byte aligned
+ * runs the portable kernel for that run (logged with R35A_LOG=1).
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct r35a_varlen_attention_desc {

@@ -139,9 +139,11 @@ typedef struct hip_state {
     char arch[64];
     hip_module modules[MAX_FAMILIES];
     size_t num_modules;
-    /* Kernel handles, indexed like r35a_decode_variants / r35a_generic_kernels; NULL for another arch. */
+    /* Kernel handles, indexed like r35a_decode_variants / r35a_generic_kernels / r35a_encoder_variants;
+     * NULL for another arch. */
     hip_function decode[R35A_NUM_DECODE_VARIANTS > 0 ? R35A_NUM_DECODE_VARIANTS : 1];
     hip_function generic[R35A_NUM_GENERIC_KERNELS > 0 ? R35A_NUM_GENERIC_KERNELS : 1];
+    hip_function encoder[R35A_NUM_ENCODER_VARIANTS > 0 ? R35A_NUM_ENCODER_VARIANTS : 1];
 } hip_state;
 
 static const hip_state *state_of(const r35a_context *ctx) { return (const hip_state *)ctx->gpu; }
@@ -182,6 +184,8 @@ static void built_archs(char *out, size_t cap)
 {
     out[0] = '\0';
     for (size_t i = 0; i < r35a_num_code_objects; ++i) {
+        if (strncmp(r35a_code_objects[i].arch, "gfx", 3) != 0)
+            continue; /* an NVIDIA cubin (backend_cuda.c) */
         bool listed = false;
         for (size_t j = 0; j < i && !listed; ++j)
             listed = strcmp(r35a_code_objects[j].arch, r35a_code_objects[i].arch) == 0;
@@ -266,13 +270,26 @@ static bool load_kernels(hip_state *st, char *reason, size_t reason_len)
             return false;
         }
     }
+    for (int v = 0; v < R35A_NUM_ENCODER_VARIANTS; ++v) {
+        const char *name = r35a_encoder_variants[v].name;
+        if (strcmp(r35a_encoder_variants[v].arch, st->arch) != 0)
+            continue;
+        st->encoder[v] = find_kernel(st, name);
+        if (!st->encoder[v]) {
+            snprintf(reason, reason_len, "kernel %s is missing from the %s code objects", name, st->arch);
+            return false;
+        }
+    }
     return true;
 }
 
 bool r35a_hip_context_init(r35a_context *ctx, int device_index, char *reason, size_t reason_len)
 {
-    if (r35a_num_code_objects == 0) {
-        snprintf(reason, reason_len, "built without gfx1151 code objects (%s)", r35a_code_objects_absent_reason);
+    char built[64];
+    built_archs(built, sizeof built);
+    if (!built[0]) {
+        snprintf(reason, reason_len, "built without gfx1151 code objects (%s)",
+                 r35a_num_code_objects ? "only NVIDIA cubins" : r35a_code_objects_absent_reason);
         return false;
     }
     pthread_once(&runtime_once, load_runtime);
@@ -359,9 +376,9 @@ bool r35a_hip_context_init(r35a_context *ctx, int device_index, char *reason, si
                            device_index, device_name[0] ? device_name : "unnamed", full_arch, st->num_cus,
                            runtime.library);
     (void)written; /* a reason cut at the field's size is still informative */
-    r35a_log("hip: device %d is %s with %d CUs; %zu modules, %d decode variants and %d generic kernels loaded",
-             device_index, full_arch, st->num_cus, st->num_modules, R35A_NUM_DECODE_VARIANTS,
-             R35A_NUM_GENERIC_KERNELS);
+    r35a_log("hip: device %d is %s with %d CUs; %zu modules, %d decode variants, %d generic kernels and %d "
+             "encoder variants loaded", device_index, full_arch, st->num_cus, st->num_modules,
+             R35A_NUM_DECODE_VARIANTS, R35A_NUM_GENERIC_KERNELS, R35A_NUM_ENCODER_VARIANTS);
     return true;
 }
 
@@ -483,39 +500,125 @@ static r35a_status generic_varlen_plan(const r35a_context *ctx, const void *desc
     return R35A_OK;
 }
 
+/* Runs the generic varlen kernel `kernel` over all segments. */
+static r35a_status run_generic_varlen(const hip_state *st, int kernel, const r35a_varlen_attention_desc *d,
+                                      const r35a_varlen_attention_args *args, void *stream)
+{
+    r35a_plan_info info;
+    memset(&info, 0, sizeof info);
+    r35a_generic_grid(d->num_tokens, d->num_q_heads, info.grid);
+    info.block[0] = R35A_GENERIC_THREADS;
+    info.block[1] = info.block[2] = 1;
+    if (nothing_to_launch(info.grid))
+        return R35A_OK;
+    r35a_generic_varlen_args ka;
+    r35a_fill_generic_varlen_args(d, args, &ka);
+    return launch(st, st->generic[kernel], r35a_generic_kernels[kernel].name, &info, &ka, NULL, 0, stream);
+}
+
 static r35a_status generic_varlen_run(const r35a_context *ctx, const r35a_plan *plan, const void *args,
                                       void *workspace, size_t workspace_bytes, void *stream)
 {
     (void)workspace;
     (void)workspace_bytes;
-    const hip_state *st = state_of(ctx);
     int k = r35a_find_generic_kernel(plan->info.implementation);
     if (k < 0)
         return r35a_fail(R35A_ERR_INTERNAL, "plan names unknown kernel %s", plan->info.implementation);
-    if (nothing_to_launch(plan->info.grid))
-        return R35A_OK;
-    r35a_generic_varlen_args ka;
-    r35a_fill_generic_varlen_args(&plan->desc.varlen, args, &ka);
-    return launch(st, st->generic[k], r35a_generic_kernels[k].name, &plan->info, &ka, NULL, 0, stream);
+    return run_generic_varlen(state_of(ctx), k, &plan->desc.varlen, args, stream);
 }
 
-/* ---- the tuned decode variants ---- */
+/* ---- the tuned encoder variants (non-causal varlen) ---- */
+
+static bool encoder_supports(const r35a_context *ctx, const void *desc, char *reason, size_t reason_len)
+{
+    r35a_gpu_launch l;
+    return r35a_plan_encoder(desc, state_of(ctx)->arch, forced_kernel("encoder"), &l, reason, reason_len);
+}
+
+static r35a_status encoder_plan(const r35a_context *ctx, const void *desc, r35a_plan_info *info)
+{
+    r35a_gpu_launch l;
+    char why[256];
+    if (!r35a_plan_encoder(desc, state_of(ctx)->arch, forced_kernel("encoder"), &l, why, sizeof why))
+        return r35a_fail(R35A_ERR_INTERNAL, "encoder planner declined after accepting: %s", why);
+    fill_info(info, &l, r35a_encoder_variants[l.kernel].name);
+    return R35A_OK;
+}
+
+/* One launch for all segments, shaped by the plan (host-known values only); nothing is read back. */
+static r35a_status encoder_run(const r35a_context *ctx, const r35a_plan *plan, const void *args_v,
+                               void *workspace, size_t workspace_bytes, void *stream)
+{
+    (void)workspace;
+    (void)workspace_bytes;
+    const hip_state *st = state_of(ctx);
+    const r35a_varlen_attention_desc *d = &plan->desc.varlen;
+    const r35a_varlen_attention_args *args = args_v;
+    int v = r35a_find_encoder_variant(plan->info.implementation);
+    if (v < 0)
+        return r35a_fail(R35A_ERR_INTERNAL, "plan names unknown kernel %s", plan->info.implementation);
+    const r35a_encoder_variant *var = &r35a_encoder_variants[v];
+
+    char why[128];
+    if (!r35a_encoder_pointers_aligned(args, why, sizeof why)) {
+        /* Pointers are only known now; the portable kernel serves any alignment. */
+        r35a_gpu_launch g;
+        char gwhy[256];
+        if (!r35a_plan_generic_varlen(d, st->arch, NULL, &g, gwhy, sizeof gwhy))
+            return r35a_fail(R35A_ERR_INVALID_ARGUMENT, "varlen_attention_args: %s as %s needs, and no generic "
+                             "kernel serves the call: %s", why, var->name, gwhy);
+        r35a_log("varlen: %s cannot run: %s; running %s instead", var->name, why,
+                 r35a_generic_kernels[g.kernel].name);
+        return run_generic_varlen(st, g.kernel, d, args, stream);
+    }
+    if (nothing_to_launch(plan->info.grid))
+        return R35A_OK;
+    r35a_encoder_args ka;
+    r35a_fill_encoder_args(d, args, &ka);
+    return launch(st, st->encoder[v], var->name, &plan->info, &ka, NULL, 0, stream);
+}
+
+/* ---- the tuned decode variants ----
+ * A call with max_query_len <= 8 is one decode launch. A mixed batch (max_query_len > 8) is two
+ * launches on the caller's stream: the decode variant for the sequences with M <= 8 (it skips the
+ * others), then the generic kernel with min_query_len = 8 for the rest. The plan names both,
+ * "decode_...+generic_paged_...", and its grid, block, splits and workspace are the decode launch's. */
+
+static bool plan_tuned(const r35a_context *ctx, const r35a_paged_attention_desc *d, r35a_gpu_launch *dl,
+                       r35a_gpu_launch *gl, bool *mixed, char *reason, size_t reason_len)
+{
+    const hip_state *st = state_of(ctx);
+    *mixed = d->max_query_len > R35A_DECODE_MAX_QUERY_LEN;
+    if (!*mixed)
+        return r35a_plan_decode(d, st->arch, st->num_cus, forced_kernel("decode"), dl, reason, reason_len);
+    return r35a_plan_mixed(d, st->arch, st->num_cus, forced_kernel("decode"), dl, gl, reason, reason_len);
+}
 
 static bool decode_supports(const r35a_context *ctx, const void *desc, char *reason, size_t reason_len)
 {
-    const hip_state *st = state_of(ctx);
-    r35a_gpu_launch l;
-    return r35a_plan_decode(desc, st->arch, st->num_cus, forced_kernel("decode"), &l, reason, reason_len);
+    r35a_gpu_launch dl, gl;
+    bool mixed;
+    return plan_tuned(ctx, desc, &dl, &gl, &mixed, reason, reason_len);
 }
 
 static r35a_status decode_plan(const r35a_context *ctx, const void *desc, r35a_plan_info *info)
 {
-    const hip_state *st = state_of(ctx);
-    r35a_gpu_launch l;
+    const r35a_paged_attention_desc *d = desc;
+    r35a_gpu_launch dl, gl;
+    bool mixed;
     char why[256];
-    if (!r35a_plan_decode(desc, st->arch, st->num_cus, forced_kernel("decode"), &l, why, sizeof why))
+    if (!plan_tuned(ctx, d, &dl, &gl, &mixed, why, sizeof why))
         return r35a_fail(R35A_ERR_INTERNAL, "decode planner declined after accepting: %s", why);
-    fill_info(info, &l, r35a_decode_variants[l.kernel].name);
+    fill_info(info, &dl, r35a_decode_variants[dl.kernel].name);
+    if (mixed) {
+        const char *generic = r35a_generic_kernels[gl.kernel].name;
+        snprintf(info->implementation, sizeof info->implementation, "%s+%s", r35a_decode_variants[dl.kernel].name,
+                 generic);
+        /* dispatch.c adds this note to the plan's fallback_reason. */
+        snprintf(info->fallback_reason, sizeof info->fallback_reason,
+                 "max_query_len %d > %d: the sequences with M > %d run on %s in a second launch",
+                 (int)d->max_query_len, R35A_DECODE_MAX_QUERY_LEN, R35A_DECODE_MAX_QUERY_LEN, generic);
+    }
     return R35A_OK;
 }
 
@@ -526,8 +629,15 @@ static r35a_status decode_run(const r35a_context *ctx, const r35a_plan *plan, co
     const hip_state *st = state_of(ctx);
     const r35a_paged_attention_desc *d = &plan->desc.paged;
     const r35a_paged_attention_args *args = args_v;
-    int v = r35a_find_decode_variant(plan->info.implementation);
-    if (v < 0)
+    /* "decode_..." or, for a mixed batch, "decode_...+generic_paged_...". */
+    char name[sizeof plan->info.implementation];
+    snprintf(name, sizeof name, "%s", plan->info.implementation);
+    char *plus = strchr(name, '+');
+    if (plus)
+        *plus = '\0';
+    int v = r35a_find_decode_variant(name);
+    int mixed_generic = plus ? r35a_find_generic_kernel(plus + 1) : -1;
+    if (v < 0 || (plus && mixed_generic < 0))
         return r35a_fail(R35A_ERR_INTERNAL, "plan names unknown kernel %s", plan->info.implementation);
     const r35a_decode_variant *var = &r35a_decode_variants[v];
 
@@ -543,23 +653,33 @@ static r35a_status decode_run(const r35a_context *ctx, const r35a_plan *plan, co
                  r35a_generic_kernels[g.kernel].name);
         return run_generic_paged(st, g.kernel, d, args, 0, stream);
     }
-    if (nothing_to_launch(plan->info.grid))
+
+    if (!nothing_to_launch(plan->info.grid)) {
+        /* The decode launch serves M <= max_query_len, capped at 8 in a mixed batch (as planned). */
+        const r35a_paged_attention_desc part = r35a_decode_part(d);
+        r35a_gpu_launch l;
+        memset(&l, 0, sizeof l);
+        l.kernel = v;
+        l.num_splits = plan->info.num_splits;
+        l.num_row_groups = r35a_decode_num_row_groups(part.num_q_heads / part.num_kv_heads, part.max_query_len,
+                                                      var->rows);
+        r35a_decode_args ka;
+        r35a_fill_decode_args(&part, args, &l, workspace, &ka);
+
+        /* The split-KV arrival counters must start at zero, and the caller's workspace may hold anything
+         * (another op's scratch): clear them on the stream, ahead of the kernel. */
+        size_t counters = l.num_splits > 1 ? (size_t)r35a_decode_counters_bytes(part.num_seqs, part.num_kv_heads,
+                                                                                l.num_row_groups)
+                                           : 0;
+        r35a_status rs = launch(st, st->decode[v], var->name, &plan->info, &ka, workspace, counters, stream);
+        if (rs != R35A_OK)
+            return rs;
+    }
+    if (!plus)
         return R35A_OK;
-
-    r35a_gpu_launch l;
-    memset(&l, 0, sizeof l);
-    l.kernel = v;
-    l.num_splits = plan->info.num_splits;
-    l.num_row_groups = r35a_decode_num_row_groups(d->num_q_heads / d->num_kv_heads, d->max_query_len, var->rows);
-    r35a_decode_args ka;
-    r35a_fill_decode_args(d, args, &l, workspace, &ka);
-
-    /* The split-KV arrival counters must start at zero, and the caller's workspace may hold anything
-     * (another op's scratch): clear them on the stream, ahead of the kernel. */
-    size_t counters = l.num_splits > 1
-                          ? (size_t)r35a_decode_counters_bytes(d->num_seqs, d->num_kv_heads, l.num_row_groups)
-                          : 0;
-    return launch(st, st->decode[v], var->name, &plan->info, &ka, workspace, counters, stream);
+    /* Mixed batch: the sequences with M > 8 on the same stream (a failure here leaves the decode
+     * launch queued: only a broken device or runtime fails a launch whose shape was planned). */
+    return run_generic_paged(st, mixed_generic, d, args, R35A_DECODE_MAX_QUERY_LEN, stream);
 }
 
 const r35a_impl r35a_hip_paged_tuned = {"decode", R35A_OP_PAGED, R35A_BACKEND_GPU,
@@ -568,3 +688,5 @@ const r35a_impl r35a_hip_paged_generic = {"generic", R35A_OP_PAGED, R35A_BACKEND
                                           generic_paged_supports, generic_paged_plan, generic_paged_run};
 const r35a_impl r35a_hip_varlen_generic = {"generic", R35A_OP_VARLEN, R35A_BACKEND_GPU,
                                            generic_varlen_supports, generic_varlen_plan, generic_varlen_run};
+const r35a_impl r35a_hip_varlen_encoder = {"encoder", R35A_OP_VARLEN, R35A_BACKEND_GPU,
+                                           encoder_supports, encoder_plan, encoder_run};

@@ -4,9 +4,10 @@
  * the context's backend and whose supports() accepts the descriptor serves the plan; the reasons
  * of the entries that declined become the plan's fallback_reason. R35A_LOG=1 prints each decision;
  * R35A_FORCE=<name> (test-only) restricts the choice to the entry of that name, or to one kernel of
- * a GPU entry ("decode_f16_d128_...", "generic_paged_..."). */
+ * a GPU entry ("decode_f16_d128_...", "generic_paged_...", "encoder_bf16_d64_..."). */
 #include "internal.h"
 
+#include "backend_cuda.h"
 #include "backend_hip.h"
 
 #include <pthread.h>
@@ -104,14 +105,20 @@ static const r35a_impl reference_varlen = {"reference", R35A_OP_VARLEN, R35A_BAC
 /* ---- the ordered lists: tuned GPU variants, then the portable GPU kernel, then the reference ---- */
 
 static const r35a_impl *const paged_impls[] = {&r35a_hip_paged_tuned, &r35a_hip_paged_generic, &reference_paged};
-static const r35a_impl *const varlen_impls[] = {&r35a_hip_varlen_generic, &reference_varlen};
+static const r35a_impl *const varlen_impls[] = {&r35a_hip_varlen_encoder, &r35a_hip_varlen_generic,
+                                                &reference_varlen};
+/* A CUDA context's lists: the same entries on the CUDA backend. */
+static const r35a_impl *const cuda_paged_impls[] = {&r35a_cuda_paged_tuned, &r35a_cuda_paged_generic, &reference_paged};
+static const r35a_impl *const cuda_varlen_impls[] = {&r35a_cuda_varlen_encoder, &r35a_cuda_varlen_generic,
+                                                     &reference_varlen};
 
 static void append_reason(char *dst, size_t cap, const char *name, const char *why)
 {
     size_t used = strlen(dst);
     if (used + 1 >= cap)
         return;
-    snprintf(dst + used, cap - used, "%s%s: %s", used ? "; " : "", name, why);
+    if (snprintf(dst + used, cap - used, "%s%s: %s", used ? "; " : "", name, why) < 0)
+        dst[used] = '\0'; /* a reason cut at the buffer's size is still informative */
 }
 
 /* R35A_FORCE=<name> selects an entry by its name ("decode", "generic", "reference") or by the name
@@ -124,9 +131,13 @@ static bool answers_to(const r35a_impl *impl, const char *force)
 
 r35a_status r35a_dispatch(const r35a_context *ctx, r35a_op op, const void *desc, r35a_plan *plan)
 {
-    const r35a_impl *const *list = op == R35A_OP_PAGED ? paged_impls : varlen_impls;
-    size_t count = op == R35A_OP_PAGED ? sizeof paged_impls / sizeof *paged_impls
-                                       : sizeof varlen_impls / sizeof *varlen_impls;
+    const bool cuda = ctx->backend == R35A_BACKEND_GPU && ctx->gpu_api == R35A_GPU_API_CUDA;
+    const r35a_impl *const *list = op == R35A_OP_PAGED ? (cuda ? cuda_paged_impls : paged_impls)
+                                                       : (cuda ? cuda_varlen_impls : varlen_impls);
+    size_t count = op == R35A_OP_PAGED ? (cuda ? sizeof cuda_paged_impls / sizeof *cuda_paged_impls
+                                               : sizeof paged_impls / sizeof *paged_impls)
+                                       : (cuda ? sizeof cuda_varlen_impls / sizeof *cuda_varlen_impls
+                                               : sizeof varlen_impls / sizeof *varlen_impls);
     const char *op_name = op == R35A_OP_PAGED ? "paged" : "varlen";
     const char *force = r35a_forced_impl();
     char declined[sizeof plan->info.fallback_reason] = "";
@@ -149,10 +160,17 @@ r35a_status r35a_dispatch(const r35a_context *ctx, r35a_op op, const void *desc,
         plan->impl = impl;
         if (!plan->info.implementation[0]) /* GPU entries name the kernel they chose */
             snprintf(plan->info.implementation, sizeof plan->info.implementation, "%s", impl->name);
+        /* An entry may leave a note of a partial fallback in fallback_reason (a mixed batch's
+         * sequences with M > 8 on the generic kernel); it follows the reasons of the entries that declined. */
+        char note[sizeof plan->info.fallback_reason];
+        snprintf(note, sizeof note, "%s", plan->info.fallback_reason);
         snprintf(plan->info.fallback_reason, sizeof plan->info.fallback_reason, "%s", declined);
+        if (note[0])
+            append_reason(plan->info.fallback_reason, sizeof plan->info.fallback_reason, impl->name, note);
         r35a_log("%s: chose %s (workspace %zu bytes, grid %ux%ux%u, splits %d)%s%s", op_name,
                  plan->info.implementation, plan->info.workspace_bytes, plan->info.grid[0], plan->info.grid[1],
-                 plan->info.grid[2], plan->info.num_splits, declined[0] ? "; declined: " : "", declined);
+                 plan->info.grid[2], plan->info.num_splits, plan->info.fallback_reason[0] ? "; fallback: " : "",
+                 plan->info.fallback_reason);
         return R35A_OK;
     }
     if (force)

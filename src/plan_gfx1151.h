@@ -9,6 +9,7 @@
 
 #include "internal.h"
 
+#include "common/encoder_args.h"
 #include "common/kernel_args.h"
 
 /* CU count assumed when the runtime does not report one (Radeon 8060S; the 8050S has 32). */
@@ -49,12 +50,31 @@ enum {
     R35A_NUM_GENERIC_KERNELS
 };
 
+typedef struct r35a_encoder_variant {
+    const char *arch;
+    const char *name;            /* the kernel symbol, log label and bench label */
+    r35a_dtype dtype;
+    int32_t head_size;           /* D (72 runs padded to 80 inside the kernel) */
+    int32_t rows;                /* query rows per wave (16 or 32) */
+    int32_t kb, nw;              /* keys per K/V block; waves per workgroup: block = 32 * nw threads */
+    int32_t waves;               /* minimum waves per SIMD (occupancy contract) */
+} r35a_encoder_variant;
+
+enum {
+#define R35A_ENCODER_VARIANT(arch, name, dtype, head_size, rows, kb, nw, waves) r35a_encoder_index_##name,
+#include "variants.def"
+#undef R35A_ENCODER_VARIANT
+    R35A_NUM_ENCODER_VARIANTS
+};
+
 extern const r35a_decode_variant r35a_decode_variants[];
 extern const r35a_generic_kernel r35a_generic_kernels[];
+extern const r35a_encoder_variant r35a_encoder_variants[];
 
 /* A planned launch: which kernel and its launch shape. */
 typedef struct r35a_gpu_launch {
-    int kernel;                  /* index into r35a_decode_variants or r35a_generic_kernels */
+    int kernel;                  /* index into r35a_decode_variants, r35a_generic_kernels or
+                                    r35a_encoder_variants */
     int32_t num_row_groups;      /* decode only */
     int32_t num_splits;          /* 1 for the generic kernel */
     uint32_t grid[3], block[3];  /* a 0 in grid means there is nothing to launch */
@@ -70,10 +90,30 @@ bool r35a_plan_generic_paged(const r35a_paged_attention_desc *desc, const char *
                              r35a_gpu_launch *out, char *reason, size_t reason_len);
 bool r35a_plan_generic_varlen(const r35a_varlen_attention_desc *desc, const char *arch, const char *only,
                               r35a_gpu_launch *out, char *reason, size_t reason_len);
+/* Non-causal varlen on the WMMA encoder kernels: one launch for all segments, its grid from
+ * num_segments, max_seqlen and num_q_heads only (a 0 in grid: max_seqlen is 0, nothing to launch).
+ * Declines GQA, causal, softcap, f32, head sizes not built for the dtype, strides that are not
+ * multiples of 8 elements and token strides >= 2^24 elements. */
+bool r35a_plan_encoder(const r35a_varlen_attention_desc *desc, const char *arch, const char *only,
+                       r35a_gpu_launch *out, char *reason, size_t reason_len);
+
+/* Mixed batch (desc->max_query_len > R35A_DECODE_MAX_QUERY_LEN): two launches on one stream, the
+ * decode variant planned on r35a_decode_part(desc) for the sequences with M <= 8 (it skips the
+ * others), then the generic kernel with min_query_len = 8 for the rest; nothing is read back.
+ * `only` restricts the decode variant. *decode gets the decode launch (its grid, splits and
+ * workspace are the plan's), *generic the generic one. Declines, with decode's reasons, what
+ * decode would decline for another reason than M > 8, and a single sequence (its M is num_tokens,
+ * known on the host: a prefill, all generic). */
+bool r35a_plan_mixed(const r35a_paged_attention_desc *desc, const char *arch, int num_cus, const char *only,
+                     r35a_gpu_launch *decode, r35a_gpu_launch *generic, char *reason, size_t reason_len);
+/* desc with max_query_len capped at R35A_DECODE_MAX_QUERY_LEN: what the decode launch of a mixed
+ * batch is planned and run with. */
+r35a_paged_attention_desc r35a_decode_part(const r35a_paged_attention_desc *desc);
 
 /* Index of the decode variant / generic kernel named name, or -1. */
 int r35a_find_decode_variant(const char *name);
 int r35a_find_generic_kernel(const char *name);
+int r35a_find_encoder_variant(const char *name);
 
 /* Kernel arguments of a planned launch from the validated desc and args. */
 void r35a_fill_decode_args(const r35a_paged_attention_desc *desc, const r35a_paged_attention_args *args,
@@ -82,10 +122,14 @@ void r35a_fill_generic_paged_args(const r35a_paged_attention_desc *desc, const r
                                   int32_t min_query_len, r35a_generic_paged_args *out);
 void r35a_fill_generic_varlen_args(const r35a_varlen_attention_desc *desc, const r35a_varlen_attention_args *args,
                                    r35a_generic_varlen_args *out);
+void r35a_fill_encoder_args(const r35a_varlen_attention_desc *desc, const r35a_varlen_attention_args *args,
+                            r35a_encoder_args *out);
 
 /* Whether the run-time pointers meet the decode kernels' 16-byte alignment (q, k_cache, v_cache,
  * and the workspace when splits > 1); otherwise writes which one does not. */
 bool r35a_decode_pointers_aligned(const r35a_paged_attention_args *args, const void *workspace,
                                   int32_t num_splits, char *why, size_t why_len);
+/* Whether q, k, v and out meet the encoder kernels' 16-byte alignment; otherwise writes which not. */
+bool r35a_encoder_pointers_aligned(const r35a_varlen_attention_args *args, char *why, size_t why_len);
 
 #endif

@@ -13,6 +13,7 @@
  * The test reads the records through fake_hip_* functions (dlsym on the same library). */
 #include "fake_hip.h"
 
+#include "common/encoder_args.h"
 #include "common/kernel_args.h"
 
 #include <elf.h>
@@ -137,7 +138,8 @@ EXPORT int hipModuleGetFunction(void **function, void *module, const char *name)
     return 0;
 }
 
-/* Size of the one by-value argument struct of a kernel, from its name (kernel_args.h). */
+/* Size of the one by-value argument struct of a kernel, from its name (kernel_args.h,
+ * encoder_args.h). */
 static size_t args_size_of(const char *kernel)
 {
     if (strncmp(kernel, "decode_", 7) == 0)
@@ -146,6 +148,8 @@ static size_t args_size_of(const char *kernel)
         return sizeof(r35a_generic_paged_args);
     if (strncmp(kernel, "generic_varlen_", 15) == 0)
         return sizeof(r35a_generic_varlen_args);
+    if (strncmp(kernel, "encoder_", 8) == 0)
+        return sizeof(r35a_encoder_args);
     return 0;
 }
 

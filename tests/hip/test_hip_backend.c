@@ -9,13 +9,18 @@
  *   gpu           the stand-in reports a gfx1151: plans choose the tuned variants or the generic
  *                 kernel with their reasons, runs launch the planned kernel with the planned grid on
  *                 the caller's stream, with the split counters cleared first;
- *   force_variant R35A_FORCE=<a decode variant>: that variant serves;
- *   force_generic R35A_FORCE=generic: the generic kernel serves a decode shape.
+ *   force_variant R35A_FORCE=<a decode variant>: that variant serves, alone or in a mixed batch;
+ *   force_generic R35A_FORCE=generic: the generic kernel serves a decode shape, a mixed batch and
+ *                 an encoder shape;
+ *   force_encoder R35A_FORCE=<an encoder variant>: that variant serves its shapes, others are refused.
+ * In `gpu`, a mixed batch (max_query_len > 8) runs as two launches on one stream (decode for M <= 8,
+ * generic with min_query_len 8), and non-causal varlen runs one encoder launch for all segments.
  * The stand-in checks that each kernel the backend asks for is in the embedded code object's
  * symbol table, so `gpu` also proves every kernel of variants.def made it into the library. */
 #include "rdna35attn.h"
 
 #include "fake_hip.h"
+#include "common/encoder_args.h"
 #include "common/kernel_args.h"
 
 #include <dlfcn.h>
@@ -92,7 +97,8 @@ static void test_absent(void **state)
     assert_string_equal(info.backend_name, "reference");
     assert_int_equal(info.device_index, -1);
 #ifdef R35A_HAVE_CODE_OBJECTS
-    assert_string_equal(info.reason, "auto: no HIP runtime: dlopen libamdhip64.so.7/.6 failed");
+    /* (a build with NVIDIA cubins appends the CUDA backend's reason) */
+    expect_contains(info.reason, "auto: no HIP runtime: dlopen libamdhip64.so.7/.6 failed");
 #else
     expect_contains(info.reason, "auto: built without gfx1151 code objects");
 #endif
@@ -107,8 +113,8 @@ static void test_absent(void **state)
 
     create(R35A_BACKEND_GPU, R35A_ERR_BACKEND_UNAVAILABLE);
 #ifdef R35A_HAVE_CODE_OBJECTS
-    assert_string_equal(r35a_last_error_detail(),
-                        "context_options.backend: GPU requested but no HIP runtime: dlopen libamdhip64.so.7/.6 failed");
+    expect_contains(r35a_last_error_detail(),
+                    "context_options.backend: GPU requested but no HIP runtime: dlopen libamdhip64.so.7/.6 failed");
 #else
     expect_contains(r35a_last_error_detail(), "built without gfx1151 code objects");
 #endif
@@ -120,7 +126,7 @@ static void test_wrong_arch(void **state)
     r35a_context *ctx = create(R35A_BACKEND_AUTO, R35A_OK);
     r35a_context_info info = info_of(ctx);
     assert_int_equal(info.backend, R35A_BACKEND_REFERENCE);
-    assert_string_equal(info.reason, "auto: no gfx1151 device: found gfx1100 (HIP device 0)");
+    expect_contains(info.reason, "auto: no gfx1151 device: found gfx1100 (HIP device 0)");
     r35a_context_destroy(ctx);
     create(R35A_BACKEND_GPU, R35A_ERR_BACKEND_UNAVAILABLE);
     expect_contains(r35a_last_error_detail(), "GPU requested but no gfx1151 device: found gfx1100");
@@ -361,9 +367,18 @@ static void test_gpu_fallbacks(void **state)
     r35a_paged_attention_desc_init(&d96, R35A_DTYPE_F16, 2, 2, 1, 4096, 32, 8, 96, 16, 512);
     expect_generic(ctx, &d96, "generic_paged_f16_dmax256", "decode: head_size 96 not built");
 
-    r35a_paged_attention_desc mixed;
-    r35a_paged_attention_desc_init(&mixed, R35A_DTYPE_F16, 2, 13, 12, 4096, 32, 8, 128, 16, 512);
-    expect_generic(ctx, &mixed, "generic_paged_f16_dmax256", "decode: max_query_len 12 > 8");
+    /* A mixed batch that decode declines for another reason: all of it on the generic kernel. */
+    r35a_paged_attention_desc mixed_softcap;
+    r35a_paged_attention_desc_init(&mixed_softcap, R35A_DTYPE_F16, 2, 13, 12, 4096, 32, 8, 128, 16, 512);
+    mixed_softcap.logit_softcap = 30.0f;
+    expect_generic(ctx, &mixed_softcap, "generic_paged_f16_dmax256",
+                   "decode: max_query_len 12 > 8 (prefill or mixed batch), logit softcap");
+
+    /* One sequence of 100 query tokens: a prefill, no decode launch. */
+    r35a_paged_attention_desc prefill;
+    r35a_paged_attention_desc_init(&prefill, R35A_DTYPE_F16, 1, 100, 100, 4096, 32, 8, 128, 16, 256);
+    expect_generic(ctx, &prefill, "generic_paged_f16_dmax256",
+                   "decode: max_query_len 100 > 8 (one sequence of 100 query tokens: prefill)");
 
     r35a_paged_attention_desc d1024;
     r35a_paged_attention_desc_init(&d1024, R35A_DTYPE_BF16, 1, 1, 1, 64, 4, 4, 1024, 16, 4);
@@ -376,13 +391,14 @@ static void test_gpu_fallbacks(void **state)
     expect_contains(r35a_last_error_detail(), "decode: dtype f32");
     expect_contains(r35a_last_error_detail(), "generic: dtype f32");
 
-    /* Varlen: the generic kernel. */
+    /* Varlen with GQA: the generic kernel. */
     r35a_varlen_attention_desc v;
-    r35a_varlen_attention_desc_init(&v, R35A_DTYPE_BF16, 3, 600, 256, 16, 16, 80);
+    r35a_varlen_attention_desc_init(&v, R35A_DTYPE_BF16, 3, 600, 256, 16, 4, 80);
     r35a_plan *plan = NULL;
     assert_int_equal(r35a_varlen_attention_plan(ctx, &v, &plan), R35A_OK);
     r35a_plan_info pi = plan_info_of(plan);
     assert_string_equal(pi.implementation, "generic_varlen_bf16_dmax256");
+    assert_string_equal(pi.fallback_reason, "encoder: GQA in the encoder (num_q_heads 16 != num_kv_heads 4)");
     assert_int_equal(pi.grid[0], 600);
     assert_int_equal(pi.grid[1], 16);
     r35a_varlen_attention_args va = {sizeof va, q_buf, kv_buf, kv_buf, o_buf, meta};
@@ -396,6 +412,269 @@ static void test_gpu_fallbacks(void **state)
     assert_int_equal(vk.head_size, 80);
     assert_ptr_equal(vk.cu_seqlens, meta);
     r35a_plan_destroy(plan);
+    r35a_context_destroy(ctx);
+}
+
+static void test_gpu_mixed_batch(void **state)
+{
+    (void)state;
+    open_fake();
+    r35a_context *ctx = create(R35A_BACKEND_GPU, R35A_OK);
+    /* 2 sequences, 13 tokens, max_query_len 12, G=4, D=128: the decode part (M <= 8: 32 rows) takes
+     * the R=32 variant, one row group, 5 splits (test_planner.c); the generic kernel the rest. */
+    r35a_paged_attention_desc d;
+    r35a_paged_attention_desc_init(&d, R35A_DTYPE_F16, 2, 13, 12, 4096, 32, 8, 128, 16, 512);
+    r35a_plan *plan = plan_paged(ctx, &d, R35A_OK);
+    r35a_plan_info pi = plan_info_of(plan);
+    assert_string_equal(pi.implementation, "decode_f16_d128_r32_kw1_dw4_w8+generic_paged_f16_dmax256");
+    assert_string_equal(pi.fallback_reason, "decode: max_query_len 12 > 8: the sequences with M > 8 run on "
+                                            "generic_paged_f16_dmax256 in a second launch");
+    assert_int_equal(pi.num_splits, 5);
+    assert_int_equal(pi.grid[0], 5);
+    assert_int_equal(pi.grid[1], 8);
+    assert_int_equal(pi.grid[2], 2);
+    assert_int_equal(pi.block[0], 128);
+    assert_int_equal(pi.workspace_bytes, 256 + 80 * 4160 * 4);
+
+    fake.reset();
+    r35a_paged_attention_args a = paged_args();
+    assert_int_equal(r35a_paged_attention_run(ctx, plan, &a, ws_buf, sizeof ws_buf, &stream_token), R35A_OK);
+    /* Counters cleared, decode, generic: one stream, nothing read back (the stand-in has no copy). */
+    assert_string_equal(fake.order(), "MLL");
+    assert_ptr_equal(fake.memset(0)->dst, ws_buf);
+    assert_int_equal(fake.memset(0)->bytes, 256);
+    assert_ptr_equal(fake.memset(0)->stream, &stream_token);
+
+    const fake_launch *l = fake.launch(0);
+    assert_string_equal(l->kernel, "decode_f16_d128_r32_kw1_dw4_w8");
+    assert_memory_equal(l->grid, pi.grid, sizeof pi.grid);
+    assert_memory_equal(l->block, pi.block, sizeof pi.block);
+    assert_ptr_equal(l->stream, &stream_token);
+    assert_int_equal(l->args_size, sizeof(r35a_decode_args));
+    r35a_decode_args ka;
+    memcpy(&ka, l->args, sizeof ka);
+    assert_int_equal(ka.max_query_len, 8); /* serves M <= 8, skips the rest */
+    assert_int_equal(ka.num_row_groups, 1);
+    assert_int_equal(ka.num_splits, 5);
+    assert_int_equal(ka.num_seqs, 2);
+    assert_int_equal(ka.group_size, 4);
+    assert_ptr_equal(ka.workspace, ws_buf);
+    assert_ptr_equal(ka.q, q_buf);
+    assert_ptr_equal(ka.query_start_loc, meta + 1024);
+
+    l = fake.launch(1);
+    assert_string_equal(l->kernel, "generic_paged_f16_dmax256");
+    assert_int_equal(l->grid[0], 13);
+    assert_int_equal(l->grid[1], 32);
+    assert_int_equal(l->grid[2], 1);
+    assert_int_equal(l->block[0], R35A_GENERIC_THREADS);
+    assert_ptr_equal(l->stream, &stream_token);
+    assert_int_equal(l->args_size, sizeof(r35a_generic_paged_args));
+    r35a_generic_paged_args ga;
+    memcpy(&ga, l->args, sizeof ga);
+    assert_int_equal(ga.min_query_len, 8); /* serves M > 8, skips the decode kernel's */
+    assert_int_equal(ga.num_seqs, 2);
+    assert_int_equal(ga.num_tokens, 13);
+    assert_int_equal(ga.head_size, 128);
+    assert_ptr_equal(ga.q, q_buf);
+    assert_ptr_equal(ga.out, o_buf);
+    assert_ptr_equal(ga.query_start_loc, meta + 1024);
+    assert_null(ga.alibi_slopes);
+
+    /* A misaligned K cache: the generic kernel alone serves every sequence of this run. */
+    fake.reset();
+    a.k_cache = kv_buf + 8;
+    assert_int_equal(r35a_paged_attention_run(ctx, plan, &a, ws_buf, sizeof ws_buf, &stream_token), R35A_OK);
+    assert_string_equal(fake.order(), "L");
+    assert_string_equal(fake.launch(0)->kernel, "generic_paged_f16_dmax256");
+    memcpy(&ga, fake.launch(0)->args, sizeof ga);
+    assert_int_equal(ga.min_query_len, 0);
+    assert_int_equal(fake.launch(0)->grid[0], 13);
+    r35a_plan_destroy(plan);
+
+    /* Many sequences fill the GPU: one split, no workspace and no memset; two launches. */
+    r35a_paged_attention_desc busy;
+    r35a_paged_attention_desc_init(&busy, R35A_DTYPE_BF16, 64, 200, 16, 4096, 8, 8, 64, 16, 64 * 256);
+    plan = plan_paged(ctx, &busy, R35A_OK);
+    pi = plan_info_of(plan);
+    assert_string_equal(pi.implementation, "decode_bf16_d64_r16_kw4_dw1_w8+generic_paged_bf16_dmax256");
+    assert_int_equal(pi.num_splits, 1);
+    assert_int_equal(pi.workspace_bytes, 0);
+    fake.reset();
+    a = paged_args();
+    assert_int_equal(r35a_paged_attention_run(ctx, plan, &a, NULL, 0, NULL), R35A_OK);
+    assert_string_equal(fake.order(), "LL");
+    assert_string_equal(fake.launch(0)->kernel, "decode_bf16_d64_r16_kw4_dw1_w8");
+    assert_int_equal(fake.launch(0)->grid[2], 64);
+    memcpy(&ka, fake.launch(0)->args, sizeof ka);
+    assert_null(ka.workspace);
+    assert_int_equal(ka.max_query_len, 8);
+    assert_string_equal(fake.launch(1)->kernel, "generic_paged_bf16_dmax256");
+    assert_int_equal(fake.launch(1)->grid[0], 200);
+    assert_int_equal(fake.launch(1)->grid[1], 8);
+    memcpy(&ga, fake.launch(1)->args, sizeof ga);
+    assert_int_equal(ga.min_query_len, 8);
+    assert_null(fake.launch(1)->stream);
+    r35a_plan_destroy(plan);
+    r35a_context_destroy(ctx);
+}
+
+static r35a_plan *plan_varlen(r35a_context *ctx, const r35a_varlen_attention_desc *d, r35a_status expect)
+{
+    r35a_plan *plan = NULL;
+    r35a_status st = r35a_varlen_attention_plan(ctx, d, &plan);
+    if (st != expect)
+        print_error("plan: %s (%s)\n", r35a_status_string(st), r35a_last_error_detail());
+    assert_int_equal(st, expect);
+    return plan;
+}
+
+/* Plans d, expects the generic varlen kernel with `reason`, runs it: one launch over all tokens. */
+static void expect_varlen_generic(r35a_context *ctx, const r35a_varlen_attention_desc *d, const char *kernel,
+                                  const char *reason)
+{
+    r35a_plan *plan = plan_varlen(ctx, d, R35A_OK);
+    r35a_plan_info pi = plan_info_of(plan);
+    assert_string_equal(pi.implementation, kernel);
+    expect_contains(pi.fallback_reason, reason);
+    r35a_varlen_attention_args va = {sizeof va, q_buf, kv_buf, kv_buf, o_buf, meta};
+    fake.reset();
+    assert_int_equal(r35a_varlen_attention_run(ctx, plan, &va, NULL, 0, &stream_token), R35A_OK);
+    assert_int_equal(fake.num_launches(), 1);
+    assert_string_equal(fake.launch(0)->kernel, kernel);
+    assert_int_equal(fake.launch(0)->grid[0], (uint32_t)d->num_tokens);
+    assert_int_equal(fake.launch(0)->grid[1], (uint32_t)d->num_q_heads);
+    r35a_generic_varlen_args vk;
+    memcpy(&vk, fake.launch(0)->args, sizeof vk);
+    assert_int_equal(vk.causal, d->causal);
+    assert_int_equal(vk.num_kv_heads, d->num_kv_heads);
+    r35a_plan_destroy(plan);
+}
+
+static void test_gpu_encoder(void **state)
+{
+    (void)state;
+    open_fake();
+    r35a_context *ctx = create(R35A_BACKEND_GPU, R35A_OK);
+    /* bf16 D=80, 16 heads, 3 segments up to 256 tokens: 128 rows per workgroup -> 2 row blocks per
+     * segment, grid {6, 16, 1}, 8 waves. One launch whatever the segment lengths. */
+    r35a_varlen_attention_desc v;
+    r35a_varlen_attention_desc_init(&v, R35A_DTYPE_BF16, 3, 600, 256, 16, 16, 80);
+    r35a_plan *plan = plan_varlen(ctx, &v, R35A_OK);
+    r35a_plan_info pi = plan_info_of(plan);
+    assert_string_equal(pi.implementation, "encoder_bf16_d80_r16_kb32_nw8_w6");
+    assert_string_equal(pi.fallback_reason, "");
+    assert_int_equal(pi.grid[0], 6);
+    assert_int_equal(pi.grid[1], 16);
+    assert_int_equal(pi.grid[2], 1);
+    assert_int_equal(pi.block[0], 256);
+    assert_int_equal(pi.workspace_bytes, 0);
+    assert_int_equal(pi.num_splits, 1);
+
+    r35a_varlen_attention_args va = {sizeof va, q_buf, kv_buf, kv_buf + 4096, o_buf, meta};
+    fake.reset();
+    assert_int_equal(r35a_varlen_attention_run(ctx, plan, &va, NULL, 0, &stream_token), R35A_OK);
+    assert_string_equal(fake.order(), "L");
+    const fake_launch *l = fake.launch(0);
+    assert_string_equal(l->kernel, "encoder_bf16_d80_r16_kb32_nw8_w6");
+    assert_memory_equal(l->grid, pi.grid, sizeof pi.grid);
+    assert_memory_equal(l->block, pi.block, sizeof pi.block);
+    assert_ptr_equal(l->stream, &stream_token);
+    assert_int_equal(l->args_size, sizeof(r35a_encoder_args));
+    r35a_encoder_args ka;
+    memcpy(&ka, l->args, sizeof ka);
+    assert_ptr_equal(ka.q, q_buf);
+    assert_ptr_equal(ka.k, kv_buf);
+    assert_ptr_equal(ka.v, kv_buf + 4096);
+    assert_ptr_equal(ka.out, o_buf);
+    assert_ptr_equal(ka.cu_seqlens, meta);
+    assert_int_equal(ka.num_segments, 3);
+    assert_int_equal(ka.num_heads, 16);
+    assert_int_equal(ka.max_seqlen, 256);
+    assert_int_equal(ka.q_token_stride, 16 * 80);
+    assert_int_equal(ka.k_head_stride, 80);
+    assert_true(ka.scale_log2 == r35a_encoder_scale_log2(v.softmax_scale));
+
+    /* An output pointer off 16-byte alignment: the generic kernel serves this run. */
+    fake.reset();
+    va.out = o_buf + 2;
+    assert_int_equal(r35a_varlen_attention_run(ctx, plan, &va, NULL, 0, &stream_token), R35A_OK);
+    assert_string_equal(fake.order(), "L");
+    l = fake.launch(0);
+    assert_string_equal(l->kernel, "generic_varlen_bf16_dmax256");
+    assert_int_equal(l->grid[0], 600);
+    assert_int_equal(l->grid[1], 16);
+    assert_int_equal(l->block[0], R35A_GENERIC_THREADS);
+    assert_ptr_equal(l->stream, &stream_token);
+    r35a_generic_varlen_args vk;
+    memcpy(&vk, l->args, sizeof vk);
+    assert_ptr_equal(vk.out, o_buf + 2);
+    assert_int_equal(vk.num_segments, 3);
+    assert_int_equal(vk.causal, 0);
+    r35a_plan_destroy(plan);
+
+    /* A fused qkv buffer [tokens][3][12][64] f16 read in place. */
+    r35a_varlen_attention_desc fused;
+    r35a_varlen_attention_desc_init(&fused, R35A_DTYPE_F16, 2, 500, 300, 12, 12, 64);
+    fused.q_token_stride = fused.k_token_stride = fused.v_token_stride = 3 * 12 * 64;
+    plan = plan_varlen(ctx, &fused, R35A_OK);
+    pi = plan_info_of(plan);
+    assert_string_equal(pi.implementation, "encoder_f16_d64_r32_kb32_nw4_w6");
+    assert_int_equal(pi.grid[0], 6);
+    assert_int_equal(pi.block[0], 128);
+    va = (r35a_varlen_attention_args){sizeof va, q_buf, q_buf + 12 * 64 * 2, q_buf + 2 * 12 * 64 * 2, o_buf, meta};
+    fake.reset();
+    assert_int_equal(r35a_varlen_attention_run(ctx, plan, &va, NULL, 0, NULL), R35A_OK);
+    assert_int_equal(fake.num_launches(), 1);
+    memcpy(&ka, fake.launch(0)->args, sizeof ka);
+    assert_string_equal(fake.launch(0)->kernel, "encoder_f16_d64_r32_kb32_nw4_w6");
+    assert_ptr_equal(ka.k, q_buf + 12 * 64 * 2);
+    assert_int_equal(ka.k_token_stride, 3 * 12 * 64);
+    assert_null(fake.launch(0)->stream);
+    r35a_plan_destroy(plan);
+
+    /* Every segment empty (max_seqlen 0): planned on the encoder, nothing launched. */
+    r35a_varlen_attention_desc empty;
+    r35a_varlen_attention_desc_init(&empty, R35A_DTYPE_F16, 4, 0, 0, 16, 16, 64);
+    plan = plan_varlen(ctx, &empty, R35A_OK);
+    pi = plan_info_of(plan);
+    assert_string_equal(pi.implementation, "encoder_f16_d64_r32_kb32_nw4_w6");
+    assert_int_equal(pi.grid[0], 0);
+    fake.reset();
+    va = (r35a_varlen_attention_args){sizeof va, q_buf, kv_buf, kv_buf, o_buf, meta};
+    assert_int_equal(r35a_varlen_attention_run(ctx, plan, &va, NULL, 0, NULL), R35A_OK);
+    assert_int_equal(fake.num_launches(), 0);
+    r35a_plan_destroy(plan);
+
+    /* What the encoder declines goes to the generic kernel, with the reason. */
+    r35a_varlen_attention_desc causal = v;
+    causal.causal = 1;
+    expect_varlen_generic(ctx, &causal, "generic_varlen_bf16_dmax256", "encoder: causal");
+    r35a_varlen_attention_desc softcap = v;
+    softcap.logit_softcap = 50.0f;
+    expect_varlen_generic(ctx, &softcap, "generic_varlen_bf16_dmax256", "encoder: logit softcap");
+    r35a_varlen_attention_desc d96;
+    r35a_varlen_attention_desc_init(&d96, R35A_DTYPE_F16, 3, 600, 256, 8, 8, 96);
+    expect_varlen_generic(ctx, &d96, "generic_varlen_f16_dmax256",
+                          "encoder: head_size 96 not built (gfx1151 f16: 32, 48, 64, 72, 80, 128)");
+    r35a_varlen_attention_desc d512;
+    r35a_varlen_attention_desc_init(&d512, R35A_DTYPE_BF16, 1, 10, 10, 2, 2, 512);
+    expect_varlen_generic(ctx, &d512, "generic_varlen_bf16_dmax1024", "encoder: head_size 512 not built");
+    r35a_varlen_attention_desc stride = v;
+    stride.q_head_stride = 84;
+    stride.q_token_stride = 16 * 84;
+    expect_varlen_generic(ctx, &stride, "generic_varlen_bf16_dmax256",
+                          "encoder: q_head_stride 84 is not a multiple of 8 elements");
+    r35a_varlen_attention_desc far = v;
+    far.k_token_stride = (int64_t)1 << 24;
+    expect_varlen_generic(ctx, &far, "generic_varlen_bf16_dmax256", "encoder: k_token_stride 16777216 >= 2^24 elements");
+
+    /* f32 is the reference's only: refused, each GPU entry's reason named. */
+    r35a_varlen_attention_desc f32;
+    r35a_varlen_attention_desc_init(&f32, R35A_DTYPE_F32, 1, 10, 10, 2, 2, 64);
+    assert_null(plan_varlen(ctx, &f32, R35A_ERR_UNSUPPORTED));
+    expect_contains(r35a_last_error_detail(), "encoder: dtype f32");
+    expect_contains(r35a_last_error_detail(), "generic: dtype f32");
     r35a_context_destroy(ctx);
 }
 
@@ -415,6 +694,14 @@ static void test_force_variant(void **state)
     r35a_paged_attention_desc_init(&d64, R35A_DTYPE_F16, 1, 1, 1, 4096, 32, 8, 64, 16, 256);
     assert_null(plan_paged(ctx, &d64, R35A_ERR_UNSUPPORTED));
     expect_contains(r35a_last_error_detail(), "R35A_FORCE=");
+    /* A mixed batch: the forced variant serves the sequences with M <= 8. */
+    r35a_paged_attention_desc mixed;
+    r35a_paged_attention_desc_init(&mixed, R35A_DTYPE_F16, 2, 13, 12, 4096, 32, 8, 128, 16, 512);
+    plan = plan_paged(ctx, &mixed, R35A_OK);
+    char expected[128];
+    snprintf(expected, sizeof expected, "%s+generic_paged_f16_dmax256", getenv("R35A_FORCE"));
+    assert_string_equal(plan_info_of(plan).implementation, expected);
+    r35a_plan_destroy(plan);
     r35a_context_destroy(ctx);
 }
 
@@ -428,6 +715,53 @@ static void test_force_generic(void **state)
     r35a_plan *plan = plan_paged(ctx, &d, R35A_OK);
     assert_string_equal(plan_info_of(plan).implementation, "generic_paged_f16_dmax256");
     r35a_plan_destroy(plan);
+    /* A mixed batch: the generic kernel alone, over every sequence. */
+    r35a_paged_attention_desc mixed;
+    r35a_paged_attention_desc_init(&mixed, R35A_DTYPE_F16, 2, 13, 12, 4096, 32, 8, 128, 16, 512);
+    plan = plan_paged(ctx, &mixed, R35A_OK);
+    assert_string_equal(plan_info_of(plan).implementation, "generic_paged_f16_dmax256");
+    fake.reset();
+    r35a_paged_attention_args a = paged_args();
+    assert_int_equal(r35a_paged_attention_run(ctx, plan, &a, NULL, 0, NULL), R35A_OK);
+    assert_string_equal(fake.order(), "L");
+    r35a_generic_paged_args ga;
+    memcpy(&ga, fake.launch(0)->args, sizeof ga);
+    assert_int_equal(ga.min_query_len, 0);
+    r35a_plan_destroy(plan);
+    /* An encoder shape: the generic varlen kernel. */
+    r35a_varlen_attention_desc v;
+    r35a_varlen_attention_desc_init(&v, R35A_DTYPE_BF16, 3, 600, 256, 16, 16, 80);
+    plan = NULL;
+    assert_int_equal(r35a_varlen_attention_plan(ctx, &v, &plan), R35A_OK);
+    assert_string_equal(plan_info_of(plan).implementation, "generic_varlen_bf16_dmax256");
+    r35a_plan_destroy(plan);
+    r35a_context_destroy(ctx);
+}
+
+static void test_force_encoder(void **state)
+{
+    (void)state;
+    open_fake();
+    r35a_context *ctx = create(R35A_BACKEND_GPU, R35A_OK);
+    r35a_varlen_attention_desc v;
+    r35a_varlen_attention_desc_init(&v, R35A_DTYPE_F16, 2, 300, 200, 8, 8, 64);
+    r35a_plan *plan = plan_varlen(ctx, &v, R35A_OK);
+    assert_string_equal(plan_info_of(plan).implementation, getenv("R35A_FORCE"));
+    r35a_plan_destroy(plan);
+    /* Another head size, or a call the encoder declines, is refused rather than sent elsewhere. */
+    r35a_varlen_attention_desc d80;
+    r35a_varlen_attention_desc_init(&d80, R35A_DTYPE_F16, 2, 300, 200, 8, 8, 80);
+    assert_null(plan_varlen(ctx, &d80, R35A_ERR_UNSUPPORTED));
+    expect_contains(r35a_last_error_detail(), "R35A_FORCE=");
+    expect_contains(r35a_last_error_detail(), "head_size 80 not built");
+    r35a_varlen_attention_desc causal = v;
+    causal.causal = 1;
+    assert_null(plan_varlen(ctx, &causal, R35A_ERR_UNSUPPORTED));
+    expect_contains(r35a_last_error_detail(), "encoder: causal");
+    /* No paged entry answers to an encoder variant's name. */
+    r35a_paged_attention_desc d;
+    r35a_paged_attention_desc_init(&d, R35A_DTYPE_F16, 1, 1, 1, 4096, 32, 8, 128, 16, 256);
+    assert_null(plan_paged(ctx, &d, R35A_ERR_UNSUPPORTED));
     r35a_context_destroy(ctx);
 }
 
@@ -436,7 +770,7 @@ int main(int argc, char **argv)
     mode = argc > 1 ? argv[1] : "absent";
     const struct {
         const char *mode;
-        struct CMUnitTest tests[3];
+        struct CMUnitTest tests[5];
         size_t count;
     } modes[] = {
         {"absent", {cmocka_unit_test(test_absent)}, 1},
@@ -444,10 +778,12 @@ int main(int argc, char **argv)
         {"no_device", {cmocka_unit_test(test_no_device)}, 1},
         {"gpu",
          {cmocka_unit_test(test_gpu_context), cmocka_unit_test(test_gpu_decode_plan_and_run),
-          cmocka_unit_test(test_gpu_fallbacks)},
-         3},
+          cmocka_unit_test(test_gpu_fallbacks), cmocka_unit_test(test_gpu_mixed_batch),
+          cmocka_unit_test(test_gpu_encoder)},
+         5},
         {"force_variant", {cmocka_unit_test(test_force_variant)}, 1},
         {"force_generic", {cmocka_unit_test(test_force_generic)}, 1},
+        {"force_encoder", {cmocka_unit_test(test_force_encoder)}, 1},
     };
     for (size_t i = 0; i < sizeof modes / sizeof *modes; ++i)
         if (strcmp(mode, modes[i].mode) == 0)

@@ -79,6 +79,84 @@ static void expect_generic_paged(const r35a_paged_attention_desc *d, const char 
     assert_int_equal(l.workspace_bytes, 0);
 }
 
+/* Plans a mixed batch and checks both launches: the decode part's variant, splits, grid and
+ * workspace, and the generic launch over every token. */
+static void expect_mixed(const r35a_paged_attention_desc *d, const char *only, const char *variant, int splits,
+                         uint32_t gy, size_t workspace, const char *generic)
+{
+    r35a_gpu_launch dl, gl;
+    char why[256];
+    bool ok = r35a_plan_mixed(d, ARCH, 40, only, &dl, &gl, why, sizeof why);
+    if (!ok)
+        print_error("mixed declined: %s\n", why);
+    assert_true(ok);
+    assert_string_equal(r35a_decode_variants[dl.kernel].name, variant);
+    assert_int_equal(dl.num_splits, splits);
+    assert_int_equal(dl.grid[0], (uint32_t)splits);
+    assert_int_equal(dl.grid[1], gy);
+    assert_int_equal(dl.grid[2], (uint32_t)d->num_seqs);
+    assert_int_equal(dl.workspace_bytes, workspace);
+    assert_string_equal(r35a_generic_kernels[gl.kernel].name, generic);
+    assert_int_equal(gl.grid[0], (uint32_t)d->num_tokens);
+    assert_int_equal(gl.grid[1], (uint32_t)d->num_q_heads);
+    assert_int_equal(gl.grid[2], 1);
+    assert_int_equal(gl.block[0], R35A_GENERIC_THREADS);
+    assert_int_equal(gl.workspace_bytes, 0);
+}
+
+static void expect_mixed_declines(const r35a_paged_attention_desc *d, const char *needle)
+{
+    r35a_gpu_launch dl, gl;
+    char why[256] = "";
+    bool ok = r35a_plan_mixed(d, ARCH, 40, NULL, &dl, &gl, why, sizeof why);
+    if (ok || !strstr(why, needle))
+        print_error("expected a decline mentioning '%s', got %s '%s'\n", needle, ok ? "acceptance" : "decline",
+                    why);
+    assert_false(ok);
+    assert_non_null(strstr(why, needle));
+}
+
+static r35a_varlen_attention_desc varlen(r35a_dtype dtype, int num_segments, int num_tokens, int max_seqlen,
+                                         int q_heads, int kv_heads, int head_size)
+{
+    r35a_varlen_attention_desc d;
+    r35a_varlen_attention_desc_init(&d, dtype, num_segments, num_tokens, max_seqlen, q_heads, kv_heads, head_size);
+    return d;
+}
+
+/* Plans the encoder and checks the variant, grid, block; no workspace, no splits. */
+static void expect_encoder(const r35a_varlen_attention_desc *d, const char *only, const char *variant, uint32_t gx,
+                           uint32_t block)
+{
+    r35a_gpu_launch l;
+    char why[256];
+    bool ok = r35a_plan_encoder(d, ARCH, only, &l, why, sizeof why);
+    if (!ok)
+        print_error("encoder declined: %s\n", why);
+    assert_true(ok);
+    assert_string_equal(r35a_encoder_variants[l.kernel].name, variant);
+    assert_int_equal(l.grid[0], gx);
+    assert_int_equal(l.grid[1], (uint32_t)d->num_q_heads);
+    assert_int_equal(l.grid[2], 1);
+    assert_int_equal(l.block[0], block);
+    assert_int_equal(l.block[1], 1);
+    assert_int_equal(l.block[2], 1);
+    assert_int_equal(l.num_splits, 1);
+    assert_int_equal(l.workspace_bytes, 0);
+}
+
+static void expect_encoder_declines(const r35a_varlen_attention_desc *d, const char *only, const char *needle)
+{
+    r35a_gpu_launch l;
+    char why[256] = "";
+    bool ok = r35a_plan_encoder(d, ARCH, only, &l, why, sizeof why);
+    if (ok || !strstr(why, needle))
+        print_error("expected a decline mentioning '%s', got %s '%s'\n", needle, ok ? "acceptance" : "decline",
+                    why);
+    assert_false(ok);
+    assert_non_null(strstr(why, needle));
+}
+
 static void test_registry(void **state)
 {
     (void)state;
@@ -92,6 +170,17 @@ static void test_registry(void **state)
     }
     for (int i = 0; i < R35A_NUM_GENERIC_KERNELS; ++i)
         assert_int_equal(r35a_find_generic_kernel(r35a_generic_kernels[i].name), i);
+    /* The gfx1151 encoder variants: 6 head sizes x 2 dtypes, one tiling each. */
+    int gfx1151_encoders = 0;
+    for (int i = 0; i < R35A_NUM_ENCODER_VARIANTS; ++i) {
+        const r35a_encoder_variant *v = &r35a_encoder_variants[i];
+        gfx1151_encoders += strcmp(v->arch, ARCH) == 0;
+        assert_int_equal(r35a_find_encoder_variant(v->name), i);
+        assert_true((v->rows == 16 || v->rows == 32) && v->kb % 16 == 0 && v->nw >= 1 && 32 * v->nw <= 1024);
+        assert_true(v->dtype == R35A_DTYPE_F16 || v->dtype == R35A_DTYPE_BF16);
+    }
+    assert_int_equal(gfx1151_encoders, 12);
+    assert_int_equal(r35a_find_encoder_variant("encoder_f16_d96_nope"), -1);
     assert_int_equal(r35a_find_decode_variant("decode_f16_d96_nope"), -1);
 }
 
@@ -269,6 +358,214 @@ static void test_generic_varlen(void **state)
     assert_int_equal(l.workspace_bytes, 0);
 }
 
+/* Mixed batches: the decode part is planned with max_query_len capped at 8. */
+static void test_mixed_batch(void **state)
+{
+    (void)state;
+    /* 2 seqs, max_query_len 12, G=4, D=128: the decode part has 4 x 8 = 32 rows -> R=32, one row
+     * group; 16 WGs want 5 splits (4096 keys = 257 tiles allow 16). Counters 16 x 4 B -> 256 B;
+     * 16 x 5 records of (2*32 + 32*128) floats. The generic launch covers all 24 tokens. */
+    r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 2, 12, 4096, 32, 8, 128, 16);
+    expect_mixed(&d, NULL, "decode_f16_d128_r32_kw1_dw4_w8", 5, 8, 256 + 80 * 4160 * 4, "generic_paged_f16_dmax256");
+    /* bf16 D=256 picks the kernels of its dtype and the generic kernel that covers D. */
+    r35a_paged_attention_desc b = paged(R35A_DTYPE_BF16, 3, 40, 1000, 8, 8, 256, 32);
+    /* G=1, M<=8: 8 rows -> R=16; 3 x 8 = 24 WGs want 4 splits; 1000 keys: 64 tiles allow 4.
+     * Counters 24 x 4 B -> 256 B; 24 x 4 records of (32 + 16*256) floats. */
+    expect_mixed(&b, NULL, "decode_bf16_d256_r16_kw1_dw4_w8", 4, 8, 256 + 96 * 4128 * 4, "generic_paged_bf16_dmax256");
+    /* G=8: capped M=8 gives 64 rows, two row groups of 32 (M=12 would need three). 4 x 8 x 2 = 64
+     * WGs want 2 splits (2048 keys: 129 tiles allow 8). Counters 64 x 4 B = 256 B; 128 records. */
+    r35a_paged_attention_desc g8 = paged(R35A_DTYPE_F16, 4, 12, 2048, 64, 8, 128, 16);
+    expect_mixed(&g8, NULL, "decode_f16_d128_r32_kw1_dw4_w8", 2, 16, 256 + 128 * 4160 * 4,
+                 "generic_paged_f16_dmax256");
+    /* Window 720 with max_query_len 40: the decode part's rows reach 720 + 8 - 1 = 727 keys = 47 tiles
+     * -> 2 splits (M=40 would reach 759 keys = 49 tiles -> 3). */
+    r35a_paged_attention_desc w = paged(R35A_DTYPE_F16, 2, 40, 4096, 32, 8, 128, 16);
+    w.window = 720;
+    expect_mixed(&w, NULL, "decode_f16_d128_r32_kw1_dw4_w8", 2, 8, 256 + 32 * 4160 * 4, "generic_paged_f16_dmax256");
+    /* A forced decode variant serves the decode part: R=16 needs two row groups for 32 rows; 32 WGs
+     * want 3 splits. Counters 32 x 4 B -> 256 B; 96 records of (32 + 16*128) floats. */
+    expect_mixed(&d, "decode_f16_d128_r16_kw2_dw2_w8", "decode_f16_d128_r16_kw2_dw2_w8", 3, 16,
+                 256 + 96 * 2080 * 4, "generic_paged_f16_dmax256");
+    /* One sequence whose M = num_tokens is known to be <= 8: decode serves it, generic skips it. */
+    r35a_paged_attention_desc one_short = paged(R35A_DTYPE_F16, 1, 12, 4096, 32, 8, 128, 16);
+    one_short.num_tokens = 5;
+    expect_mixed(&one_short, NULL, "decode_f16_d128_r32_kw1_dw4_w8", 10, 8, 256 + 80 * 4160 * 4,
+                 "generic_paged_f16_dmax256");
+}
+
+static void test_mixed_batch_declines(void **state)
+{
+    (void)state;
+    r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 2, 12, 4096, 32, 8, 128, 16);
+    /* Not a mixed batch. */
+    r35a_paged_attention_desc m8 = paged(R35A_DTYPE_F16, 2, 8, 4096, 32, 8, 128, 16);
+    expect_mixed_declines(&m8, "max_query_len 8 <= 8 is not a mixed batch");
+    /* One sequence of more than 8 tokens: a prefill, the generic kernel's alone. */
+    r35a_paged_attention_desc prefill = paged(R35A_DTYPE_F16, 1, 100, 4096, 32, 8, 128, 16);
+    expect_mixed_declines(&prefill, "max_query_len 100 > 8 (one sequence of 100 query tokens: prefill)");
+    /* What decode declines for other reasons goes to generic whole, with every reason named. */
+    r35a_paged_attention_desc softcap = d;
+    softcap.logit_softcap = 30.0f;
+    expect_mixed_declines(&softcap, "max_query_len 12 > 8 (prefill or mixed batch), logit softcap");
+    r35a_paged_attention_desc alibi = d;
+    alibi.use_alibi = 1;
+    expect_mixed_declines(&alibi, "ALiBi");
+    r35a_paged_attention_desc page8 = paged(R35A_DTYPE_F16, 2, 12, 4096, 32, 8, 128, 8);
+    expect_mixed_declines(&page8, "page_size 8 is not a multiple of 16");
+    r35a_paged_attention_desc d96 = paged(R35A_DTYPE_BF16, 2, 12, 4096, 32, 8, 96, 16);
+    expect_mixed_declines(&d96, "head_size 96 not built (gfx1151 bf16: 64, 128, 256, 512)");
+    r35a_paged_attention_desc f32 = paged(R35A_DTYPE_F32, 2, 12, 4096, 32, 8, 128, 16);
+    expect_mixed_declines(&f32, "dtype f32");
+    r35a_paged_attention_desc stride = d;
+    stride.q_token_stride = 32 * 128 + 4;
+    expect_mixed_declines(&stride, "q_token_stride");
+}
+
+/* The encoder: rows per workgroup = rows x nw = 128 for every variant of the table, so
+ * grid.x = ceil(max_seqlen / 128) x num_segments. */
+static void test_encoder_plan(void **state)
+{
+    (void)state;
+    /* bf16 D=80, 4 segments up to 400 tokens: 4 row blocks each -> 16; 16 heads; 8 waves. */
+    r35a_varlen_attention_desc d = varlen(R35A_DTYPE_BF16, 4, 1000, 400, 16, 16, 80);
+    expect_encoder(&d, NULL, "encoder_bf16_d80_r16_kb32_nw8_w6", 16, 256);
+    /* The reference problem: one 1024-token segment, D=64, 16 heads: 8 row blocks, 4 waves. */
+    r35a_varlen_attention_desc ref = varlen(R35A_DTYPE_F16, 1, 1024, 1024, 16, 16, 64);
+    expect_encoder(&ref, NULL, "encoder_f16_d64_r32_kb32_nw4_w6", 8, 128);
+    /* Every served head size, both dtypes; D=72 has its own kernel (padded to 80 inside). */
+    const struct {
+        r35a_dtype dtype;
+        int d, heads;
+        const char *name;
+        uint32_t block;
+    } served[] = {
+        {R35A_DTYPE_F16, 32, 4, "encoder_f16_d32_r32_kb64_nw4_w6", 128},
+        {R35A_DTYPE_BF16, 48, 32, "encoder_bf16_d48_r32_kb32_nw4_w6", 128},
+        {R35A_DTYPE_F16, 72, 16, "encoder_f16_d72_r16_kb32_nw8_w6", 256},
+        {R35A_DTYPE_BF16, 128, 24, "encoder_bf16_d128_r16_kb32_nw8_w5", 256},
+        {R35A_DTYPE_F16, 128, 4, "encoder_f16_d128_r16_kb32_nw8_w5", 256},
+    };
+    for (size_t i = 0; i < sizeof served / sizeof *served; ++i) {
+        /* 7 segments up to 129 tokens: 2 row blocks each. */
+        r35a_varlen_attention_desc s = varlen(served[i].dtype, 7, 700, 129, served[i].heads, served[i].heads,
+                                              served[i].d);
+        expect_encoder(&s, NULL, served[i].name, 14, served[i].block);
+    }
+    /* A fused qkv buffer [tokens][3][heads][D] read in place: token strides 3*H*D. */
+    r35a_varlen_attention_desc fused = varlen(R35A_DTYPE_F16, 2, 500, 300, 12, 12, 64);
+    fused.q_token_stride = fused.k_token_stride = fused.v_token_stride = 3 * 12 * 64;
+    expect_encoder(&fused, NULL, "encoder_f16_d64_r32_kb32_nw4_w6", 6, 128);
+    /* max_seqlen 0 (every segment empty): accepted, nothing to launch. */
+    r35a_varlen_attention_desc empty = varlen(R35A_DTYPE_F16, 3, 0, 0, 16, 16, 64);
+    expect_encoder(&empty, NULL, "encoder_f16_d64_r32_kb32_nw4_w6", 0, 128);
+    /* Forcing a variant. */
+    expect_encoder(&d, "encoder_bf16_d80_r16_kb32_nw8_w6", "encoder_bf16_d80_r16_kb32_nw8_w6", 16, 256);
+    expect_encoder_declines(&d, "encoder_f16_d80_r16_kb32_nw8_w6", "is for f16");
+    expect_encoder_declines(&d, "encoder_bf16_d64_r32_kb32_nw4_w6", "head_size 80 not built (gfx1151 bf16: 64)");
+    expect_encoder_declines(&d, "encoder_bf16_d99", "no encoder variant encoder_bf16_d99 for gfx1151");
+    r35a_gpu_launch l;
+    char why[256];
+    assert_false(r35a_plan_encoder(&d, "gfx1100", NULL, &l, why, sizeof why));
+}
+
+static void test_encoder_declines(void **state)
+{
+    (void)state;
+    r35a_varlen_attention_desc d = varlen(R35A_DTYPE_F16, 4, 1000, 400, 16, 16, 64);
+
+    r35a_varlen_attention_desc gqa = varlen(R35A_DTYPE_F16, 4, 1000, 400, 16, 4, 64);
+    expect_encoder_declines(&gqa, NULL, "GQA in the encoder (num_q_heads 16 != num_kv_heads 4)");
+
+    r35a_varlen_attention_desc causal = d;
+    causal.causal = 1;
+    expect_encoder_declines(&causal, NULL, "causal");
+
+    r35a_varlen_attention_desc softcap = d;
+    softcap.logit_softcap = 50.0f;
+    expect_encoder_declines(&softcap, NULL, "logit softcap");
+
+    r35a_varlen_attention_desc d96 = varlen(R35A_DTYPE_F16, 4, 1000, 400, 16, 16, 96);
+    expect_encoder_declines(&d96, NULL, "head_size 96 not built (gfx1151 f16: 32, 48, 64, 72, 80, 128)");
+    r35a_varlen_attention_desc d256 = varlen(R35A_DTYPE_BF16, 4, 1000, 400, 16, 16, 256);
+    expect_encoder_declines(&d256, NULL, "head_size 256 not built");
+
+    r35a_varlen_attention_desc f32 = varlen(R35A_DTYPE_F32, 4, 1000, 400, 16, 16, 64);
+    expect_encoder_declines(&f32, NULL, "dtype f32 (the encoder kernels are f16/bf16)");
+
+    r35a_varlen_attention_desc kstride = d;
+    kstride.k_head_stride = 68; /* padded heads of 136 bytes: rows not 16-byte aligned */
+    expect_encoder_declines(&kstride, NULL, "k_head_stride 68 is not a multiple of 8 elements");
+    r35a_varlen_attention_desc ostride = d;
+    ostride.o_token_stride = 16 * 64 + 4;
+    expect_encoder_declines(&ostride, NULL, "o_token_stride 1028 is not a multiple of 8");
+
+    r35a_varlen_attention_desc far = d;
+    far.v_token_stride = (int64_t)1 << 24;
+    expect_encoder_declines(&far, NULL, "v_token_stride 16777216 >= 2^24 elements");
+    r35a_varlen_attention_desc near = d;
+    near.q_token_stride = near.k_token_stride = near.v_token_stride = ((int64_t)1 << 24) - 8;
+    expect_encoder(&near, NULL, "encoder_f16_d64_r32_kb32_nw4_w6", 16, 128);
+    /* The output's token stride has no such bound (64-bit row addresses). */
+    r35a_varlen_attention_desc wide_o = d;
+    wide_o.o_token_stride = (int64_t)1 << 30;
+    expect_encoder(&wide_o, NULL, "encoder_f16_d64_r32_kb32_nw4_w6", 16, 128);
+
+    r35a_varlen_attention_desc heads = varlen(R35A_DTYPE_F16, 1, 100, 100, 70000, 70000, 64);
+    expect_encoder_declines(&heads, NULL, "num_q_heads 70000 above the grid limit");
+
+    /* 2^30 / 128 row blocks x 300 segments > 2^31 - 1 workgroups in grid.x. */
+    r35a_varlen_attention_desc huge = varlen(R35A_DTYPE_F16, 300, 1000, 1 << 30, 16, 16, 64);
+    expect_encoder_declines(&huge, NULL, "row blocks (max_seqlen 1073741824 x num_segments 300) above the grid limit");
+
+    /* Several reasons are all named. */
+    r35a_varlen_attention_desc all = gqa;
+    all.causal = 1;
+    all.logit_softcap = 30.0f;
+    expect_encoder_declines(&all, NULL, "causal (the encoder kernels are non-causal), GQA in the encoder "
+                                        "(num_q_heads 16 != num_kv_heads 4), logit softcap");
+}
+
+static void test_encoder_args(void **state)
+{
+    (void)state;
+    r35a_varlen_attention_desc d = varlen(R35A_DTYPE_BF16, 3, 600, 256, 16, 16, 80);
+    d.q_token_stride = d.k_token_stride = d.v_token_stride = 3 * 16 * 80;
+    d.o_head_stride = 88;
+    d.o_token_stride = 16 * 88;
+    d.softmax_scale = 0.125f;
+    static _Alignas(16) uint16_t qkv[3 * 16 * 80 * 4], o[16 * 88 * 4];
+    static int32_t cu[4];
+    r35a_varlen_attention_args a = {sizeof a, qkv, qkv + 16 * 80, qkv + 2 * 16 * 80, o, cu};
+    r35a_encoder_args ka;
+    r35a_fill_encoder_args(&d, &a, &ka);
+    assert_ptr_equal(ka.q, qkv);
+    assert_ptr_equal(ka.k, qkv + 16 * 80);
+    assert_ptr_equal(ka.v, qkv + 2 * 16 * 80);
+    assert_ptr_equal(ka.out, o);
+    assert_ptr_equal(ka.cu_seqlens, cu);
+    assert_int_equal(ka.q_token_stride, 3 * 16 * 80);
+    assert_int_equal(ka.k_token_stride, 3 * 16 * 80);
+    assert_int_equal(ka.v_head_stride, 80);
+    assert_int_equal(ka.o_token_stride, 16 * 88);
+    assert_int_equal(ka.o_head_stride, 88);
+    assert_int_equal(ka.num_segments, 3);
+    assert_int_equal(ka.num_heads, 16);
+    assert_int_equal(ka.max_seqlen, 256);
+    assert_true(fabs(ka.scale_log2 - 0.125 * 1.4426950408889634) < 1e-6);
+    assert_true(r35a_encoder_strides_ok(&ka));
+
+    char why[128];
+    assert_true(r35a_encoder_pointers_aligned(&a, why, sizeof why));
+    r35a_varlen_attention_args off = a;
+    off.out = o + 4; /* 8 bytes off */
+    assert_false(r35a_encoder_pointers_aligned(&off, why, sizeof why));
+    assert_non_null(strstr(why, "out"));
+    off = a;
+    off.k = qkv + 1;
+    assert_false(r35a_encoder_pointers_aligned(&off, why, sizeof why));
+    assert_non_null(strstr(why, "k "));
+}
+
 static void test_decode_args(void **state)
 {
     (void)state;
@@ -322,6 +619,11 @@ int main(void)
         cmocka_unit_test(test_generic_paged),
         cmocka_unit_test(test_generic_varlen),
         cmocka_unit_test(test_decode_args),
+        cmocka_unit_test(test_mixed_batch),
+        cmocka_unit_test(test_mixed_batch_declines),
+        cmocka_unit_test(test_encoder_plan),
+        cmocka_unit_test(test_encoder_declines),
+        cmocka_unit_test(test_encoder_args),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
