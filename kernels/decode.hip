@@ -26,7 +26,7 @@
  * Run-time: page size (any multiple of 16), strides, G, M (per sequence), window, scale, splits.
  */
 #include "common/device.h"
-#include "common/fragment_gfx11.h"
+#include "common/fragment.h"
 #include "common/kernel_args.h"
 
 namespace r35a {
@@ -239,6 +239,7 @@ R35A_DEV void decode_kernel(const r35a_decode_args &a) {
                 vt[(8 * d8 + 2 * e + 1) * C::VT_LD + key] = (u16)(v[e] >> 16);
             }
         }
+        wave_sync();   /* the wave's lanes read each other's V^T stores below */
 
         const bool need_mask = !(j0 >= full_lo && j0 + 15 <= full_hi);
         frag::ab pf[T];
@@ -269,6 +270,7 @@ R35A_DEV void decode_kernel(const r35a_decode_args &a) {
             const frag::ab vf = frag::load_vec16_lds(vt + 16 * c * C::VT_LD, C::VT_LD);
             for (int t = 0; t < T; ++t) st[t].o[c] = frag::mma<E>(vf, pf[t], st[t].o[c]);
         }
+        wave_sync();   /* V^T read before the wave's next writes to its region (partial S^T or V^T) */
     }
     for (int t = 0; t < T; ++t) st[t].l = frag::col_sum_finish(st[t].l);
 
@@ -385,5 +387,11 @@ R35A_DEV void decode_kernel(const r35a_decode_args &a) {
     R35A_KERNEL R35A_KERNEL_BOUNDS(32 * (KW) * (DW), WAVES) void name(r35a_decode_args a) {            \
         r35a::decode_kernel<r35a::dtype##_t, D, (R) / 16, KW, DW, WAVES>(a);                                  \
     }
+/* A tool may point R35A_DECODE_VARIANT_LIST at its own list of R35A_DECODE_VARIANT(...) lines
+ * (tools/tune_variants.py compiles candidate tilings this way). */
+#ifdef R35A_DECODE_VARIANT_LIST
+#include R35A_DECODE_VARIANT_LIST
+#else
 #include "../variants/variants.def"
+#endif
 #undef R35A_DECODE_VARIANT

@@ -32,41 +32,10 @@
  * rows 72..79 hold and never stored. kernels/README_encoder.md has the budgets and the model.
  */
 #include "common/device.h"
-#include "common/fragment_gfx11.h"
+#include "common/fragment.h"
 #include "common/encoder_args.h"
 
 namespace r35a {
-
-/* ---- TODO(move to fragment_gfx11.h): fragment stores, the inverse of load_vec16_global --------
- * Vector i (0..15) of operand fragment `a` goes to the 16 contiguous 16-bit elements at ptr_of(i)
- * (16-byte aligned global memory); only its first n elements are written (n = 8 or 16); a null
- * pointer writes nothing. On gfx11 lane l holds vector l % 16 whole (both half-waves alike), so
- * half-wave h stores elements 8h .. 8h+7: one global_store_b128 per lane. */
-namespace frag_ext {
-/* Pins a fragment's registers at this point of the program in every lane. clang 19's machine sinking
- * moves v_permlanex16_b32 (b_from_acc's half-wave swap) into the branch of a divergent store that
- * follows (the instruction lacks its convergent flag in LLVM 19; upstream fix: llvm-project PR #142962),
- * where it reads the other half-wave's lanes while they are switched off. A fragment that is stored
- * under a per-lane condition must be pinned first. */
-__attribute__((unused)) R35A_DEV void pin(frag::ab &a) {
-#pragma unroll
-    for (int i = 0; i < 8; ++i) __asm__ volatile("" : "+v"(a.v[i]));
-}
-template <class F>
-R35A_DEV void store_vec16_global(const frag::ab &a, int n, F ptr_of) {
-    const int h = frag::half_wave();
-    u16 *p = (u16 *)ptr_of(lane_id() & 15);
-    if (p && 8 * h < n) {
-        const u32x4 x = h ? a.v.s4567 : a.v.s0123;
-        store_b128(p + 8 * h, x);
-    }
-}
-} /* namespace frag_ext */
-
-/* ---- TODO(move to device.h): max of two floats that are never NaN (scores: WMMA results, -inf
- * for masked keys) without the NaN-quieting v_max_f32 x, x that __builtin_fmaxf costs per operand in
- * IEEE mode: median(a, b, +inf) = max(a, b), one v_med3_f32. */
-__attribute__((unused)) R35A_DEV float fmax_nonan(float a, float b) { return __builtin_amdgcn_fmed3f(a, b, __builtin_inff()); }
 
 /* Packing of the probabilities P (finite, >= 0) into the PV product's operand. bf16: round half
  * away from zero, one integer add per value instead of round-to-nearest-even's three; the two
@@ -131,10 +100,6 @@ struct kv_regs {
  * it by more than this, so the O rescale (and its exp2) runs in a few blocks only, not in every one.
  * Probabilities then stay <= 2^8 before normalization: exact enough in f32, no overflow in f16/bf16. */
 #define R35A_ENC_RESCALE_TAU 8.0f
-
-/* TODO(move to device.h): wave vote. True in every lane when p holds in any active lane (a scalar:
- * branches on it are uniform). */
-__attribute__((unused)) R35A_DEV bool wave_any(bool p) { return __builtin_amdgcn_ballot_w32(p) != 0u; }
 
 template <class E, int D, int T, int KB, int NW, int WAVES>
 R35A_DEV void encoder_kernel(const r35a_encoder_args &a) {
@@ -388,8 +353,8 @@ R35A_DEV void encoder_kernel(const r35a_encoder_args &a) {
 #pragma unroll
             for (int e = 0; e < frag::ACC_ELEMS; ++e) x.v[e] *= inv.v[frag::acc_slot(e)];
             frag::ab ob = frag::b_from_acc<E>(x);
-            frag_ext::pin(ob);                              /* see pin(): the store below is per lane */
-            frag_ext::store_vec16_global(ob, imin(16, D - 16 * c), [&](int n) -> void * {
+            frag::pin(ob);                                  /* see pin(): the store below is per lane */
+            frag::store_vec16_global(ob, imin(16, D - 16 * c), [&](int n) -> void * {
                 const int row = trow0 + n;
                 return row < len ? og + (i64)row * a.o_token_stride + 16 * c : nullptr;
             });

@@ -69,8 +69,8 @@ R35A_DEV void attend_row(const u16 *qrow, u16 *orow, int D, int lo, int hi, cons
         constexpr bool WIDE = CH < DPL;
         int lane_o = lane;
         if constexpr (WIDE) {
-            for (int i = 0; i < (DPL + 1) / 2; ++i) __asm__ volatile("" : "+v"(q2[i]));
-            __asm__ volatile("" : "+v"(lane_o));
+            for (int i = 0; i < (DPL + 1) / 2; ++i) opaque(q2[i]);
+            opaque(lane_o);
         }
         auto off = [&](int i) -> u32 { return WIDE ? 2u * (u32)imin(lane_o + R35A_WAVE * i, D - 1) : boff[i]; };
         float dot = 0.f;
@@ -79,7 +79,7 @@ R35A_DEV void attend_row(const u16 *qrow, u16 *orow, int D, int lo, int hi, cons
                 const float qi = E::to_f32((u16)(i & 1 ? q2[i >> 1] >> 16 : q2[i >> 1]));
                 dot = __builtin_fmaf(qi, E::to_f32(load_u16_off(krow, off(i))), dot);   /* q = 0 past D */
             }
-            if constexpr (WIDE) __builtin_amdgcn_sched_barrier(0);
+            if constexpr (WIDE) sched_barrier();
         }
         const float s = rule.base2(wave_sum(dot), j);
         const float mn = fmax(m, s);
@@ -89,7 +89,7 @@ R35A_DEV void attend_row(const u16 *qrow, u16 *orow, int D, int lo, int hi, cons
             /* past D this accumulates a copy of element D-1 that is never stored */
             for (int i = c0; i < c0 + CH && i < DPL; ++i)
                 acc[i] = __builtin_fmaf(p, E::to_f32(load_u16_off(vrow, off(i))), acc[i] * corr);
-            if constexpr (WIDE) __builtin_amdgcn_sched_barrier(0);
+            if constexpr (WIDE) sched_barrier();
         }
         m = mn;
     }
@@ -112,7 +112,7 @@ R35A_DEV void attend_row(const u16 *qrow, u16 *orow, int D, int lo, int hi, cons
     }
     const float inv = lsum > 0.f ? rcp_fast(lsum) : 0.f;   /* no key seen: zeros */
     /* (kept rolled: unrolled, the wide kernel would read all 4 x DPL partials into registers) */
-#pragma clang loop unroll(disable)
+R35A_NO_UNROLL
     for (int i = 0; i < DPL; ++i) {
         if (R35A_WAVE * i >= D) break;                       /* uniform */
         /* Lanes past D hold an exact copy of element D-1 (their loads were clamped to it) and store
@@ -196,7 +196,7 @@ R35A_DEV void generic_varlen(const r35a_generic_varlen_args &a) {
  * VGPRs (the static checks' default for kernels without an occupancy column): dmax 256 uses 45
  * (16 waves per SIMD), dmax 1024 98 (its 16 KiB of LDS allow 7 waves per SIMD). */
 #define R35A_GENERIC_KERNEL(arch, name, op, dtype, dmax)                                               \
-    R35A_KERNEL __attribute__((amdgpu_flat_work_group_size(1, R35A_GENERIC_THREADS), amdgpu_num_vgpr(128))) \
+    R35A_KERNEL R35A_KERNEL_BOUNDS_VGPRS(R35A_GENERIC_THREADS, 128)                                 \
     void name(r35a_generic_##op##_args a) {                                                            \
         r35a::generic_##op<r35a::dtype##_t, dmax>(a);                                                  \
     }

@@ -4,6 +4,7 @@
  * validate.c, the choice of implementation to dispatch.c, the work to the chosen implementation. */
 #include "internal.h"
 
+#include "backend_cuda.h"
 #include "backend_hip.h"
 
 #include <math.h>
@@ -126,8 +127,27 @@ r35a_status r35a_context_create(const r35a_context_options *options, r35a_contex
     if (options->backend == R35A_BACKEND_REFERENCE) {
         become_reference(ctx, "reference backend requested");
     } else {
+        /* HIP first, then CUDA; the reasons of both when neither serves (CUDA's only when this build
+         * has NVIDIA cubins at all). */
         char why[200];
-        if (!r35a_hip_context_init(ctx, options->device_index, why, sizeof why)) {
+        bool served = r35a_hip_context_init(ctx, options->device_index, why, sizeof why);
+        if (!served) {
+            char cuda_why[200];
+            bool cuda_built = false;
+            served = r35a_cuda_context_init(ctx, options->device_index, &cuda_built, cuda_why, sizeof cuda_why);
+            if (!served && cuda_built) {
+                /* both reasons, cut to the field's size (still informative) */
+                size_t used = strlen(why), room = sizeof why - used;
+                if (room > 3) {
+                    memcpy(why + used, "; ", 2);
+                    size_t n = strlen(cuda_why);
+                    n = n < room - 3 ? n : room - 3;
+                    memcpy(why + used + 2, cuda_why, n);
+                    why[used + 2 + n] = '\0';
+                }
+            }
+        }
+        if (!served) {
             if (options->backend == R35A_BACKEND_GPU) {
                 free(ctx);
                 return r35a_fail(R35A_ERR_BACKEND_UNAVAILABLE, "context_options.backend: GPU requested but %s",
@@ -147,7 +167,10 @@ void r35a_context_destroy(r35a_context *context)
 {
     if (!context)
         return;
-    r35a_hip_context_release(context);
+    if (context->gpu_api == R35A_GPU_API_CUDA)
+        r35a_cuda_context_release(context);
+    else
+        r35a_hip_context_release(context);
     free(context);
 }
 

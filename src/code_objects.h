@@ -1,4 +1,6 @@
-/* code_objects.h - the AMDGPU code objects embedded in the library at build time.
+/* code_objects.h - the GPU code objects embedded in the library at build time: AMDGPU code objects
+ * (arch "gfx1151", ...) and NVIDIA cubins (arch "sm_90", ...; family "<family>.gfx11emu" for the
+ * build with the gfx11-exact fragment emulation).
  *
  * Defined by a generated source (tools/embed_code_objects.py, or cmake/gpu_kernels.cmake when the
  * build has no GPU code objects). One entry per (kernel family, arch); a NULL entry ends the table. */
@@ -9,8 +11,8 @@
 
 typedef struct r35a_code_object {
     const char *family;          /* "decode", "generic", ...: kernels/<family>.hip */
-    const char *arch;            /* "gfx1151", ... */
-    const unsigned char *data;   /* the ELF code object, as hipModuleLoadData takes it */
+    const char *arch;            /* "gfx1151", "sm_90", ... */
+    const unsigned char *data;   /* the ELF code object or cubin, as hipModuleLoadData / cuModuleLoadData take it */
     size_t size;
 } r35a_code_object;
 

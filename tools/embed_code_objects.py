@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Turns built AMDGPU code objects into one C source the library compiles in.
+"""Turns built GPU code objects (AMDGPU ELF code objects, NVIDIA cubins) into one C source the library
+compiles in.
 
 Usage: embed_code_objects.py --output code_objects.c FAMILY:ARCH:PATH [FAMILY:ARCH:PATH ...]
 
@@ -18,6 +19,7 @@ import sys
 
 ELF_MAGIC = b"\x7fELF"
 ELF_MACHINE_AMDGPU = 224
+ELF_MACHINE_CUDA = 190   # cubins (cuModuleLoadData takes them as they are)
 
 
 def c_identifier(text):
@@ -31,8 +33,9 @@ def read_code_object(path):
         sys.exit(f"embed_code_objects: {path} is not an ELF file (an offload bundle? build with "
                  f"--no-gpu-bundle-output)")
     machine = int.from_bytes(data[18:20], "little")
-    if machine != ELF_MACHINE_AMDGPU:
-        sys.exit(f"embed_code_objects: {path} has ELF machine {machine}, not AMDGPU ({ELF_MACHINE_AMDGPU})")
+    if machine not in (ELF_MACHINE_AMDGPU, ELF_MACHINE_CUDA):
+        sys.exit(f"embed_code_objects: {path} has ELF machine {machine}, neither AMDGPU ({ELF_MACHINE_AMDGPU}) "
+                 f"nor CUDA ({ELF_MACHINE_CUDA})")
     return data
 
 

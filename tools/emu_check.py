@@ -86,10 +86,14 @@ def read_variants():
     dec, gen = [], []
     for m in re.finditer(r"^R35A_DECODE_VARIANT\(([^)]*)\)", text, re.M):
         arch, name, dtype, head, rows, kw, dw, waves = [x.strip() for x in m.group(1).split(",")]
+        if not arch.startswith("gfx"):
+            continue   # another target's kernels (e.g. sm_90): not in the gfx11 code objects
         dec.append(dict(arch=arch, name=name, dtype=dtype, D=int(head), R=int(rows), KW=int(kw), DW=int(dw),
                         waves=int(waves)))
     for m in re.finditer(r"^R35A_GENERIC_KERNEL\(([^)]*)\)", text, re.M):
         arch, name, op, dtype, dmax = [x.strip() for x in m.group(1).split(",")]
+        if not arch.startswith("gfx"):
+            continue
         gen.append(dict(arch=arch, name=name, op=op, dtype=dtype, dmax=int(dmax)))
     return dec, gen
 

@@ -11,11 +11,17 @@ the macros they need before including it (the others default to nothing):
 kernels/*.hip instantiate one extern "C" kernel per *_VARIANT / *_KERNEL entry (symbol = name);
 src/ builds its registry from it, tests/ one test per entry, bench/ one row per entry.
 
-Tables: every variants/<arch>[_<part>].tsv. A row's first cell is its kind, which fixes its columns:
+Tables: every variants/<arch>[_<part>].tsv (arch e.g. gfx1151 or sm_90; part a word, e.g. encoder). A row's
+first cell is its kind, which fixes its columns:
     decode, generic_paged, generic_varlen:  kind dtype head rows kw dw waves
     encoder:                                kind dtype head heads rows kb nw waves
 (encoder rows naming the same kernel parameters share one kernel; their `heads` cells, the served
 head counts, are validated here and read by the encoder's own tools from the table.)
+
+Kernel names encode every parameter; kernels of an arch other than gfx1151 (the library's own target,
+whose names predate the others) carry the arch as a suffix: decode_f16_d128_r16_kw2_dw2_w4_sm90.
+Each arch's entries sit under a guard: a device compile (clang for __gfx1151__, nvcc for
+__CUDA_ARCH__ == 900, ...) sees its own arch's kernels only; host code sees every arch (the registry).
 
 Usage:
     tools/gen_variants.py            regenerate (writes only when the content changes)
@@ -26,6 +32,7 @@ Usage:
 import argparse
 import difflib
 import os
+import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -51,9 +58,29 @@ def _int(field, value, where):
         raise TableError(f"{where}: {field} '{value}' is not an integer") from None
 
 
+def arch_of_table(path):
+    """variants/gfx1151_encoder.tsv -> gfx1151, variants/sm_90.tsv -> sm_90."""
+    return re.sub(r"_[A-Za-z]+$", "", os.path.splitext(os.path.basename(path))[0])
+
+
+def name_suffix(arch):
+    return "" if arch == "gfx1151" else "_" + arch.replace("_", "")
+
+
+def arch_guard(arch):
+    """The preprocessor condition under which a device compile builds this arch's kernels."""
+    m = re.fullmatch(r"sm_(\d+)", arch)
+    if m:
+        return f"(defined(__CUDA_ARCH__) && __CUDA_ARCH__ == {int(m.group(1)) * 10})"
+    if re.fullmatch(r"gfx[0-9a-f]+", arch):
+        return f"defined(__{arch}__)"
+    raise TableError(f"arch '{arch}' (from the table's file name) is neither gfx<N> nor sm_<N>")
+
+
 def parse_table(path):
     """Rows of one tuning table as dicts; raises TableError naming file:line on any bad row."""
-    arch = os.path.splitext(os.path.basename(path))[0].split("_")[0]
+    arch = arch_of_table(path)
+    suffix = name_suffix(arch)
     entries = []
     with open(path, encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
@@ -83,7 +110,7 @@ def parse_table(path):
                     raise TableError(f"{where}: kw * dw = {kw * dw} waves exceed a 512-thread workgroup")
                 if not 1 <= waves <= 16:
                     raise TableError(f"{where}: waves {waves} must be 1..16")
-                name = f"decode_{row['dtype']}_d{head}_r{rows}_kw{kw}_dw{dw}_w{waves}"
+                name = f"decode_{row['dtype']}_d{head}_r{rows}_kw{kw}_dw{dw}_w{waves}{suffix}"
                 entries.append(dict(kind="decode", arch=arch, name=name, dtype=row["dtype"], head=head,
                                     rows=rows, kw=kw, dw=dw, waves=waves, where=where))
             elif row["kind"] == "encoder":
@@ -93,7 +120,7 @@ def parse_table(path):
                 if rows not in (16, 32) or kb < 16 or kb % 16 or not 1 <= nw <= 32 or not 1 <= waves <= 16 or heads < 1:
                     raise TableError(f"{where}: bad encoder parameters heads={heads} rows={rows} kb={kb} nw={nw} "
                                      f"waves={waves}")
-                name = f"encoder_{row['dtype']}_d{head}_r{rows}_kb{kb}_nw{nw}_w{waves}"
+                name = f"encoder_{row['dtype']}_d{head}_r{rows}_kb{kb}_nw{nw}_w{waves}{suffix}"
                 entries.append(dict(kind="encoder", arch=arch, name=name, dtype=row["dtype"], head=head, heads=heads,
                                     rows=rows, kb=kb, nw=nw, waves=waves, where=where))
             elif row["kind"] in ("generic_paged", "generic_varlen"):
@@ -102,7 +129,7 @@ def parse_table(path):
                 if head < 32 or head % 32:
                     raise TableError(f"{where}: generic dmax {head} must be a positive multiple of 32")
                 op = row["kind"].split("_", 1)[1]
-                name = f"generic_{op}_{row['dtype']}_dmax{head}"
+                name = f"generic_{op}_{row['dtype']}_dmax{head}{suffix}"
                 entries.append(dict(kind="generic", arch=arch, name=name, op=op, dtype=row["dtype"], head=head,
                                     where=where))
             else:
@@ -154,21 +181,37 @@ def render(tables, entries):
            "#define R35A_DEF_UNDEF_ENCODER_",
            "#endif",
            ""]
+    archs = []
     for e in entries:
-        if e["kind"] == "decode":
-            out.append(f"R35A_DECODE_VARIANT({e['arch']}, {e['name']}, {e['dtype']}, {e['head']}, {e['rows']}, "
-                       f"{e['kw']}, {e['dw']}, {e['waves']})")
-    out.append("")
-    for e in entries:
-        if e["kind"] == "generic":
-            out.append(f"R35A_GENERIC_KERNEL({e['arch']}, {e['name']}, {e['op']}, {e['dtype']}, {e['head']})")
-    if any(e["kind"] == "encoder" for e in entries):
-        out.append("")
-        for e in entries:
-            if e["kind"] == "encoder":
-                out.append(f"R35A_ENCODER_VARIANT({e['arch']}, {e['name']}, {e['dtype']}, {e['head']}, {e['rows']}, "
-                           f"{e['kb']}, {e['nw']}, {e['waves']})")
+        if e["arch"] not in archs:
+            archs.append(e["arch"])
+    out += ["/* Host code sees every arch's kernels; a device compile sees its own arch's only. */",
+            "#if !defined(__AMDGCN__) && !defined(__CUDA_ARCH__)",
+            "#define R35A_DEF_ALL_ARCHS_ 1",
+            "#else",
+            "#define R35A_DEF_ALL_ARCHS_ 0",
+            "#endif"]
+    for arch in archs:
+        mine = [e for e in entries if e["arch"] == arch]
+        out += ["", f"#if R35A_DEF_ALL_ARCHS_ || {arch_guard(arch)}"]
+        for e in mine:
+            if e["kind"] == "decode":
+                out.append(f"R35A_DECODE_VARIANT({e['arch']}, {e['name']}, {e['dtype']}, {e['head']}, {e['rows']}, "
+                           f"{e['kw']}, {e['dw']}, {e['waves']})")
+        if any(e["kind"] == "generic" for e in mine):
+            out.append("")
+        for e in mine:
+            if e["kind"] == "generic":
+                out.append(f"R35A_GENERIC_KERNEL({e['arch']}, {e['name']}, {e['op']}, {e['dtype']}, {e['head']})")
+        if any(e["kind"] == "encoder" for e in mine):
+            out.append("")
+            for e in mine:
+                if e["kind"] == "encoder":
+                    out.append(f"R35A_ENCODER_VARIANT({e['arch']}, {e['name']}, {e['dtype']}, {e['head']}, "
+                               f"{e['rows']}, {e['kb']}, {e['nw']}, {e['waves']})")
+        out.append(f"#endif /* {arch} */")
     out += ["",
+            "#undef R35A_DEF_ALL_ARCHS_",
             "#ifdef R35A_DEF_UNDEF_DECODE_",
             "#undef R35A_DECODE_VARIANT",
             "#undef R35A_DEF_UNDEF_DECODE_",

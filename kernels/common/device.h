@@ -8,9 +8,10 @@
  *     clang-19 -x hip --offload-arch=gfx1151 -nogpuinc -nogpulib --cuda-device-only
  * and a ROCm hipcc builds it too (the HIP keywords are only defined when nobody else did).
  *
- * A later issue supplies an NVIDIA (nvcc, sm_90) implementation of the same names behind
- * R35A_TARGET_CUDA; the kernels never call a builtin directly except through this header and the
- * fragment header (fragment_gfx11.h), which holds all WMMA lane-layout knowledge.
+ * The NVIDIA implementation (nvcc, sm_90 and later; R35A_TARGET_CUDA) follows the AMDGPU one and
+ * gives the same names the same meaning: kernels never call a builtin directly, only this header
+ * and the fragment layer (fragment.h picks fragment_gfx11.h on AMDGPU, fragment_nv_mma.h or the
+ * gfx11-exact emulation fragment_nv_gfx11emu.h on NVIDIA), which holds all lane-layout knowledge.
  *
  * Conventions: a "wave" is the hardware SIMD group (32 lanes on gfx11 wave32, a warp on NVIDIA);
  * kernels are written for R35A_WAVE = 32.
@@ -56,13 +57,10 @@
  * global_store (and s_load for uniform reads) instead of flat accesses. */
 #define R35A_GLOBAL __attribute__((address_space(1)))
 
-#else /* !R35A_TARGET_AMDGCN */
-#if defined(R35A_TARGET_CUDA)
-#error "device.h: the NVIDIA implementation of this layer is not written yet (a later issue adds it)"
-#else
-#error "device.h: compile kernels with a HIP (AMDGPU) or CUDA device compiler"
-#endif
-#endif
+#define R35A_NO_UNROLL _Pragma("clang loop unroll(disable)")
+/* A kernel's bounds when it states a VGPR cap instead of an occupancy contract. */
+#define R35A_KERNEL_BOUNDS_VGPRS(threads, vgprs) \
+    __attribute__((amdgpu_flat_work_group_size(1, threads), amdgpu_num_vgpr(vgprs)))
 
 namespace r35a {
 
@@ -144,6 +142,19 @@ R35A_DEV float wave_max(float v) {
 /* Byte permute of two dwords (v_perm_b32): result byte i = byte sel[i] of the 8-byte value
  * {hi = a, lo = b}; selector bytes 0-3 pick b, 4-7 pick a. */
 R35A_DEV u32 byte_perm(u32 a, u32 b, u32 sel) { return __builtin_amdgcn_perm(a, b, sel); }
+/* True in every lane when p holds in any active lane (a wave vote; branches on it are uniform). */
+R35A_DEV bool wave_any(bool p) { return __builtin_amdgcn_ballot_w32(p) != 0u; }
+
+/* ---- code generation ------------------------------------------------------------------------ */
+/* Makes x opaque to the optimizer at this point (an empty asm on its register): the value is neither
+ * rematerialized nor its computation moved across. */
+template <class T>
+R35A_DEV void opaque(T &x) { __asm__ volatile("" : "+v"(x)); }
+/* Stops the scheduler from moving instructions across this point (keeps fenced load chunks). */
+R35A_DEV void sched_barrier() { __builtin_amdgcn_sched_barrier(0); }
+/* Orders the wave's own LDS accesses between its lanes (a lane reading what another lane of the same
+ * wave wrote). A gfx11 wave issues its LDS instructions in order: nothing to do. */
+R35A_DEV void wave_sync() {}
 
 /* ---- math ------------------------------------------------------------------------------------ */
 /* 2^x in one transcendental instruction; exp2(-inf) = 0. Inputs below -126 flush to 0. */
@@ -152,6 +163,10 @@ R35A_DEV float exp2_fast(float x) { return __builtin_amdgcn_exp2f(x); }
 R35A_DEV float rcp_fast(float x) { return __builtin_amdgcn_rcpf(x); }
 R35A_DEV float fmax(float a, float b) { return __builtin_fmaxf(a, b); }
 R35A_DEV float fmin(float a, float b) { return __builtin_fminf(a, b); }
+/* max of two floats that are never NaN (scores: matrix results, -inf for masked keys), without the
+ * NaN-quieting v_max_f32 x, x that __builtin_fmaxf costs per operand in IEEE mode:
+ * median(a, b, +inf) = max(a, b), one v_med3_f32. */
+R35A_DEV float fmax_nonan(float a, float b) { return __builtin_amdgcn_fmed3f(a, b, __builtin_inff()); }
 R35A_DEV int imin(int a, int b) { return a < b ? a : b; }
 R35A_DEV int imax(int a, int b) { return a > b ? a : b; }
 R35A_DEV float neg_inf() { return -__builtin_inff(); }
@@ -223,5 +238,190 @@ template <class P>
 R35A_DEV const P *byte_offset(const P *p, i64 bytes) { return (const P *)((const char *)p + bytes); }
 
 } /* namespace r35a */
+
+#elif defined(R35A_TARGET_CUDA)
+/* ============================================================================================
+ * NVIDIA (nvcc, sm_90 and later). The same names with the same meaning; the wave is a warp of 32.
+ * Cross-lane operations are full-warp shuffles: like DPP and permlanex16 on gfx11 they need the
+ * whole wave converged, which every call site is (its branches are uniform per wave).
+ * ============================================================================================ */
+#include <cuda_fp16.h>
+
+#define R35A_DEV __device__ static __forceinline__
+#define R35A_KERNEL extern "C" __global__
+/* Occupancy contract: at most `threads` per block and at least `waves` warps per SM sub-partition
+ * (4 per SM), i.e. ceil(4 * 32 * waves / threads) resident blocks per SM: this caps the registers
+ * as amdgpu_waves_per_eu does on gfx11 (sm_90: 64K registers per SM; 4 waves = 64 registers). */
+#define R35A_KERNEL_BOUNDS(threads, waves) \
+    __launch_bounds__((threads), ((128 * (waves) + (threads) - 1) / (threads)))
+#define R35A_KERNEL_BOUNDS_VGPRS(threads, vgprs) __launch_bounds__(threads)
+#define R35A_GLOBAL
+#define R35A_NO_UNROLL _Pragma("unroll 1")
+
+namespace r35a {
+
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+typedef long long i64;
+
+/* clang's ext_vector_type has no nvcc counterpart: a 16-byte aligned aggregate with the same
+ * spelling at the kernels' call sites ({a, b, c, d} initializers, v[i] with constant i after
+ * unrolling, .x .y .z .w). 16-byte alignment makes its loads and stores 128-bit (LDG.E.128). */
+struct __align__(16) u32x4 {
+    u32 x, y, z, w;
+    __device__ __forceinline__ u32 &operator[](int i) { return i == 0 ? x : i == 1 ? y : i == 2 ? z : w; }
+    __device__ __forceinline__ u32 operator[](int i) const { return i == 0 ? x : i == 1 ? y : i == 2 ? z : w; }
+};
+struct __align__(8) u32x2 {
+    u32 x, y;
+    __device__ __forceinline__ u32 &operator[](int i) { return i == 0 ? x : y; }
+    __device__ __forceinline__ u32 operator[](int i) const { return i == 0 ? x : y; }
+};
+
+/* ---- indices ------------------------------------------------------------------------------- */
+R35A_DEV int thread_x() { return (int)threadIdx.x; }
+R35A_DEV int block_x() { return (int)blockIdx.x; }
+R35A_DEV int block_y() { return (int)blockIdx.y; }
+R35A_DEV int block_z() { return (int)blockIdx.z; }
+R35A_DEV int lane_id() { return (int)(threadIdx.x & 31u); }
+R35A_DEV int wave_id() { return (int)(threadIdx.x >> 5); }
+/* Uniformity is a hint for the AMDGPU compiler only. */
+R35A_DEV int uniform(int v) { return v; }
+
+/* ---- barriers and fences --------------------------------------------------------------------- */
+R35A_DEV void block_sync() { __syncthreads(); }
+/* bar.sync orders shared memory and does not wait for outstanding global loads (they are
+ * scoreboarded at their first use), which is all block_sync_lds promises. */
+R35A_DEV void block_sync_lds() { __syncthreads(); }
+R35A_DEV void fence_release_device() { __threadfence(); }
+R35A_DEV void fence_acquire_device() { __threadfence(); }
+/* atomicInc has exactly the wrap rule (old >= limit ? 0 : old + 1) but relaxed ordering: the
+ * fences around it make it acquire-release at device scope. */
+R35A_DEV u32 atomic_inc_wrap(u32 *p, u32 limit) {
+    __threadfence();
+    const u32 old = atomicInc(p, limit);
+    __threadfence();
+    return old;
+}
+
+/* ---- cross-lane ------------------------------------------------------------------------------ */
+R35A_DEV u32 lane_xor16_u32(u32 v) { return __shfl_xor_sync(0xffffffffu, v, 16); }
+R35A_DEV float lane_xor16(float v) { return __shfl_xor_sync(0xffffffffu, v, 16); }
+template <int M>
+R35A_DEV float lane_xor_row(float v) {
+    static_assert(M == 1 || M == 2 || M == 4 || M == 8, "row_xmask takes 1, 2, 4 or 8");
+    return __shfl_xor_sync(0xffffffffu, v, M);
+}
+R35A_DEV float wave_sum(float v) {
+    v += lane_xor_row<1>(v);
+    v += lane_xor_row<2>(v);
+    v += lane_xor_row<4>(v);
+    v += lane_xor_row<8>(v);
+    return v + lane_xor16(v);
+}
+R35A_DEV float wave_max(float v) {
+    v = fmaxf(v, lane_xor_row<1>(v));
+    v = fmaxf(v, lane_xor_row<2>(v));
+    v = fmaxf(v, lane_xor_row<4>(v));
+    v = fmaxf(v, lane_xor_row<8>(v));
+    return fmaxf(v, lane_xor16(v));
+}
+/* v_perm_b32's meaning (result byte i = byte sel[i] of {hi = a, lo = b}, selectors 0-7) through
+ * prmt: its inputs are {b, a} with one selector nibble per result byte. */
+R35A_DEV u32 byte_perm(u32 a, u32 b, u32 sel) {
+    const u32 s = (sel & 7u) | ((sel >> 4) & 0x70u) | ((sel >> 8) & 0x700u) | ((sel >> 12) & 0x7000u);
+    return __byte_perm(b, a, s);
+}
+R35A_DEV bool wave_any(bool p) { return __any_sync(0xffffffffu, p) != 0; }
+
+/* ---- code generation ------------------------------------------------------------------------ */
+template <class T>
+R35A_DEV void opaque(T &x) { asm volatile("" : "+r"(x)); }
+R35A_DEV void sched_barrier() {}
+/* The CUDA memory model orders shared-memory accesses between lanes of a warp only through a
+ * barrier (independent thread scheduling): __syncwarp. */
+R35A_DEV void wave_sync() { __syncwarp(); }
+
+/* ---- math ------------------------------------------------------------------------------------ */
+/* 2^x in one MUFU.EX2; exp2(-inf) = 0, inputs below -126 flush to 0 (as on gfx11). */
+R35A_DEV float exp2_fast(float x) {
+    float r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+    return r;
+}
+R35A_DEV float rcp_fast(float x) {
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+    return r;
+}
+R35A_DEV float fmax(float a, float b) { return fmaxf(a, b); }
+R35A_DEV float fmin(float a, float b) { return fminf(a, b); }
+R35A_DEV float fmax_nonan(float a, float b) { return fmaxf(a, b); }
+R35A_DEV int imin(int a, int b) { return a < b ? a : b; }
+R35A_DEV int imax(int a, int b) { return a > b ? a : b; }
+R35A_DEV float neg_inf() { return __int_as_float((int)0xff800000u); }
+R35A_DEV float tanh_fast(float x) {
+    float t = exp2_fast(-2.8853900817779268f * fabsf(x)); /* e^(-2|x|) */
+    float r = (1.0f - t) * rcp_fast(1.0f + t);
+    return copysignf(r, x);
+}
+
+/* ---- element types ----------------------------------------------------------------------------- */
+R35A_DEV float f16_to_f32(u16 h) { return __half2float(__ushort_as_half(h)); }
+R35A_DEV u16 f32_to_f16(float f) { return __half_as_ushort(__float2half_rn(f)); }
+R35A_DEV float bf16_to_f32(u16 h) { return __uint_as_float((u32)h << 16); }
+R35A_DEV u16 f32_to_bf16(float f) {
+    const u32 u = __float_as_uint(f);
+    const u32 rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    const u32 quiet = (u >> 16) | 0x40u;
+    return (u16)((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
+}
+R35A_DEV u32 pack_bf16x2_rne(float lo, float hi) {
+    u32 a = __float_as_uint(lo), b = __float_as_uint(hi);
+    a += 0x7fffu + ((a >> 16) & 1u);
+    b += 0x7fffu + ((b >> 16) & 1u);
+    return byte_perm(b, a, 0x07060302u);
+}
+R35A_DEV u32 pack_f16x2(float lo, float hi) {
+    u32 r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));   /* first source -> bits 16-31 */
+    return r;
+}
+
+struct f16_t {
+    R35A_DEV float to_f32(u16 h) { return f16_to_f32(h); }
+    R35A_DEV u16 from_f32(float f) { return f32_to_f16(f); }
+    R35A_DEV u32 pack2(float lo, float hi) { return pack_f16x2(lo, hi); }
+};
+struct bf16_t {
+    R35A_DEV float to_f32(u16 h) { return bf16_to_f32(h); }
+    R35A_DEV u16 from_f32(float f) { return f32_to_bf16(f); }
+    R35A_DEV u32 pack2(float lo, float hi) { return pack_bf16x2_rne(lo, hi); }
+};
+
+/* ---- memory ---------------------------------------------------------------------------------- */
+R35A_DEV u32x4 load_b128(const void *p) { return *(const u32x4 *)p; }
+R35A_DEV void store_b128(void *p, u32x4 v) { *(u32x4 *)p = v; }
+R35A_DEV u16 load_u16(const void *p) { return *(const u16 *)p; }
+R35A_DEV u16 load_u16_off(const void *uniform_base, u32 byte_offset) {
+    return *(const u16 *)((const char *)uniform_base + byte_offset);
+}
+R35A_DEV void store_u16(void *p, u16 v) { *(u16 *)p = v; }
+R35A_DEV float load_f32(const void *p) { return *(const float *)p; }
+R35A_DEV void store_f32(void *p, float v) { *(float *)p = v; }
+R35A_DEV int load_i32(const void *p) { return *(const int *)p; }
+/* Metadata nothing writes during the kernel: the read-only (non-coherent) path. */
+R35A_DEV int load_i32_uniform(const void *p) { return __ldg((const int *)p); }
+
+template <class P>
+R35A_DEV P *byte_offset(P *p, i64 bytes) { return (P *)((char *)p + bytes); }
+template <class P>
+R35A_DEV const P *byte_offset(const P *p, i64 bytes) { return (const P *)((const char *)p + bytes); }
+
+} /* namespace r35a */
+#else
+#error "device.h: compile kernels with a HIP (AMDGPU) or CUDA device compiler"
+#endif
 
 #endif /* R35A_DEVICE_H */

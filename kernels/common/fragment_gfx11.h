@@ -118,6 +118,29 @@ R35A_DEV ab load_vec16_lds(const u16 *lds, int ld) {
     return a;
 }
 
+/* Vector i (0..15) of operand fragment `a` goes to the 16 contiguous 16-bit elements at ptr_of(i)
+ * (16-byte aligned global memory), the inverse of load_vec16_global; only its first n elements are
+ * written (n = 8 or 16); a null pointer writes nothing. Lane l holds vector l % 16 whole (both
+ * half-waves alike), so half-wave h stores elements 8h .. 8h+7: one global_store_b128 per lane. */
+template <class F>
+R35A_DEV void store_vec16_global(const ab &a, int n, F ptr_of) {
+    const int h = half_wave();
+    u16 *p = (u16 *)ptr_of(lane_id() & 15);
+    if (p && 8 * h < n) {
+        const u32x4 x = h ? a.v.s4567 : a.v.s0123;
+        store_b128(p + 8 * h, x);
+    }
+}
+/* Pins a fragment's registers at this point of the program in every lane. clang 19's machine sinking
+ * moves v_permlanex16_b32 (b_from_acc's half-wave swap) into the branch of a divergent store that
+ * follows (the instruction lacks its convergent flag in LLVM 19; upstream fix: llvm-project PR #142962),
+ * where it reads the other half-wave's lanes while they are switched off. A fragment that is stored
+ * under a per-lane condition must be pinned first. */
+__attribute__((unused)) R35A_DEV void pin(ab &a) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) __asm__ volatile("" : "+v"(a.v[i]));
+}
+
 /* ---- the product ------------------------------------------------------------------------------ */
 template <class E>
 R35A_DEV acc mma(ab a, ab b, acc c);

@@ -1,0 +1,30 @@
+/*
+ * fragment.h - picks the matrix-fragment layer of the target. Kernels include this header and use
+ * the names every fragment header defines (namespace r35a::frag): operand fragments `ab`, the
+ * accumulator `acc`, column statistics `colv`, loads, `mma<E>`, coordinates, column reductions,
+ * `b_from_acc`, native-layout accumulator storage, `store_vec16_global` and `pin`.
+ *
+ *   AMDGPU (gfx11 wave32)                        fragment_gfx11.h       v_wmma_f32_16x16x16_*
+ *   NVIDIA, default                              fragment_nv_mma.h      mma.sync.m16n8k16
+ *   NVIDIA, R35A_FRAGMENT_EMULATE_GFX11=1        fragment_nv_gfx11emu.h the gfx11 lane layouts,
+ *                                                                       exactly, with warp shuffles
+ *
+ * The emulation runs the kernels with gfx11's data layouts on NVIDIA hardware: real concurrency for
+ * the code that was written against fragment_gfx11.h, and a check of its half-wave replication.
+ */
+#ifndef R35A_FRAGMENT_H
+#define R35A_FRAGMENT_H
+
+#include "device.h"
+
+#if defined(R35A_TARGET_AMDGCN)
+#include "fragment_gfx11.h"
+#elif defined(R35A_TARGET_CUDA)
+#if defined(R35A_FRAGMENT_EMULATE_GFX11) && R35A_FRAGMENT_EMULATE_GFX11
+#include "fragment_nv_gfx11emu.h"
+#else
+#include "fragment_nv_mma.h"
+#endif
+#endif
+
+#endif /* R35A_FRAGMENT_H */

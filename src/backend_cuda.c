@@ -1,0 +1,651 @@
+/* backend_cuda.c - the CUDA backend: driver loading, device and arch detection, cubin loading,
+ * kernel lookup and launches on the caller's stream (see backend_cuda.h).
+ *
+ * The driver (libcuda.so.1) is dlopen'ed once per process under pthread_once and never closed. Only
+ * the entry points in cuda_api below are looked up, with the signatures the CUDA driver API
+ * documents; no CUDA header is used. A context retains the device's primary context (the one the
+ * CUDA runtime, PyTorch and most engines use, so their streams are valid here), loads the cubins of
+ * the device's arch on it and resolves every kernel at creation: runs then only read immutable state.
+ * Every driver call is made with the primary context pushed on the calling thread and popped after,
+ * so the caller's current context is left as it was.
+ *
+ * The implementation entries mirror backend_hip.c's (same planners, same kernel arguments); only
+ * the launch differs. */
+#include "backend_cuda.h"
+
+#include "code_objects.h"
+#include "plan_gfx1151.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the CUDA driver API, as much of it as the backend calls ---- */
+
+typedef int cu_result;                  /* CUresult: CUDA_SUCCESS = 0 */
+typedef int cu_device;                  /* CUdevice */
+typedef void *cu_context;               /* CUcontext */
+typedef void *cu_module;                /* CUmodule */
+typedef void *cu_function;              /* CUfunction */
+typedef void *cu_stream;                /* CUstream; NULL is the default stream */
+typedef unsigned long long cu_deviceptr; /* CUdeviceptr */
+
+#define CU_ATTR_MULTIPROCESSOR_COUNT 16
+#define CU_ATTR_COMPUTE_CAPABILITY_MAJOR 75
+#define CU_ATTR_COMPUTE_CAPABILITY_MINOR 76
+
+typedef struct cuda_api {
+    cu_result (*Init)(unsigned flags);
+    cu_result (*DriverGetVersion)(int *version);
+    cu_result (*DeviceGetCount)(int *count);
+    cu_result (*DeviceGet)(cu_device *device, int ordinal);
+    cu_result (*DeviceGetAttribute)(int *value, int attribute, cu_device device);
+    cu_result (*DeviceGetName)(char *name, int len, cu_device device);
+    cu_result (*DevicePrimaryCtxRetain)(cu_context *ctx, cu_device device);
+    cu_result (*DevicePrimaryCtxRelease)(cu_device device);
+    cu_result (*CtxPushCurrent)(cu_context ctx);
+    cu_result (*CtxPopCurrent)(cu_context *ctx);
+    cu_result (*ModuleLoadData)(cu_module *module, const void *image);
+    cu_result (*ModuleUnload)(cu_module module);
+    cu_result (*ModuleGetFunction)(cu_function *function, cu_module module, const char *name);
+    cu_result (*LaunchKernel)(cu_function f, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x,
+                              unsigned block_y, unsigned block_z, unsigned shared_bytes, cu_stream stream,
+                              void **params, void **extra);
+    cu_result (*MemsetD8Async)(cu_deviceptr dst, unsigned char value, size_t bytes, cu_stream stream);
+    cu_result (*GetErrorString)(cu_result error, const char **text);
+} cuda_api;
+
+static struct {
+    cuda_api api;
+    bool ok;
+    int driver_version;
+    char library[160];
+    char why[200];
+} driver;
+static pthread_once_t driver_once = PTHREAD_ONCE_INIT;
+
+static const char *cu_error_text(cu_result e)
+{
+    const char *s = NULL;
+    if (driver.api.GetErrorString == NULL || driver.api.GetErrorString(e, &s) != 0 || s == NULL)
+        return "unknown CUDA error";
+    return s;
+}
+
+static void load_driver(void)
+{
+    const char *forced = getenv("R35A_CUDA_LIBRARY");
+    const char *name = forced && forced[0] ? forced : "libcuda.so.1";
+    void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        const char *e = dlerror();
+        r35a_log("cuda: dlopen %s: %s", name, e ? e : "failed");
+        snprintf(driver.why, sizeof driver.why, "no CUDA driver: dlopen %s failed", name);
+        return;
+    }
+    snprintf(driver.library, sizeof driver.library, "%s", name);
+    static const struct {
+        const char *name;
+        size_t offset;
+    } symbols[] = {
+#define SYM(field, symbol) {symbol, offsetof(cuda_api, field)}
+        SYM(Init, "cuInit"),
+        SYM(DriverGetVersion, "cuDriverGetVersion"),
+        SYM(DeviceGetCount, "cuDeviceGetCount"),
+        SYM(DeviceGet, "cuDeviceGet"),
+        SYM(DeviceGetAttribute, "cuDeviceGetAttribute"),
+        SYM(DeviceGetName, "cuDeviceGetName"),
+        SYM(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
+        SYM(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
+        SYM(CtxPushCurrent, "cuCtxPushCurrent_v2"),
+        SYM(CtxPopCurrent, "cuCtxPopCurrent_v2"),
+        SYM(ModuleLoadData, "cuModuleLoadData"),
+        SYM(ModuleUnload, "cuModuleUnload"),
+        SYM(ModuleGetFunction, "cuModuleGetFunction"),
+        SYM(LaunchKernel, "cuLaunchKernel"),
+        SYM(MemsetD8Async, "cuMemsetD8Async"),
+        SYM(GetErrorString, "cuGetErrorString"),
+#undef SYM
+    };
+    cuda_api api;
+    memset(&api, 0, sizeof api);
+    for (size_t i = 0; i < sizeof symbols / sizeof *symbols; ++i) {
+        void *fn = dlsym(lib, symbols[i].name);
+        if (!fn) {
+            snprintf(driver.why, sizeof driver.why, "the CUDA driver %s lacks %s", name, symbols[i].name);
+            r35a_log("cuda: %s", driver.why);
+            return;
+        }
+        memcpy((char *)&api + symbols[i].offset, &fn, sizeof fn);
+    }
+    cu_result e = api.Init(0);
+    if (e != 0) {
+        driver.api.GetErrorString = api.GetErrorString;
+        snprintf(driver.why, sizeof driver.why, "no CUDA device: cuInit failed: %s (%d)", cu_error_text(e), e);
+        r35a_log("cuda: %s", driver.why);
+        return;
+    }
+    (void)api.DriverGetVersion(&driver.driver_version);
+    driver.api = api;
+    driver.ok = true;
+    r35a_log("cuda: loaded %s (driver API %d)", name, driver.driver_version);
+}
+
+/* ---- per-context state ---- */
+
+#define MAX_FAMILIES 4
+#define EMU_SUFFIX ".gfx11emu"
+/* The decode split planner aims at R35A_DECODE_WGS_PER_CU workgroups per "CU"; on NVIDIA a CU is
+ * an SM and several blocks of a decode variant are resident at once (4 warps of <= 128 registers:
+ * 4 blocks fill an SM's 64K registers). The planner is given SMs * blocks / WGS_PER_CU "CUs". */
+#define R35A_CUDA_BLOCKS_PER_SM 3   /* measured best of 2, 3, 4, 6, 8 by tools/tune_variants.py on the H200 */
+
+typedef struct cuda_state {
+    cu_device device;
+    cu_context primary;
+    int num_sms;
+    int planner_cus;             /* what the split planner is told (see R35A_CUDA_BLOCKS_PER_SM) */
+    bool emulate_gfx11;
+    char arch[32];
+    cu_module modules[MAX_FAMILIES];
+    char module_family[MAX_FAMILIES][32];   /* "decode", "generic", "encoder" (emulation suffix cut) */
+    size_t num_modules;
+    cu_function decode[R35A_NUM_DECODE_VARIANTS > 0 ? R35A_NUM_DECODE_VARIANTS : 1];
+    cu_function generic[R35A_NUM_GENERIC_KERNELS > 0 ? R35A_NUM_GENERIC_KERNELS : 1];
+    cu_function encoder[R35A_NUM_ENCODER_VARIANTS > 0 ? R35A_NUM_ENCODER_VARIANTS : 1];
+} cuda_state;
+
+static const cuda_state *state_of(const r35a_context *ctx) { return (const cuda_state *)ctx->gpu; }
+
+static cu_result enter(const cuda_state *st) { return driver.api.CtxPushCurrent(st->primary); }
+
+static void leave(void)
+{
+    cu_context popped;
+    (void)driver.api.CtxPopCurrent(&popped);
+}
+
+static bool is_cubin_arch(const char *arch) { return strncmp(arch, "sm_", 3) == 0; }
+
+/* Archs of the embedded cubins, e.g. "sm_90", for messages. */
+static void built_archs(char *out, size_t cap)
+{
+    out[0] = '\0';
+    for (size_t i = 0; i < r35a_num_code_objects; ++i) {
+        const char *a = r35a_code_objects[i].arch;
+        if (!is_cubin_arch(a) || strstr(out, a))
+            continue;
+        size_t used = strlen(out);
+        snprintf(out + used, cap - used, "%s%s", used ? "," : "", a);
+    }
+}
+
+/* Whether code object co is the one of its family this context loads: the emulation build of a
+ * family when emulating and one exists, else the native build. */
+static bool wanted(const r35a_code_object *co, const char *arch, bool emulate)
+{
+    if (strcmp(co->arch, arch) != 0)
+        return false;
+    const char *dot = strchr(co->family, '.');
+    if (dot)
+        return emulate && strcmp(dot, EMU_SUFFIX) == 0;
+    if (!emulate)
+        return true;
+    /* Emulating: the native build serves only a family without an emulation build (generic). */
+    char emu[64];
+    snprintf(emu, sizeof emu, "%s%s", co->family, EMU_SUFFIX);
+    for (size_t i = 0; i < r35a_num_code_objects; ++i)
+        if (strcmp(r35a_code_objects[i].arch, arch) == 0 && strcmp(r35a_code_objects[i].family, emu) == 0)
+            return false;
+    return true;
+}
+
+/* Kernel `name` of family `family`: looked up in that family's module only, so no lookup fails
+ * (a failing driver call would be an error to compute-sanitizer). NULL if absent. */
+static cu_function find_kernel(const cuda_state *st, const char *family, const char *name)
+{
+    for (size_t i = 0; i < st->num_modules; ++i) {
+        cu_function f = NULL;
+        if (strcmp(st->module_family[i], family) == 0 && driver.api.ModuleGetFunction(&f, st->modules[i], name) == 0)
+            return f;
+    }
+    return NULL;
+}
+
+/* Resolves every kernel of the registry that belongs to st->arch into handles[]; false (with why)
+ * when one is missing. */
+#define RESOLVE(family, table, count, handles)                                                           \
+    for (int i_ = 0; i_ < (count); ++i_) {                                                               \
+        if (strcmp((table)[i_].arch, st->arch) != 0)                                                     \
+            continue;                                                                                    \
+        (handles)[i_] = find_kernel(st, family, (table)[i_].name);                                       \
+        if (!(handles)[i_]) {                                                                            \
+            snprintf(reason, reason_len, "kernel %s is missing from the %s cubins", (table)[i_].name, st->arch); \
+            return false;                                                                                \
+        }                                                                                                \
+    }
+
+static bool load_kernels(cuda_state *st, char *reason, size_t reason_len)
+{
+    for (size_t i = 0; i < r35a_num_code_objects; ++i) {
+        const r35a_code_object *co = &r35a_code_objects[i];
+        if (!wanted(co, st->arch, st->emulate_gfx11))
+            continue;
+        if (st->num_modules == MAX_FAMILIES) {
+            snprintf(reason, reason_len, "more than %d kernel families for %s", MAX_FAMILIES, st->arch);
+            return false;
+        }
+        cu_module m = NULL;
+        cu_result e = driver.api.ModuleLoadData(&m, co->data);
+        if (e != 0 || !m) {
+            snprintf(reason, reason_len, "cuModuleLoadData of the %s %s cubin (%zu bytes) failed: %s (%d)", co->arch,
+                     co->family, co->size, cu_error_text(e), e);
+            return false;
+        }
+        snprintf(st->module_family[st->num_modules], sizeof st->module_family[0], "%.*s",
+                 (int)strcspn(co->family, "."), co->family);
+        st->modules[st->num_modules++] = m;
+    }
+    RESOLVE("decode", r35a_decode_variants, R35A_NUM_DECODE_VARIANTS, st->decode);
+    RESOLVE("generic", r35a_generic_kernels, R35A_NUM_GENERIC_KERNELS, st->generic);
+    RESOLVE("encoder", r35a_encoder_variants, R35A_NUM_ENCODER_VARIANTS, st->encoder);
+    return true;
+}
+#undef RESOLVE
+
+static void release_state(cuda_state *st)
+{
+    if (!st)
+        return;
+    if (driver.ok && st->primary) {
+        if (st->num_modules && enter(st) == 0) {
+            for (size_t i = 0; i < st->num_modules; ++i)
+                (void)driver.api.ModuleUnload(st->modules[i]);
+            leave();
+        }
+        (void)driver.api.DevicePrimaryCtxRelease(st->device);
+    }
+    free(st);
+}
+
+static int env_int(const char *name, int fallback, int lo, int hi)
+{
+    const char *s = getenv(name);
+    if (!s || !s[0])
+        return fallback;
+    char *end = NULL;
+    long v = strtol(s, &end, 10);
+    return end && *end == '\0' && v >= lo && v <= hi ? (int)v : fallback;
+}
+
+bool r35a_cuda_context_init(r35a_context *ctx, int device_index, bool *built, char *reason, size_t reason_len)
+{
+    char served[64];
+    built_archs(served, sizeof served);
+    *built = served[0] != '\0';
+    if (!*built) {
+        snprintf(reason, reason_len, "built without NVIDIA cubins (R35A_NVIDIA_TARGETS)");
+        return false;
+    }
+    pthread_once(&driver_once, load_driver);
+    if (!driver.ok) {
+        snprintf(reason, reason_len, "%s", driver.why);
+        return false;
+    }
+    int count = 0;
+    cu_result e = driver.api.DeviceGetCount(&count);
+    if (e != 0 || count <= 0) {
+        snprintf(reason, reason_len, "no CUDA device: cuDeviceGetCount %s", e != 0 ? cu_error_text(e) : "found none");
+        return false;
+    }
+    if (device_index >= count) {
+        snprintf(reason, reason_len, "no CUDA device %d: the driver sees %d device%s", device_index, count,
+                 count == 1 ? "" : "s");
+        return false;
+    }
+    cu_device dev = 0;
+    int major = 0, minor = 0, sms = 0;
+    char name[128] = "";
+    if ((e = driver.api.DeviceGet(&dev, device_index)) != 0 ||
+        (e = driver.api.DeviceGetAttribute(&major, CU_ATTR_COMPUTE_CAPABILITY_MAJOR, dev)) != 0 ||
+        (e = driver.api.DeviceGetAttribute(&minor, CU_ATTR_COMPUTE_CAPABILITY_MINOR, dev)) != 0 ||
+        (e = driver.api.DeviceGetAttribute(&sms, CU_ATTR_MULTIPROCESSOR_COUNT, dev)) != 0 ||
+        (e = driver.api.DeviceGetName(name, (int)sizeof name, dev)) != 0) {
+        snprintf(reason, reason_len, "cannot query CUDA device %d: %s (%d)", device_index, cu_error_text(e), e);
+        return false;
+    }
+    name[sizeof name - 1] = '\0';
+    char arch[32];
+    snprintf(arch, sizeof arch, "sm_%d%d", major, minor);
+    bool have = false;
+    for (size_t i = 0; i < r35a_num_code_objects && !have; ++i)
+        have = strcmp(r35a_code_objects[i].arch, arch) == 0;
+    if (!have) {
+        snprintf(reason, reason_len, "no %s device: found %s (%s, CUDA device %d)", served, arch, name, device_index);
+        return false;
+    }
+
+    cuda_state *st = calloc(1, sizeof *st);
+    if (!st) {
+        snprintf(reason, reason_len, "allocation of the CUDA backend state failed");
+        return false;
+    }
+    st->device = dev;
+    st->num_sms = sms > 0 ? sms : 1;
+    const int blocks = env_int("R35A_CUDA_BLOCKS_PER_SM", R35A_CUDA_BLOCKS_PER_SM, 1, 64);
+    st->planner_cus = (st->num_sms * blocks + R35A_DECODE_WGS_PER_CU - 1) / R35A_DECODE_WGS_PER_CU;
+    const char *frag = getenv("R35A_CUDA_FRAGMENTS");
+    st->emulate_gfx11 = frag && strcmp(frag, "gfx11emu") == 0;
+    snprintf(st->arch, sizeof st->arch, "%s", arch);
+    if ((e = driver.api.DevicePrimaryCtxRetain(&st->primary, dev)) != 0) {
+        snprintf(reason, reason_len, "cuDevicePrimaryCtxRetain(%d) failed: %s (%d)", device_index, cu_error_text(e), e);
+        free(st);
+        return false;
+    }
+    if ((e = enter(st)) != 0) {
+        snprintf(reason, reason_len, "cuCtxPushCurrent failed: %s (%d)", cu_error_text(e), e);
+        release_state(st);
+        return false;
+    }
+    bool ok = load_kernels(st, reason, reason_len);
+    leave();
+    if (!ok) {
+        release_state(st);
+        return false;
+    }
+
+    ctx->gpu = st;
+    ctx->gpu_api = R35A_GPU_API_CUDA;
+    ctx->backend = R35A_BACKEND_GPU;
+    ctx->info.backend = R35A_BACKEND_GPU;
+    ctx->info.device_index = device_index;
+    snprintf(ctx->info.backend_name, sizeof ctx->info.backend_name, "cuda");
+    snprintf(ctx->info.arch, sizeof ctx->info.arch, "%s", arch);
+    /* name and library are cut to lengths that keep the reason within its field */
+    snprintf(ctx->info.reason, sizeof ctx->info.reason, "CUDA device %d: %.64s, %s, %d SMs, fragments %s (%.64s, driver API %d)",
+             device_index, name, arch, st->num_sms, st->emulate_gfx11 ? "gfx11 emulation" : "mma.sync",
+             driver.library, driver.driver_version);
+    r35a_log("cuda: device %d is %s (%s, %d SMs); %zu modules loaded, fragments %s", device_index, name, arch,
+             st->num_sms, st->num_modules, st->emulate_gfx11 ? "gfx11emu" : "native");
+    return true;
+}
+
+void r35a_cuda_context_release(r35a_context *ctx)
+{
+    if (!ctx || !ctx->gpu || ctx->gpu_api != R35A_GPU_API_CUDA)
+        return;
+    release_state((cuda_state *)ctx->gpu);
+    ctx->gpu = NULL;
+}
+
+/* ---- launches ---- */
+
+static r35a_status launch(const cuda_state *st, cu_function f, const char *name, const uint32_t grid[3],
+                          const uint32_t block[3], void *arg, void *clear, size_t clear_bytes, void *stream)
+{
+    cu_result e = enter(st);
+    if (e != 0)
+        return r35a_fail(R35A_ERR_DEVICE, "cuCtxPushCurrent failed: %s (%d)", cu_error_text(e), e);
+    if (clear_bytes > 0) {
+        e = driver.api.MemsetD8Async((cu_deviceptr)(uintptr_t)clear, 0, clear_bytes, stream);
+        if (e != 0) {
+            leave();
+            return r35a_fail(R35A_ERR_DEVICE, "cuMemsetD8Async of %zu workspace bytes for %s failed: %s (%d)",
+                             clear_bytes, name, cu_error_text(e), e);
+        }
+    }
+    void *params[] = {arg};
+    e = driver.api.LaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, stream, params, NULL);
+    leave();
+    if (e != 0)
+        return r35a_fail(R35A_ERR_DEVICE, "cuLaunchKernel(%s, grid %ux%ux%u, block %u) failed: %s (%d)", name,
+                         grid[0], grid[1], grid[2], block[0], cu_error_text(e), e);
+    return R35A_OK;
+}
+
+static const char *forced_kernel(const char *family)
+{
+    const char *force = r35a_forced_impl();
+    return force && strcmp(force, family) != 0 ? force : NULL;
+}
+
+static void fill_info(r35a_plan_info *info, const r35a_gpu_launch *l, const char *name)
+{
+    snprintf(info->implementation, sizeof info->implementation, "%s", name);
+    info->workspace_bytes = l->workspace_bytes;
+    memcpy(info->grid, l->grid, sizeof info->grid);
+    memcpy(info->block, l->block, sizeof info->block);
+    info->num_splits = l->num_splits;
+}
+
+static bool nothing_to_launch(const uint32_t grid[3]) { return grid[0] == 0 || grid[1] == 0 || grid[2] == 0; }
+
+/* ---- the portable kernel ---- */
+
+static r35a_status run_generic_paged(const cuda_state *st, int kernel, const r35a_paged_attention_desc *d,
+                                     const r35a_paged_attention_args *args, int32_t min_query_len, void *stream)
+{
+    uint32_t grid[3], block[3] = {R35A_GENERIC_THREADS, 1, 1};
+    r35a_generic_grid(d->num_tokens, d->num_q_heads, grid);
+    if (nothing_to_launch(grid))
+        return R35A_OK;
+    r35a_generic_paged_args ka;
+    r35a_fill_generic_paged_args(d, args, min_query_len, &ka);
+    return launch(st, st->generic[kernel], r35a_generic_kernels[kernel].name, grid, block, &ka, NULL, 0, stream);
+}
+
+static r35a_status run_generic_varlen(const cuda_state *st, int kernel, const r35a_varlen_attention_desc *d,
+                                      const r35a_varlen_attention_args *args, void *stream)
+{
+    uint32_t grid[3], block[3] = {R35A_GENERIC_THREADS, 1, 1};
+    r35a_generic_grid(d->num_tokens, d->num_q_heads, grid);
+    if (nothing_to_launch(grid))
+        return R35A_OK;
+    r35a_generic_varlen_args ka;
+    r35a_fill_generic_varlen_args(d, args, &ka);
+    return launch(st, st->generic[kernel], r35a_generic_kernels[kernel].name, grid, block, &ka, NULL, 0, stream);
+}
+
+static bool generic_paged_supports(const r35a_context *ctx, const void *desc, char *reason, size_t reason_len)
+{
+    r35a_gpu_launch l;
+    return r35a_plan_generic_paged(desc, state_of(ctx)->arch, forced_kernel("generic"), &l, reason, reason_len);
+}
+
+static r35a_status generic_paged_plan(const r35a_context *ctx, const void *desc, r35a_plan_info *info)
+{
+    r35a_gpu_launch l;
+    char why[256];
+    if (!r35a_plan_generic_paged(desc, state_of(ctx)->arch, forced_kernel("generic"), &l, why, sizeof why))
+        return r35a_fail(R35A_ERR_INTERNAL, "generic paged planner declined after accepting: %s", why);
+    fill_info(info, &l, r35a_generic_kernels[l.kernel].name);
+    return R35A_OK;
+}
+
+static r35a_status generic_paged_run(const r35a_context *ctx, const r35a_plan *plan, const void *args,
+                                     void *workspace, size_t workspace_bytes, void *stream)
+{
+    (void)workspace;
+    (void)workspace_bytes;
+    int k = r35a_find_generic_kernel(plan->info.implementation);
+    if (k < 0)
+        return r35a_fail(R35A_ERR_INTERNAL, "plan names unknown kernel %s", plan->info.implementation);
+    return run_generic_paged(state_of(ctx), k, &plan->desc.paged, args, 0, stream);
+}
+
+static bool generic_varlen_supports(const r35a_context *ctx, const void *desc, char *reason, size_t reason_len)
+{
+    r35a_gpu_launch l;
+    return r35a_plan_generic_varlen(desc, state_of(ctx)->arch, forced_kernel("generic"), &l, reason, reason_len);
+}
+
+static r35a_status generic_varlen_plan(const r35a_context *ctx, const void *desc, r35a_plan_info *info)
+{
+    r35a_gpu_launch l;
+    char why[256];
+    if (!r35a_plan_generic_varlen(desc, state_of(ctx)->arch, forced_kernel("generic"), &l, why, sizeof why))
+        return r35a_fail(R35A_ERR_INTERNAL, "generic varlen planner declined after accepting: %s", why);
+    fill_info(info, &l, r35a_generic_kernels[l.kernel].name);
+    return R35A_OK;
+}
+
+static r35a_status generic_varlen_run(const r35a_context *ctx, const r35a_plan *plan, const void *args,
+                                      void *workspace, size_t workspace_bytes, void *stream)
+{
+    (void)workspace;
+    (void)workspace_bytes;
+    int k = r35a_find_generic_kernel(plan->info.implementation);
+    if (k < 0)
+        return r35a_fail(R35A_ERR_INTERNAL, "plan names unknown kernel %s", plan->info.implementation);
+    return run_generic_varlen(state_of(ctx), k, &plan->desc.varlen, args, stream);
+}
+
+/* ---- the tuned encoder variants (non-causal varlen) ---- */
+
+static bool encoder_supports(const r35a_context *ctx, const void *desc, char *reason, size_t reason_len)
+{
+    r35a_gpu_launch l;
+    return r35a_plan_encoder(desc, state_of(ctx)->arch, forced_kernel("encoder"), &l, reason, reason_len);
+}
+
+static r35a_status encoder_plan(const r35a_context *ctx, const void *desc, r35a_plan_info *info)
+{
+    r35a_gpu_launch l;
+    char why[256];
+    if (!r35a_plan_encoder(desc, state_of(ctx)->arch, forced_kernel("encoder"), &l, why, sizeof why))
+        return r35a_fail(R35A_ERR_INTERNAL, "encoder planner declined after accepting: %s", why);
+    fill_info(info, &l, r35a_encoder_variants[l.kernel].name);
+    return R35A_OK;
+}
+
+static r35a_status encoder_run(const r35a_context *ctx, const r35a_plan *plan, const void *args_v,
+                               void *workspace, size_t workspace_bytes, void *stream)
+{
+    (void)workspace;
+    (void)workspace_bytes;
+    const cuda_state *st = state_of(ctx);
+    const r35a_varlen_attention_desc *d = &plan->desc.varlen;
+    const r35a_varlen_attention_args *args = args_v;
+    int v = r35a_find_encoder_variant(plan->info.implementation);
+    if (v < 0)
+        return r35a_fail(R35A_ERR_INTERNAL, "plan names unknown kernel %s", plan->info.implementation);
+    const r35a_encoder_variant *var = &r35a_encoder_variants[v];
+    char why[128];
+    if (!r35a_encoder_pointers_aligned(args, why, sizeof why)) {
+        r35a_gpu_launch g;
+        char gwhy[256];
+        if (!r35a_plan_generic_varlen(d, st->arch, NULL, &g, gwhy, sizeof gwhy))
+            return r35a_fail(R35A_ERR_INVALID_ARGUMENT, "varlen_attention_args: %s as %s needs, and no generic "
+                             "kernel serves the call: %s", why, var->name, gwhy);
+        r35a_log("varlen: %s cannot run: %s; running %s instead", var->name, why, r35a_generic_kernels[g.kernel].name);
+        return run_generic_varlen(st, g.kernel, d, args, stream);
+    }
+    if (nothing_to_launch(plan->info.grid))
+        return R35A_OK;
+    r35a_encoder_args ka;
+    r35a_fill_encoder_args(d, args, &ka);
+    return launch(st, st->encoder[v], var->name, plan->info.grid, plan->info.block, &ka, NULL, 0, stream);
+}
+
+/* ---- the tuned decode variants, alone or with the portable kernel in a mixed batch ---- */
+
+static bool plan_tuned(const r35a_context *ctx, const r35a_paged_attention_desc *d, r35a_gpu_launch *dl,
+                       r35a_gpu_launch *gl, bool *mixed, char *reason, size_t reason_len)
+{
+    const cuda_state *st = state_of(ctx);
+    *mixed = d->max_query_len > R35A_DECODE_MAX_QUERY_LEN;
+    if (!*mixed)
+        return r35a_plan_decode(d, st->arch, st->planner_cus, forced_kernel("decode"), dl, reason, reason_len);
+    return r35a_plan_mixed(d, st->arch, st->planner_cus, forced_kernel("decode"), dl, gl, reason, reason_len);
+}
+
+static bool decode_supports(const r35a_context *ctx, const void *desc, char *reason, size_t reason_len)
+{
+    r35a_gpu_launch dl, gl;
+    bool mixed;
+    return plan_tuned(ctx, desc, &dl, &gl, &mixed, reason, reason_len);
+}
+
+static r35a_status decode_plan(const r35a_context *ctx, const void *desc, r35a_plan_info *info)
+{
+    const r35a_paged_attention_desc *d = desc;
+    r35a_gpu_launch dl, gl;
+    bool mixed;
+    char why[256];
+    if (!plan_tuned(ctx, d, &dl, &gl, &mixed, why, sizeof why))
+        return r35a_fail(R35A_ERR_INTERNAL, "decode planner declined after accepting: %s", why);
+    fill_info(info, &dl, r35a_decode_variants[dl.kernel].name);
+    if (mixed) {
+        const char *generic = r35a_generic_kernels[gl.kernel].name;
+        snprintf(info->implementation, sizeof info->implementation, "%s+%s", r35a_decode_variants[dl.kernel].name,
+                 generic);
+        snprintf(info->fallback_reason, sizeof info->fallback_reason,
+                 "max_query_len %d > %d: the sequences with M > %d run on %s in a second launch",
+                 (int)d->max_query_len, R35A_DECODE_MAX_QUERY_LEN, R35A_DECODE_MAX_QUERY_LEN, generic);
+    }
+    return R35A_OK;
+}
+
+static r35a_status decode_run(const r35a_context *ctx, const r35a_plan *plan, const void *args_v, void *workspace,
+                              size_t workspace_bytes, void *stream)
+{
+    (void)workspace_bytes;
+    const cuda_state *st = state_of(ctx);
+    const r35a_paged_attention_desc *d = &plan->desc.paged;
+    const r35a_paged_attention_args *args = args_v;
+    char name[sizeof plan->info.implementation];
+    snprintf(name, sizeof name, "%s", plan->info.implementation);
+    char *plus = strchr(name, '+');
+    if (plus)
+        *plus = '\0';
+    int v = r35a_find_decode_variant(name);
+    int mixed_generic = plus ? r35a_find_generic_kernel(plus + 1) : -1;
+    if (v < 0 || (plus && mixed_generic < 0))
+        return r35a_fail(R35A_ERR_INTERNAL, "plan names unknown kernel %s", plan->info.implementation);
+    const r35a_decode_variant *var = &r35a_decode_variants[v];
+
+    char why[128];
+    if (!r35a_decode_pointers_aligned(args, workspace, plan->info.num_splits, why, sizeof why)) {
+        r35a_gpu_launch g;
+        char gwhy[256];
+        if (!r35a_plan_generic_paged(d, st->arch, NULL, &g, gwhy, sizeof gwhy))
+            return r35a_fail(R35A_ERR_INVALID_ARGUMENT, "paged_attention_args: %s as %s needs, and no generic "
+                             "kernel serves the call: %s", why, var->name, gwhy);
+        r35a_log("paged: %s cannot run: %s; running %s instead", var->name, why, r35a_generic_kernels[g.kernel].name);
+        return run_generic_paged(st, g.kernel, d, args, 0, stream);
+    }
+    if (!nothing_to_launch(plan->info.grid)) {
+        const r35a_paged_attention_desc part = r35a_decode_part(d);
+        r35a_gpu_launch l;
+        memset(&l, 0, sizeof l);
+        l.kernel = v;
+        l.num_splits = plan->info.num_splits;
+        l.num_row_groups = r35a_decode_num_row_groups(part.num_q_heads / part.num_kv_heads, part.max_query_len,
+                                                      var->rows);
+        r35a_decode_args ka;
+        r35a_fill_decode_args(&part, args, &l, workspace, &ka);
+        /* The split-KV arrival counters must start at zero and the caller's workspace may hold
+         * anything: one memset node ahead of the kernel, on the same stream (graph-capture safe). */
+        size_t counters = l.num_splits > 1
+                              ? (size_t)r35a_decode_counters_bytes(part.num_seqs, part.num_kv_heads, l.num_row_groups)
+                              : 0;
+        r35a_status rs = launch(st, st->decode[v], var->name, plan->info.grid, plan->info.block, &ka, workspace,
+                                counters, stream);
+        if (rs != R35A_OK)
+            return rs;
+    }
+    if (!plus)
+        return R35A_OK;
+    return run_generic_paged(st, mixed_generic, d, args, R35A_DECODE_MAX_QUERY_LEN, stream);
+}
+
+const r35a_impl r35a_cuda_paged_tuned = {"decode", R35A_OP_PAGED, R35A_BACKEND_GPU,
+                                         decode_supports, decode_plan, decode_run};
+const r35a_impl r35a_cuda_paged_generic = {"generic", R35A_OP_PAGED, R35A_BACKEND_GPU,
+                                           generic_paged_supports, generic_paged_plan, generic_paged_run};
+const r35a_impl r35a_cuda_varlen_encoder = {"encoder", R35A_OP_VARLEN, R35A_BACKEND_GPU,
+                                            encoder_supports, encoder_plan, encoder_run};
+const r35a_impl r35a_cuda_varlen_generic = {"generic", R35A_OP_VARLEN, R35A_BACKEND_GPU,
+                                            generic_varlen_supports, generic_varlen_plan, generic_varlen_run};

@@ -1,0 +1,680 @@
+/*
+ * test_gpu_cuda.c - the library's GPU kernels on a real NVIDIA GPU, against the float64 oracle.
+ *
+ * The same kernel sources as gfx1151, built for the GPU's arch (R35A_NVIDIA_TARGETS) and run
+ * through the CUDA backend, with BOTH fragment layers: native mma.sync and the gfx11-exact emulation
+ * (whose lane layouts are gfx11's, so this runs the gfx11 data flow under real concurrency). Every
+ * problem comes from tests/harness (fresh random inputs, NaN in every byte a kernel must not use,
+ * poisoned outputs, guard bytes) with its buffers copied to exactly-sized device allocations, so
+ * compute-sanitizer memcheck also sees any read or write past them.
+ *
+ *   decode     every decode variant of the arch (the planner must choose it: G x M is sized for
+ *              its R), M = 1..8, partial pages, L = 0 padding sequences, split-KV, sliding windows
+ *              over garbage table entries, padded and NHD strides, two row groups, L == M, mixed
+ *              batches (decode + portable kernel in one call)
+ *   generic    the portable kernel: softcap, ALiBi, odd page sizes, head sizes no variant has,
+ *              chunked prefill, varlen causal / GQA / fused qkv
+ *   encoder    every encoder variant: mixed segment lengths, fused qkv with an empty segment, long
+ *              segments over several row and key blocks
+ *   graph      a decode call captured in a CUDA graph; seq_lens, block table, Q (and K/V) then
+ *              change on the device and the replays must follow
+ *
+ * Exit status: 0 all passed, 1 a failure, 77 skipped (no CUDA GPU, or a library without cubins
+ * for it): ctest reports 77 as "skipped".
+ * Options: --quick (fewer cases: the sanitizer runs), --fragments native|gfx11emu|both,
+ *          --only decode|generic|encoder|graph.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "cuda_dl.h"
+#include "harness.h"
+#include "test_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static cuda_dl g_cu;
+static void *g_stream;
+static bool g_quick;
+static int g_failures_device;
+
+/* ---- device memory for the harness ---- */
+
+static void check_cu(cuda_dl_result e, const char *what)
+{
+    if (e != 0) {
+        printf("FAIL %s: %s (%d)\n", what, cuda_dl_error(&g_cu, e), e);
+        ++g_failures_device;
+    }
+}
+
+static void *dev_upload(void *user, const void *host, size_t bytes)
+{
+    (void)user;
+    cuda_dl_ptr p = 0;
+    check_cu(g_cu.MemAlloc(&p, bytes ? bytes : 16), "cuMemAlloc");
+    if (p && bytes)
+        check_cu(g_cu.MemcpyHtoD(p, host, bytes), "cuMemcpyHtoD");
+    /* A copy from pageable memory may still be in flight when cuMemcpyHtoD returns, and the library
+     * runs on a non-blocking stream: wait for it. */
+    check_cu(g_cu.CtxSynchronize(), "cuCtxSynchronize");
+    return (void *)(uintptr_t)p;
+}
+
+static void dev_download(void *user, void *host, const void *buffer, size_t bytes)
+{
+    (void)user;
+    check_cu(g_cu.MemcpyDtoH(host, (cuda_dl_ptr)(uintptr_t)buffer, bytes), "cuMemcpyDtoH");
+}
+
+/* Workspace: garbage, as a caller's scratch would hold (the backend must clear its counters). */
+static void *dev_alloc(void *user, size_t bytes)
+{
+    (void)user;
+    cuda_dl_ptr p = 0;
+    check_cu(g_cu.MemAlloc(&p, bytes ? bytes : 16), "cuMemAlloc");
+    if (p)
+        check_cu(g_cu.MemsetD8(p, 0xA5, bytes ? bytes : 16), "cuMemsetD8");
+    check_cu(g_cu.CtxSynchronize(), "cuCtxSynchronize");
+    return (void *)(uintptr_t)p;
+}
+
+static void dev_release(void *user, void *buffer, const void *host)
+{
+    (void)user;
+    (void)host;
+    if (buffer)
+        check_cu(g_cu.MemFree((cuda_dl_ptr)(uintptr_t)buffer), "cuMemFree");
+}
+
+static int dev_sync(void *user, void *stream)
+{
+    (void)user;
+    cuda_dl_result e = g_cu.StreamSynchronize(stream);
+    if (e != 0)
+        printf("  cuStreamSynchronize: %s (%d)\n", cuda_dl_error(&g_cu, e), e);
+    return e != 0;
+}
+
+static tu_mem g_mem = {"cuda", dev_upload, dev_download, dev_alloc, dev_release, dev_sync, NULL, NULL};
+
+/* ---- the kernels of this arch, from the registry ---- */
+
+typedef struct variant {
+    const char *name;
+    r35a_dtype dtype;
+    int head, rows;
+} variant;
+
+#define R35A_VT_f16 R35A_DTYPE_F16
+#define R35A_VT_bf16 R35A_DTYPE_BF16
+static const struct {
+    const char *arch;
+    variant v;
+} k_decode[] = {
+#define R35A_DECODE_VARIANT(arch, name, dtype, head_size, rows, kw, dw, waves) \
+    {#arch, {#name, R35A_VT_##dtype, head_size, rows}},
+#include "variants.def"
+#undef R35A_DECODE_VARIANT
+};
+static const struct {
+    const char *arch;
+    variant v;
+} k_encoder[] = {
+#define R35A_ENCODER_VARIANT(arch, name, dtype, head_size, rows, kb, nw, waves) \
+    {#arch, {#name, R35A_VT_##dtype, head_size, rows}},
+#include "variants.def"
+#undef R35A_ENCODER_VARIANT
+};
+
+/* ---- per-group tallies ---- */
+
+typedef struct tally {
+    char name[48];
+    int cases, failed;
+    double worst;
+} tally;
+static tally g_tally[64];
+static int g_ntally;
+
+static void record(const char *frag, const char *group, bool ok, double err)
+{
+    char key[48];
+    snprintf(key, sizeof key, "%s/%s", frag, group);
+    int i = 0;
+    while (i < g_ntally && strcmp(g_tally[i].name, key) != 0)
+        ++i;
+    if (i == g_ntally && g_ntally < 64)
+        snprintf(g_tally[g_ntally++].name, sizeof key, "%s", key);
+    if (i < 64) {
+        g_tally[i].cases++;
+        g_tally[i].failed += !ok;
+        if (ok && err > g_tally[i].worst)
+            g_tally[i].worst = err;
+    }
+}
+
+/* ---- running one problem ---- */
+
+static const char *g_frag = "native";
+
+static bool implementation_of(r35a_context *ctx, const r35a_paged_attention_desc *d, char *out, size_t len)
+{
+    r35a_plan *plan = NULL;
+    if (r35a_paged_attention_plan(ctx, d, &plan) != R35A_OK) {
+        snprintf(out, len, "(plan failed: %s)", r35a_last_error_detail());
+        return false;
+    }
+    r35a_plan_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    r35a_plan_get_info(plan, &info);
+    snprintf(out, len, "%s", info.implementation);
+    r35a_plan_destroy(plan);
+    return true;
+}
+
+/* Builds spec, checks the planner chose an implementation starting with `expect`, runs and compares. */
+static bool run_paged(r35a_context *ctx, const paged_spec *spec, const char *group, int index, const char *expect)
+{
+    char label[160];
+    snprintf(label, sizeof label, "%s/%s:%d", g_frag, group, index);
+    tu_rng rng;
+    tu_rng_init(&rng, tu_case_seed(group, index));
+    paged_problem p;
+    if (paged_problem_init(&p, spec, &rng) != 0) {
+        printf("FAIL %s: harness could not build the problem\n", label);
+        paged_problem_free(&p);
+        record(g_frag, group, false, 0);
+        return false;
+    }
+    char impl[160];
+    bool ok = implementation_of(ctx, &p.desc, impl, sizeof impl);
+    if (ok && expect && strncmp(impl, expect, strlen(expect)) != 0) {
+        printf("FAIL %s: the planner chose %s, the case is for %s\n", label, impl, expect);
+        ok = false;
+    }
+    if (ok)
+        ok = paged_problem_check(ctx, &p, NULL, &g_mem, label);
+    if (!ok || tu_verbose()) {
+        char desc[4096];
+        paged_spec_describe(spec, desc, sizeof desc);
+        printf("  %s %s [%s] err %.3e: %s\n", ok ? "ok" : "FAILED", label, impl, tu_last_error(), desc);
+    }
+    record(g_frag, group, ok, tu_last_error());
+    paged_problem_free(&p);
+    return ok;
+}
+
+static bool run_varlen(r35a_context *ctx, const varlen_spec *spec, const char *group, int index, const char *expect)
+{
+    char label[160];
+    snprintf(label, sizeof label, "%s/%s:%d", g_frag, group, index);
+    tu_rng rng;
+    tu_rng_init(&rng, tu_case_seed(group, index));
+    varlen_problem p;
+    if (varlen_problem_init(&p, spec, &rng) != 0) {
+        printf("FAIL %s: harness could not build the problem\n", label);
+        varlen_problem_free(&p);
+        record(g_frag, group, false, 0);
+        return false;
+    }
+    r35a_plan *plan = NULL;
+    char impl[160] = "?";
+    bool ok = r35a_varlen_attention_plan(ctx, &p.desc, &plan) == R35A_OK;
+    if (ok) {
+        r35a_plan_info info;
+        memset(&info, 0, sizeof info);
+        info.struct_size = sizeof info;
+        r35a_plan_get_info(plan, &info);
+        snprintf(impl, sizeof impl, "%s", info.implementation);
+        r35a_plan_destroy(plan);
+    }
+    if (ok && expect && strncmp(impl, expect, strlen(expect)) != 0) {
+        printf("FAIL %s: the planner chose %s, the case is for %s\n", label, impl, expect);
+        ok = false;
+    }
+    if (ok)
+        ok = varlen_problem_check(ctx, &p, NULL, &g_mem, label);
+    if (!ok || tu_verbose()) {
+        char desc[4096];
+        varlen_spec_describe(spec, desc, sizeof desc);
+        printf("  %s %s [%s] err %.3e: %s\n", ok ? "ok" : "FAILED", label, impl, tu_last_error(), desc);
+    }
+    record(g_frag, group, ok, tu_last_error());
+    varlen_problem_free(&p);
+    return ok;
+}
+
+/* G such that G x M rows make the planner pick a variant with R rows: (R - 16, R]. */
+static int32_t group_for(int rows, int m)
+{
+    int32_t g = rows / m;
+    if (g * m <= rows - 16)
+        g = (rows - 16) / m + 1;
+    return g < 1 ? 1 : g;
+}
+
+/* ---- decode ---- */
+
+static void decode_cases(r35a_context *ctx, const char *arch)
+{
+    int index = 0;
+    for (size_t vi = 0; vi < sizeof k_decode / sizeof *k_decode; ++vi) {
+        if (strcmp(k_decode[vi].arch, arch) != 0)
+            continue;
+        const variant *v = &k_decode[vi].v;
+        if (g_quick && (v->dtype != R35A_DTYPE_F16 || (v->head != 128 && v->head != 64)))
+            continue;
+        const int hkv = 2;
+        paged_spec s;
+        /* M = 1 .. 8: partial last pages (page 32), an L = 0 padding sequence, NaN everywhere unused */
+        for (int m = 1; m <= 8; ++m) {
+            if (g_quick && m != 1 && m != 5 && m != 8)
+                continue;
+            const int32_t g = group_for(v->rows, m);
+            paged_spec_init(&s, v->dtype, g * hkv, hkv, v->head, 32);
+            paged_spec_add_seq(&s, 37 + 11 * m, m);
+            paged_spec_add_seq(&s, 0, 0);
+            paged_spec_add_seq(&s, 100 + m, m);
+            paged_spec_add_seq(&s, 64 + 5, m > 5 ? 5 : m);
+            s.shuffle_pages = true;
+            s.extra_pages = 3;
+            run_paged(ctx, &s, "decode_m_partial", index++, v->name);
+        }
+        /* split-KV: one long sequence, twice (fresh workspace garbage each time) */
+        for (int rep = 0; rep < 2; ++rep) {
+            const int m = rep ? 4 : 1;
+            paged_spec_init(&s, v->dtype, group_for(v->rows, m) * hkv, hkv, v->head, 16);
+            paged_spec_add_seq(&s, g_quick ? 1500 : 3001 + 13 * rep, m);
+            s.shuffle_pages = true;
+            run_paged(ctx, &s, "decode_split_kv", index++, v->name);
+        }
+        /* split-KV over several sequences of different lengths (some splits empty) */
+        paged_spec_init(&s, v->dtype, group_for(v->rows, 2) * hkv, hkv, v->head, 16);
+        paged_spec_add_seq(&s, 700, 2);
+        paged_spec_add_seq(&s, 33, 2);
+        paged_spec_add_seq(&s, 2, 2);
+        s.max_seq_len_slack = 1200;
+        run_paged(ctx, &s, "decode_split_kv", index++, v->name);
+        /* sliding window over garbage table entries, page 528, padded Q/O/KV strides */
+        paged_spec_init(&s, v->dtype, group_for(v->rows, 3) * hkv, hkv, v->head, 528);
+        paged_spec_add_seq(&s, 1700, 3);
+        paged_spec_add_seq(&s, 60, 3);
+        s.window = 70;
+        s.garbage_unreached = true;
+        s.q_head_pad = 8;
+        s.q_token_pad = 16;
+        s.o_head_pad = 3;
+        s.o_token_pad = 5;
+        s.k_layout.pad[0] = 8;
+        s.v_layout.pad[1] = 16;
+        run_paged(ctx, &s, "decode_window", index++, v->name);
+        /* NHD cache layout, page 16 */
+        paged_spec_init(&s, v->dtype, group_for(v->rows, 1) * hkv, hkv, v->head, 16);
+        s.k_layout.nhd = s.v_layout.nhd = true;
+        paged_spec_add_seq(&s, 300, 1);
+        paged_spec_add_seq(&s, 77, 1);
+        run_paged(ctx, &s, "decode_nhd", index++, v->name);
+        /* L == M = 8, page 784 */
+        paged_spec_init(&s, v->dtype, group_for(v->rows, 8) * hkv, hkv, v->head, 784);
+        paged_spec_add_seq(&s, 8, 8);
+        paged_spec_add_seq(&s, 9, 8);
+        run_paged(ctx, &s, "decode_l_eq_m", index++, v->name);
+        /* two row groups (R = 32: G x M = 64) */
+        if (v->rows == 32) {
+            paged_spec_init(&s, v->dtype, 8 * hkv, hkv, v->head, 16);
+            paged_spec_add_seq(&s, 250, 8);
+            paged_spec_add_seq(&s, 1000, 8);
+            run_paged(ctx, &s, "decode_row_groups", index++, v->name);
+        }
+        /* mixed batch: M = 9 and a 20-token chunk run on the portable kernel in the same call */
+        paged_spec_init(&s, v->dtype, group_for(v->rows, 8) * hkv, hkv, v->head, 16);
+        paged_spec_add_seq(&s, 200, 1);
+        paged_spec_add_seq(&s, 90, 9);
+        paged_spec_add_seq(&s, 0, 0);
+        paged_spec_add_seq(&s, 333, 8);
+        paged_spec_add_seq(&s, 64, 20);
+        run_paged(ctx, &s, "decode_mixed", index++, v->name);
+    }
+}
+
+/* ---- the portable kernel ---- */
+
+static void generic_cases(r35a_context *ctx)
+{
+    int index = 0;
+    paged_spec s;
+    const r35a_dtype dts[2] = {R35A_DTYPE_F16, R35A_DTYPE_BF16};
+    for (int di = 0; di < 2; ++di) {
+        const r35a_dtype dt = dts[di];
+        /* softcap decode */
+        paged_spec_init(&s, dt, 8, 2, 128, 16);
+        paged_spec_add_seq(&s, 513, 1);
+        paged_spec_add_seq(&s, 40, 1);
+        s.logit_softcap = 30.f;
+        run_paged(ctx, &s, "generic_paged", index++, "generic_paged");
+        /* ALiBi, chunked prefill, odd page size */
+        paged_spec_init(&s, dt, 6, 3, 64, 7);
+        paged_spec_add_seq(&s, 90, 20);
+        paged_spec_add_seq(&s, 33, 33);
+        s.use_alibi = 1;
+        s.shuffle_pages = true;
+        run_paged(ctx, &s, "generic_paged", index++, "generic_paged");
+        /* head size no variant has, page 5, window + softcap + ALiBi, padded strides, mixed lengths */
+        paged_spec_init(&s, dt, 4, 2, 96, 5);
+        paged_spec_add_seq(&s, 300, 3);
+        paged_spec_add_seq(&s, 0, 0);
+        paged_spec_add_seq(&s, 41, 12);
+        s.window = 17;
+        s.logit_softcap = 20.f;
+        s.use_alibi = 1;
+        s.garbage_unreached = true;
+        s.q_token_pad = 3;
+        s.o_head_pad = 1;
+        run_paged(ctx, &s, "generic_paged", index++, "generic_paged");
+        /* the wide kernel: D = 512 on page 13 (decode declines the page size), D = 1000 */
+        paged_spec_init(&s, dt, 4, 1, 512, 13);
+        paged_spec_add_seq(&s, 150, 2);
+        run_paged(ctx, &s, "generic_paged", index++, "generic_paged");
+        paged_spec_init(&s, dt, 2, 1, 1000, 16);
+        paged_spec_add_seq(&s, 70, 1);
+        run_paged(ctx, &s, "generic_paged", index++, "generic_paged");
+
+        varlen_spec v;
+        /* causal GQA with softcap */
+        varlen_spec_init(&v, dt, 8, 2, 64);
+        varlen_spec_add_segment(&v, 100);
+        varlen_spec_add_segment(&v, 0);
+        varlen_spec_add_segment(&v, 37);
+        v.causal = 1;
+        v.logit_softcap = 25.f;
+        run_varlen(ctx, &v, "generic_varlen", index++, "generic_varlen");
+        /* non-causal GQA (the encoder declines GQA), fused qkv, odd head size */
+        varlen_spec_init(&v, dt, 6, 2, 40);
+        varlen_spec_add_segment(&v, 65);
+        varlen_spec_add_segment(&v, 1);
+        v.layout = VARLEN_FUSED;
+        v.token_pad[0] = 5;
+        run_varlen(ctx, &v, "generic_varlen", index++, "generic_varlen");
+        /* head size above every encoder variant */
+        varlen_spec_init(&v, dt, 2, 2, 300);
+        varlen_spec_add_segment(&v, 50);
+        run_varlen(ctx, &v, "generic_varlen", index++, "generic_varlen");
+    }
+}
+
+/* ---- encoder ---- */
+
+static void encoder_cases(r35a_context *ctx, const char *arch)
+{
+    int index = 0;
+    const char *last = "";
+    for (size_t i = 0; i < sizeof k_encoder / sizeof *k_encoder; ++i) {
+        if (strcmp(k_encoder[i].arch, arch) != 0 || strcmp(k_encoder[i].v.name, last) == 0)
+            continue;
+        const variant *e = &k_encoder[i].v;
+        last = e->name;
+        if (g_quick && (e->dtype != R35A_DTYPE_BF16 || (e->head != 64 && e->head != 72)))
+            continue;
+        varlen_spec v;
+        const int h = 3;
+        /* mixed lengths: 1, not multiples of 16, several in one call */
+        varlen_spec_init(&v, e->dtype, h, h, e->head);
+        varlen_spec_add_segment(&v, 1);
+        varlen_spec_add_segment(&v, 37);
+        varlen_spec_add_segment(&v, 100);
+        varlen_spec_add_segment(&v, 16);
+        run_varlen(ctx, &v, "encoder_mixed", index++, e->name);
+        /* fused qkv, padded O (multiples of 8), an empty segment, max_seqlen above every segment */
+        varlen_spec_init(&v, e->dtype, 2, 2, e->head);
+        varlen_spec_add_segment(&v, 70);
+        varlen_spec_add_segment(&v, 0);
+        varlen_spec_add_segment(&v, 129);
+        v.layout = VARLEN_FUSED;
+        v.token_pad[0] = 8;
+        v.token_pad[3] = 8;
+        v.head_pad[3] = 8;
+        v.max_seqlen_slack = 40;
+        run_varlen(ctx, &v, "encoder_fused", index++, e->name);
+        /* long: several row blocks and key blocks, partial last block, growing keys (lazy rescale) */
+        varlen_spec_init(&v, e->dtype, 2, 2, e->head);
+        varlen_spec_add_segment(&v, g_quick ? 300 : 1100);
+        v.k_amp = 3.0;
+        run_varlen(ctx, &v, "encoder_long", index++, e->name);
+    }
+}
+
+/* ---- CUDA graph: capture once, change the device data, replay ---- */
+
+static bool graph_case(r35a_context *ctx, const char *arch, int index)
+{
+    /* Two problems of one shape (one plan): different seq_lens, block tables, Q, K and V. */
+    const variant *v = NULL;
+    for (size_t i = 0; i < sizeof k_decode / sizeof *k_decode && !v; ++i)
+        if (strcmp(k_decode[i].arch, arch) == 0 && k_decode[i].v.head == 128 &&
+            k_decode[i].v.dtype == (index ? R35A_DTYPE_BF16 : R35A_DTYPE_F16) && k_decode[i].v.rows == 16)
+            v = &k_decode[i].v;
+    if (!v)
+        return true;
+    paged_spec a, b;
+    paged_spec_init(&a, v->dtype, 8, 2, 128, 16);
+    paged_spec_add_seq(&a, 2000, 1);
+    paged_spec_add_seq(&a, 300, 1);
+    paged_spec_add_seq(&a, 1, 1);
+    a.max_seq_len_slack = 4096 - 2000;
+    a.force_num_pages = 400;
+    a.shuffle_pages = true;
+    b = a;
+    b.seq_len[0] = 77;
+    b.seq_len[1] = 4096;
+    b.seq_len[2] = 1500;
+    b.max_seq_len_slack = 0;
+    char label[64];
+    snprintf(label, sizeof label, "%s/graph:%d", g_frag, index);
+    tu_rng rng;
+    tu_rng_init(&rng, tu_case_seed("graph", index));
+    paged_problem pa, pb;
+    if (paged_problem_init(&pa, &a, &rng) != 0 || paged_problem_init(&pb, &b, &rng) != 0) {
+        printf("FAIL %s: harness\n", label);
+        record(g_frag, "graph", false, 0);
+        return false;
+    }
+    bool ok = memcmp(&pa.desc, &pb.desc, sizeof pa.desc) == 0 && pa.k_bytes == pb.k_bytes &&
+              pa.q_bytes == pb.q_bytes && pa.bt_entries == pb.bt_entries;
+    if (!ok)
+        printf("FAIL %s: the two problems differ in shape (test bug)\n", label);
+    r35a_plan *plan = NULL;
+    if (ok && r35a_paged_attention_plan(ctx, &pa.desc, &plan) != R35A_OK) {
+        printf("FAIL %s: plan: %s\n", label, r35a_last_error_detail());
+        ok = false;
+    }
+    r35a_plan_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    if (plan)
+        r35a_plan_get_info(plan, &info);
+    void *dq = NULL, *dk = NULL, *dv = NULL, *dout = NULL, *dsl = NULL, *dqsl = NULL, *dbt = NULL, *ws = NULL;
+    void *graph = NULL, *exec = NULL;
+    if (ok) {
+        dq = dev_upload(NULL, pa.q, pa.q_bytes);
+        dk = dev_upload(NULL, pa.k, pa.k_bytes);
+        dv = dev_upload(NULL, pa.v, pa.v_bytes);
+        tu_poison(pa.out_alloc, pa.out_alloc_bytes);
+        dout = dev_upload(NULL, pa.out_alloc, pa.out_alloc_bytes);
+        dsl = dev_upload(NULL, pa.seq_lens, sizeof(int32_t) * 3);
+        dqsl = dev_upload(NULL, pa.query_start_loc, sizeof(int32_t) * 4);
+        dbt = dev_upload(NULL, pa.block_table, sizeof(int32_t) * pa.bt_entries);
+        ws = info.workspace_bytes ? dev_alloc(NULL, info.workspace_bytes) : NULL;
+        r35a_paged_attention_args args;
+        memset(&args, 0, sizeof args);
+        args.struct_size = sizeof args;
+        args.q = dq;
+        args.k_cache = dk;
+        args.v_cache = dv;
+        args.out = (char *)dout + pa.out_guard_bytes;
+        args.seq_lens = dsl;
+        args.query_start_loc = dqsl;
+        args.block_table = dbt;
+        cuda_dl_result e = g_cu.StreamBeginCapture(g_stream, 2 /* CU_STREAM_CAPTURE_MODE_RELAXED */);
+        r35a_status st = e == 0 ? r35a_paged_attention_run(ctx, plan, &args, ws, info.workspace_bytes, g_stream)
+                                : R35A_ERR_DEVICE;
+        cuda_dl_result e2 = g_cu.StreamEndCapture(g_stream, &graph);
+        if (e || st != R35A_OK || e2 || g_cu.GraphInstantiate(&exec, graph, 0) != 0) {
+            printf("FAIL %s: capture (begin %d, run %s %s, end %d)\n", label, e, r35a_status_string(st),
+                   r35a_last_error_detail(), e2);
+            ok = false;
+        }
+    }
+    paged_problem *probs[3] = {&pa, &pb, &pa};
+    for (int round = 0; ok && round < 3; ++round) {
+        paged_problem *p = probs[round];
+        /* new device data in the same buffers: seq_lens, block table, Q, K, V (and a poisoned O) */
+        tu_poison(p->out_alloc, p->out_alloc_bytes);
+        check_cu(g_cu.MemcpyHtoD((cuda_dl_ptr)(uintptr_t)dq, p->q, p->q_bytes), "HtoD q");
+        check_cu(g_cu.MemcpyHtoD((cuda_dl_ptr)(uintptr_t)dk, p->k, p->k_bytes), "HtoD k");
+        check_cu(g_cu.MemcpyHtoD((cuda_dl_ptr)(uintptr_t)dv, p->v, p->v_bytes), "HtoD v");
+        check_cu(g_cu.MemcpyHtoD((cuda_dl_ptr)(uintptr_t)dout, p->out_alloc, p->out_alloc_bytes), "HtoD out");
+        check_cu(g_cu.MemcpyHtoD((cuda_dl_ptr)(uintptr_t)dsl, p->seq_lens, sizeof(int32_t) * 3), "HtoD seq_lens");
+        check_cu(g_cu.MemcpyHtoD((cuda_dl_ptr)(uintptr_t)dbt, p->block_table, sizeof(int32_t) * p->bt_entries),
+                 "HtoD block_table");
+        check_cu(g_cu.CtxSynchronize(), "cuCtxSynchronize");
+        for (int rep = 0; rep < 2; ++rep)   /* twice: the split counters must be back at zero */
+            check_cu(g_cu.GraphLaunch(exec, g_stream), "cuGraphLaunch");
+        if (dev_sync(NULL, g_stream) != 0) {
+            ok = false;
+            break;
+        }
+        dev_download(NULL, p->out_alloc, dout, p->out_alloc_bytes);
+        const size_t es = tu_dtype_size(p->spec.dtype), guard = p->out_guard_bytes / es;
+        tu_check c;
+        tu_check_begin(&c, p->spec.dtype, p->ref_max, "token,head,elem,-");
+        for (int32_t t = 0; t < p->num_tokens; ++t)
+            for (int32_t h = 0; h < p->spec.num_q_heads; ++h)
+                for (int32_t el = 0; el < p->spec.head_size; ++el)
+                    tu_check_elem(&c, p->out_alloc,
+                                  guard + (size_t)(t * p->desc.o_token_stride + h * p->desc.o_head_stride + el),
+                                  p->ref[((size_t)t * p->spec.num_q_heads + h) * p->spec.head_size + el], t, h, el, 0);
+        tu_check_untouched(&c, p->out_alloc, p->out_mask, p->out_alloc_bytes);
+        if (!tu_check_passed(&c)) {
+            tu_check_report(&c, label);
+            printf("  replay %d (problem %c) of the captured %s\n", round, round == 1 ? 'b' : 'a', info.implementation);
+            ok = false;
+        }
+        record(g_frag, "graph", tu_check_passed(&c), tu_check_error(&c));
+    }
+    if (exec)
+        g_cu.GraphExecDestroy(exec);
+    if (graph)
+        g_cu.GraphDestroy(graph);
+    void *bufs[] = {dq, dk, dv, dout, dsl, dqsl, dbt, ws};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; ++i)
+        dev_release(NULL, bufs[i], NULL);
+    r35a_plan_destroy(plan);
+    if (!ok)
+        record(g_frag, "graph", false, 0);
+    printf("%s %s (%s, splits %d)\n", ok ? "ok  " : "FAIL", label, info.implementation, info.num_splits);
+    paged_problem_free(&pa);
+    paged_problem_free(&pb);
+    return ok;
+}
+
+/* ---- main ---- */
+
+static r35a_context *make_context(const char *fragments, char *arch, size_t arch_len)
+{
+    setenv("R35A_CUDA_FRAGMENTS", fragments, 1);
+    r35a_context_options o;
+    r35a_context_options_init(&o);
+    o.backend = R35A_BACKEND_GPU;
+    r35a_context *ctx = NULL;
+    if (r35a_context_create(&o, &ctx) != R35A_OK) {
+        printf("SKIP: no GPU context: %s\n", r35a_last_error_detail());
+        return NULL;
+    }
+    r35a_context_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    r35a_context_get_info(ctx, &info);
+    printf("[test_gpu_cuda] context: %s %s: %s\n", info.backend_name, info.arch, info.reason);
+    if (strcmp(info.backend_name, "cuda") != 0) {
+        printf("SKIP: the GPU context is %s, not cuda\n", info.backend_name);
+        r35a_context_destroy(ctx);
+        return NULL;
+    }
+    snprintf(arch, arch_len, "%s", info.arch);
+    return ctx;
+}
+
+int main(int argc, char **argv)
+{
+    const char *fragments = "both", *only = NULL;
+    for (int i = 1; i < argc; ++i) {
+        if (strcmp(argv[i], "--quick") == 0)
+            g_quick = true;
+        else if (strcmp(argv[i], "--fragments") == 0 && i + 1 < argc)
+            fragments = argv[++i];
+        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+            only = argv[++i];
+        else {
+            fprintf(stderr, "usage: %s [--quick] [--fragments native|gfx11emu|both] [--only decode|generic|encoder|graph]\n",
+                    argv[0]);
+            return 2;
+        }
+    }
+    tu_begin("test_gpu_cuda");
+    char why[256];
+    if (cuda_dl_open(&g_cu, 0, why, sizeof why) != 0) {
+        printf("SKIP: %s\n", why);
+        return 77;
+    }
+    char name[128] = "";
+    g_cu.DeviceGetName(name, sizeof name, g_cu.device);
+    printf("[test_gpu_cuda] device 0: %s%s\n", name, g_quick ? " (quick)" : "");
+    if (g_cu.StreamCreate(&g_stream, 1 /* non-blocking */) != 0) {
+        printf("FAIL cuStreamCreate\n");
+        return 1;
+    }
+    g_mem.stream = g_stream;
+
+    const char *modes[2] = {"native", "gfx11emu"};
+    int ran = 0;
+    for (int mi = 0; mi < 2; ++mi) {
+        if (strcmp(fragments, "both") != 0 && strcmp(fragments, modes[mi]) != 0)
+            continue;
+        char arch[64];
+        r35a_context *ctx = make_context(modes[mi], arch, sizeof arch);
+        if (!ctx)
+            return 77;
+        g_frag = modes[mi];
+        if (!only || strcmp(only, "decode") == 0)
+            decode_cases(ctx, arch);
+        if (!only || strcmp(only, "generic") == 0)
+            generic_cases(ctx);
+        if (!only || strcmp(only, "encoder") == 0)
+            encoder_cases(ctx, arch);
+        if (!only || strcmp(only, "graph") == 0) {
+            graph_case(ctx, arch, 0);
+            graph_case(ctx, arch, 1);
+        }
+        r35a_context_destroy(ctx);
+        ++ran;
+    }
+    check_cu(g_cu.StreamDestroy(g_stream), "cuStreamDestroy");
+
+    printf("\n%-28s %7s %7s %12s\n", "fragments/group", "cases", "failed", "worst err");
+    int failed = g_failures_device;
+    for (int i = 0; i < g_ntally; ++i) {
+        printf("%-28s %7d %7d %12.3e\n", g_tally[i].name, g_tally[i].cases, g_tally[i].failed, g_tally[i].worst);
+        failed += g_tally[i].failed;
+    }
+    tu_stats_print("test_gpu_cuda");
+    harness_print_timing("test_gpu_cuda");
+    if (!ran) {
+        printf("SKIP: no fragment mode selected\n");
+        return 77;
+    }
+    printf("[test_gpu_cuda] %s\n", failed ? "FAILED" : "PASSED");
+    return failed ? 1 : 0;
+}

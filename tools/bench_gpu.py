@@ -1,0 +1,367 @@
+#!/usr/bin/env python3
+"""bench_gpu.py - the GPU benchmark of librdna35attn against torch SDPA, in one command.
+
+    python3 tools/bench_gpu.py --lib build-nv/librdna35attn.so --read-cubin build-nv/bench/read_bw.cubin \
+        [--quick] [--out DIR]
+
+1. Roofline: the best read-stream bandwidth of our own 16-byte-load kernel (bench/gpu/read_bw.cu,
+   several load forms and grid sizes, 4 GiB buffer, median of 15), next to torch's copy.
+2. Decode sweep (the issue's default): D 64/128/256/512, GQA 4 and 8 (8 kv heads), M 1 and 4,
+   contexts 1K..32K, batch 1 and 16, f16, page 16, shuffled pages. Our plan's call and torch SDPA
+   (flash, cuDNN, efficient backends; contiguous [B, H, L, D] KV, enable_gqa) are each captured in a
+   CUDA graph of `copies` calls over disjoint buffers (>= 512 MiB touched per replay: cold L2), and
+   the graph replays are timed with CUDA events (median of 15 replays / copies). GB/s counts the bytes
+   a call must move (K and V of every reached key, Q, O, tables). torch's M = 4 rows run non-causal
+   (SDPA's is_causal is top-left aligned; the three masked keys change no bytes).
+3. Encoder: non-causal varlen shapes of vision towers against torch SDPA flash (dense equal-length
+   batches), TFLOP/s.
+Every row also checks our output against torch's (max abs difference).
+Prints a table per part (ratio = best torch time / ours) and the geomean; writes bench.json.
+"""
+import argparse
+import ctypes
+import json
+import math
+import os
+import random
+import statistics
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+import torch  # noqa: E402
+from rdna35attn._lib import (ContextInfoC, ContextOptions, PagedArgsC, PagedDescC, PlanInfoC,  # noqa: E402
+                             VarlenArgsC, VarlenDescC)
+
+DT = {"f16": (1, torch.float16), "bf16": (2, torch.bfloat16)}
+
+
+# ------------------------------------------------------------------------------------------ library
+class Lib:
+    def __init__(self, path):
+        self.l = ctypes.CDLL(path)
+        L = self.l
+        vp = ctypes.c_void_p
+        L.r35a_context_create.argtypes = [ctypes.POINTER(ContextOptions), ctypes.POINTER(vp)]
+        L.r35a_context_get_info.argtypes = [vp, ctypes.POINTER(ContextInfoC)]
+        L.r35a_last_error_detail.restype = ctypes.c_char_p
+        L.r35a_paged_attention_desc_init.argtypes = [ctypes.POINTER(PagedDescC), ctypes.c_int] + [ctypes.c_int32] * 9
+        L.r35a_paged_attention_plan.argtypes = [vp, ctypes.POINTER(PagedDescC), ctypes.POINTER(vp)]
+        L.r35a_paged_attention_run.argtypes = [vp, vp, ctypes.POINTER(PagedArgsC), vp, ctypes.c_size_t, vp]
+        L.r35a_varlen_attention_desc_init.argtypes = [ctypes.POINTER(VarlenDescC), ctypes.c_int] + [ctypes.c_int32] * 6
+        L.r35a_varlen_attention_plan.argtypes = [vp, ctypes.POINTER(VarlenDescC), ctypes.POINTER(vp)]
+        L.r35a_varlen_attention_run.argtypes = [vp, vp, ctypes.POINTER(VarlenArgsC), vp, ctypes.c_size_t, vp]
+        L.r35a_plan_get_info.argtypes = [vp, ctypes.POINTER(PlanInfoC)]
+        L.r35a_plan_destroy.argtypes = [vp]
+        o = ContextOptions(ctypes.sizeof(ContextOptions), 1, 0)
+        self.ctx = vp()
+        self.check(L.r35a_context_create(ctypes.byref(o), ctypes.byref(self.ctx)), "context_create")
+        info = ContextInfoC()
+        info.struct_size = ctypes.sizeof(info)
+        L.r35a_context_get_info(self.ctx, ctypes.byref(info))
+        self.info = f"{info.backend_name.decode()} {info.arch.decode()}: {info.reason.decode()}"
+
+    def check(self, status, what):
+        if status != 0:
+            raise RuntimeError(f"{what}: status {status}: {self.l.r35a_last_error_detail().decode()}")
+
+    def plan_info(self, plan):
+        pi = PlanInfoC()
+        pi.struct_size = ctypes.sizeof(pi)
+        self.l.r35a_plan_get_info(plan, ctypes.byref(pi))
+        return pi
+
+
+# ------------------------------------------------------------------------------------------ timing
+def time_graph(fn, copies, reps=15, warm=3):
+    """Median time of one call: fn(c) for c in range(copies) captured in one graph, replays timed."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for c in range(copies):        # warm-up outside the graph (lazy init, autotuning)
+            fn(c)
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, capture_error_mode="relaxed"):
+        for c in range(copies):
+            fn(c)
+    for _ in range(warm):
+        g.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        g.replay()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e-3 / copies)
+    del g
+    return statistics.median(times)
+
+
+# ------------------------------------------------------------------------------------------ roofline
+def roofline(cubin):
+    res = {}
+    n_bytes = 4 << 30
+    buf = torch.empty(n_bytes // 4, dtype=torch.int32, device="cuda").random_()
+    out = torch.zeros(1 << 16, dtype=torch.int32, device="cuda")
+    sm = torch.cuda.get_device_properties(0).multi_processor_count
+    best = (0.0, "")
+    if cubin and os.path.exists(cubin):
+        cu = ctypes.CDLL("libcuda.so.1")
+        mod = ctypes.c_void_p()
+        data = open(cubin, "rb").read()
+        torch.cuda.synchronize()
+        if cu.cuModuleLoadData(ctypes.byref(mod), ctypes.c_char_p(data)) != 0:
+            raise RuntimeError("cuModuleLoadData of the read kernel failed")
+        for name in ("read_u4_m0", "read_u8_m0", "read_u4_m2", "read_u8_m2", "read_u16_m2", "read_u8_m1"):
+            f = ctypes.c_void_p()
+            cu.cuModuleGetFunction(ctypes.byref(f), mod, name.encode())
+            for blocks_per_sm, threads in ((2, 1024), (4, 512), (8, 256), (16, 256), (32, 128)):
+                grid = sm * blocks_per_sm
+                p_src = ctypes.c_void_p(buf.data_ptr())
+                p_n = ctypes.c_ulonglong(n_bytes // 16)
+                p_out = ctypes.c_void_p(out.data_ptr())
+                params = (ctypes.c_void_p * 3)(ctypes.addressof(p_src), ctypes.addressof(p_n), ctypes.addressof(p_out))
+
+                def launch(_c, f=f, grid=grid, threads=threads, params=params):
+                    st = torch.cuda.current_stream().cuda_stream
+                    r = cu.cuLaunchKernel(f, grid, 1, 1, threads, 1, 1, 0, ctypes.c_void_p(st), params, None)
+                    if r != 0:
+                        raise RuntimeError(f"cuLaunchKernel {r}")
+                t = time_graph(launch, 1, reps=15)
+                gbs = n_bytes / t / 1e9
+                res[f"{name}/{blocks_per_sm}x{threads}"] = gbs
+                if gbs > best[0]:
+                    best = (gbs, f"{name}, {blocks_per_sm} blocks/SM x {threads} threads")
+    dst = torch.empty_like(buf)
+    tcopy = time_graph(lambda c: dst.copy_(buf), 1)
+    res["torch_copy_rw"] = 2 * n_bytes / tcopy / 1e9
+    del buf, dst
+    torch.cuda.empty_cache()
+    if best[0] == 0.0:
+        best = (res["torch_copy_rw"], "torch copy (read + write)")
+    return best, res
+
+
+# ------------------------------------------------------------------------------------------ decode
+MIN_TOUCH = 512 << 20
+
+
+def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=16, hkv=8, peers=("flash", "cudnn", "efficient")):
+    tdt = DT[dtype][1]
+    hq = hkv * G
+    kv_bytes_one = B * ctx_len * hkv * D * 2 * 2
+    copies = max(1, min(64, math.ceil(MIN_TOUCH / kv_bytes_one)))
+    pages_per_seq = ctx_len // page
+    num_pages = copies * B * pages_per_seq
+    # ours: one page pool, a shuffled block table per copy (disjoint pages)
+    kc = torch.randn(num_pages, hkv, page, D, dtype=tdt, device="cuda")
+    vc = torch.randn(num_pages, hkv, page, D, dtype=tdt, device="cuda")
+    perm = torch.randperm(num_pages, device="cuda", dtype=torch.int64).to(torch.int32)
+    bt = perm.view(copies, B, pages_per_seq).contiguous()
+    q = torch.randn(copies, B * M, hq, D, dtype=tdt, device="cuda")
+    o = torch.empty_like(q)
+    seq_lens = torch.full((B,), ctx_len, dtype=torch.int32, device="cuda")
+    qsl = torch.arange(0, B * M + 1, M, dtype=torch.int32, device="cuda")
+    desc = PagedDescC()
+    lib.l.r35a_paged_attention_desc_init(ctypes.byref(desc), DT[dtype][0], B, B * M, M, ctx_len, hq, hkv, D, page,
+                                         num_pages)
+    plan = ctypes.c_void_p()
+    lib.check(lib.l.r35a_paged_attention_plan(lib.ctx, ctypes.byref(desc), ctypes.byref(plan)), "paged plan")
+    pi = lib.plan_info(plan)
+    ws = torch.empty(max(pi.workspace_bytes, 16), dtype=torch.uint8, device="cuda")
+    args = []
+    for c in range(copies):
+        a = PagedArgsC(ctypes.sizeof(PagedArgsC), q[c].data_ptr(), kc.data_ptr(), vc.data_ptr(), o[c].data_ptr(),
+                       seq_lens.data_ptr(), qsl.data_ptr(), bt[c].data_ptr(), None)
+        args.append(a)
+
+    def ours(c):
+        st = torch.cuda.current_stream().cuda_stream
+        lib.check(lib.l.r35a_paged_attention_run(lib.ctx, plan, ctypes.byref(args[c]), ctypes.c_void_p(ws.data_ptr()),
+                                                 pi.workspace_bytes, ctypes.c_void_p(st)), "paged run")
+    t_ours = time_graph(ours, copies)
+    bytes_moved = kv_bytes_one + 2 * B * M * hq * D * 2 + B * pages_per_seq * 4 + B * 4 * 2
+    row = dict(D=D, G=G, M=M, ctx=ctx_len, B=B, dtype=dtype, impl=pi.implementation.decode(), splits=pi.num_splits,
+               grid=list(pi.grid), block=pi.block[0], copies=copies, bytes=bytes_moved, t_ours_us=t_ours * 1e6,
+               gbs=bytes_moved / t_ours / 1e9)
+    # torch: the same K/V contents as contiguous [B, Hkv, L, D] (copy 0 for the check; copies for timing)
+    kt = torch.empty(copies, B, hkv, ctx_len, D, dtype=tdt, device="cuda")
+    vt = torch.empty_like(kt)
+    idx = bt.long()                                               # [copies, B, P]
+    kt.copy_(kc[idx].permute(0, 1, 3, 2, 4, 5).reshape(copies, B, hkv, ctx_len, D))
+    vt.copy_(vc[idx].permute(0, 1, 3, 2, 4, 5).reshape(copies, B, hkv, ctx_len, D))
+    qt = q.view(copies, B, M, hq, D).transpose(2, 3).contiguous()   # [copies, B, Hq, M, D]
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    backends = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
+                "efficient": SDPBackend.EFFICIENT_ATTENTION}
+    torch.cuda.synchronize()
+    ref = None
+    for name in peers:
+        try:
+            with sdpa_kernel([backends[name]]):
+                outs = [None] * copies
+
+                def peer(c):   # the output stays in the graph's pool: no extra copy kernel
+                    outs[c] = torch.nn.functional.scaled_dot_product_attention(qt[c], kt[c], vt[c], enable_gqa=True)
+                t = time_graph(peer, copies)
+                if ref is None:
+                    ref = torch.nn.functional.scaled_dot_product_attention(qt[0], kt[0], vt[0], enable_gqa=True)
+                    ref = ref.transpose(1, 2).reshape(B * M, hq, D).float()
+                del outs
+            row[f"t_{name}_us"] = t * 1e6
+        except Exception as e:  # noqa: BLE001 - a backend that does not serve the shape
+            row[f"t_{name}_us"] = None
+            row[f"err_{name}"] = str(e).splitlines()[0][:120]
+    # check (M = 1 only: torch's M = 4 rows are non-causal)
+    torch.cuda.synchronize()
+    if ref is not None and M == 1:
+        row["maxdiff"] = float((o[0].float() - ref).abs().max())
+    ts = [row[f"t_{n}_us"] for n in peers if row.get(f"t_{n}_us")]
+    row["t_torch_best_us"] = min(ts) if ts else None
+    row["ratio"] = row["t_torch_best_us"] / row["t_ours_us"] if ts else None
+    lib.l.r35a_plan_destroy(plan)
+    del kc, vc, kt, vt, q, o, qt, ws, ref
+    torch.cuda.empty_cache()
+    return row
+
+
+# ------------------------------------------------------------------------------------------ encoder
+def encoder_row(lib, D, H, seg, nseg, dtype="bf16"):
+    tdt = DT[dtype][1]
+    T = seg * nseg
+    one = 4 * T * H * D * 2
+    copies = max(1, min(32, math.ceil((256 << 20) / one)))
+    q = torch.randn(copies, T, H, D, dtype=tdt, device="cuda")
+    k = torch.randn_like(q)
+    v = torch.randn_like(q)
+    o = torch.empty_like(q)
+    cu = torch.arange(0, T + 1, seg, dtype=torch.int32, device="cuda")
+    desc = VarlenDescC()
+    lib.l.r35a_varlen_attention_desc_init(ctypes.byref(desc), DT[dtype][0], nseg, T, seg, H, H, D)
+    plan = ctypes.c_void_p()
+    lib.check(lib.l.r35a_varlen_attention_plan(lib.ctx, ctypes.byref(desc), ctypes.byref(plan)), "varlen plan")
+    pi = lib.plan_info(plan)
+    args = [VarlenArgsC(ctypes.sizeof(VarlenArgsC), q[c].data_ptr(), k[c].data_ptr(), v[c].data_ptr(), o[c].data_ptr(),
+                        cu.data_ptr()) for c in range(copies)]
+
+    def ours(c):
+        st = torch.cuda.current_stream().cuda_stream
+        lib.check(lib.l.r35a_varlen_attention_run(lib.ctx, plan, ctypes.byref(args[c]), None, 0, ctypes.c_void_p(st)),
+                  "varlen run")
+    t_ours = time_graph(ours, copies)
+    flops = 4.0 * D * H * nseg * seg * seg
+    row = dict(D=D, H=H, seg=seg, nseg=nseg, dtype=dtype, impl=pi.implementation.decode(), t_ours_us=t_ours * 1e6,
+               tflops=flops / t_ours / 1e12)
+    qt = q.view(copies, nseg, seg, H, D).transpose(2, 3)
+    kt = k.view(copies, nseg, seg, H, D).transpose(2, 3)
+    vt = v.view(copies, nseg, seg, H, D).transpose(2, 3)
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    try:
+        with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+            outs = [None] * copies
+
+            def peer(c):
+                outs[c] = torch.nn.functional.scaled_dot_product_attention(qt[c], kt[c], vt[c])
+            t = time_graph(peer, copies)
+            ot = torch.nn.functional.scaled_dot_product_attention(qt[0], kt[0], vt[0])
+            del outs
+        row["t_flash_us"] = t * 1e6
+        row["ratio"] = t / t_ours
+        torch.cuda.synchronize()
+        row["maxdiff"] = float((o[0].float() - ot.transpose(1, 2).reshape(T, H, D).float()).abs().max())
+    except Exception as e:  # noqa: BLE001
+        row["t_flash_us"] = None
+        row["ratio"] = None
+        row["err_flash"] = str(e).splitlines()[0][:120]
+    lib.l.r35a_plan_destroy(plan)
+    del q, k, v, o, qt, kt, vt
+    torch.cuda.empty_cache()
+    return row
+
+
+def geomean(xs):
+    xs = [x for x in xs if x]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--read-cubin", default="")
+    ap.add_argument("--out", default=os.environ.get("OUT", "."))
+    ap.add_argument("--quick", action="store_true", help="a subset of the sweep (first look)")
+    ap.add_argument("--skip-encoder", action="store_true")
+    ap.add_argument("--heads", default="64,128,256,512")
+    ap.add_argument("--tag", default="bench")
+    args = ap.parse_args()
+    torch.manual_seed(0)
+    random.seed(0)
+    lib = Lib(args.lib)
+    dev = torch.cuda.get_device_properties(0)
+    print(f"device: {dev.name}, {dev.multi_processor_count} SMs, torch {torch.__version__}; library: {lib.info}",
+          flush=True)
+    t0 = time.time()
+    (peak, how), rl = roofline(args.read_cubin)
+    print(f"roofline: {peak:.0f} GB/s ({how}); torch copy (read+write) {rl['torch_copy_rw']:.0f} GB/s", flush=True)
+    result = dict(device=dev.name, library=lib.info, roofline_gbs=peak, roofline_how=how, roofline_all=rl,
+                  decode=[], encoder=[])
+    heads = [int(x) for x in args.heads.split(",")]
+    ctxs = [1024, 2048, 4096, 8192, 16384, 32768]
+    shapes = [(D, G, M, c, B) for D in heads for G in (4, 8) for M in (1, 4) for B in (1, 16) for c in ctxs]
+    if args.quick:
+        shapes = [s for s in shapes if s[3] in (1024, 8192, 32768) and not (s[1] == 8 and s[2] == 4)]
+    print(f"\n{'D':>4} {'G':>2} {'M':>2} {'B':>3} {'ctx':>6} {'variant':<36} {'spl':>3} {'us':>9} {'GB/s':>7} "
+          f"{'%roof':>6} {'flash':>9} {'cudnn':>9} {'effic':>9} {'ratio':>6} {'maxdiff':>8}", flush=True)
+    for (D, G, M, c, B) in shapes:
+        try:
+            r = decode_row(lib, D, G, M, c, B)
+        except Exception as e:  # noqa: BLE001
+            print(f"{D:>4} {G:>2} {M:>2} {B:>3} {c:>6} ERROR {e}", flush=True)
+            result["decode"].append(dict(D=D, G=G, M=M, ctx=c, B=B, error=str(e)))
+            torch.cuda.empty_cache()
+            continue
+        r["roof_pct"] = 100 * r["gbs"] / peak
+        result["decode"].append(r)
+        f = lambda x: f"{x:9.1f}" if x else f"{'-':>9}"  # noqa: E731
+        print(f"{D:>4} {G:>2} {M:>2} {B:>3} {c:>6} {r['impl'][:36]:<36} {r['splits']:>3} {r['t_ours_us']:9.1f} "
+              f"{r['gbs']:7.0f} {r['roof_pct']:6.1f} {f(r.get('t_flash_us'))} {f(r.get('t_cudnn_us'))} "
+              f"{f(r.get('t_efficient_us'))} {r['ratio'] or 0:6.2f} {r.get('maxdiff', float('nan')):8.1e}", flush=True)
+    dec = [r for r in result["decode"] if "error" not in r]
+    result["decode_geomean_ratio"] = geomean([r["ratio"] for r in dec])
+    result["decode_min_ratio"] = min((r["ratio"] for r in dec if r["ratio"]), default=None)
+    for lo, hi, name in ((8192, 1 << 30, ">=8K"), (1024, 1024, "1K")):
+        sel = [r["roof_pct"] for r in dec if lo <= r["ctx"] <= hi]
+        if sel:
+            result[f"roof_pct_min_{name}"] = min(sel)
+            result[f"roof_pct_median_{name}"] = statistics.median(sel)
+    if not args.skip_encoder:
+        print(f"\n{'D':>4} {'H':>3} {'seg':>5} {'nseg':>4} {'variant':<40} {'us':>9} {'TFLOP/s':>8} {'flash us':>9} "
+              f"{'ratio':>6} {'maxdiff':>8}", flush=True)
+        for (D, H, seg, nseg) in ((64, 16, 1024, 4), (64, 12, 577, 8), (72, 16, 729, 8), (80, 16, 1024, 4),
+                                  (128, 16, 1024, 4), (128, 16, 4096, 1), (32, 8, 256, 32)):
+            try:
+                r = encoder_row(lib, D, H, seg, nseg)
+            except Exception as e:  # noqa: BLE001
+                print(f"{D:>4} {H:>3} {seg:>5} {nseg:>4} ERROR {e}", flush=True)
+                continue
+            result["encoder"].append(r)
+            print(f"{D:>4} {H:>3} {seg:>5} {nseg:>4} {r['impl'][:40]:<40} {r['t_ours_us']:9.1f} {r['tflops']:8.1f} "
+                  f"{(r.get('t_flash_us') or 0):9.1f} {(r.get('ratio') or 0):6.2f} {r.get('maxdiff', float('nan')):8.1e}",
+                  flush=True)
+        result["encoder_geomean_ratio"] = geomean([r.get("ratio") for r in result["encoder"]])
+    with open(os.path.join(args.out, f"{args.tag}.json"), "w") as fjson:
+        json.dump(result, fjson, indent=1)
+    print(f"\nroofline {peak:.0f} GB/s | decode: geomean ratio vs best torch {result['decode_geomean_ratio']:.2f}, "
+          f"min {result['decode_min_ratio'] or 0:.2f} | %roof >=8K min {result.get('roof_pct_min_>=8K', 0):.1f} "
+          f"median {result.get('roof_pct_median_>=8K', 0):.1f} | 1K min {result.get('roof_pct_min_1K', 0):.1f} | "
+          f"encoder geomean vs flash {result.get('encoder_geomean_ratio', float('nan')):.2f} | {time.time() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

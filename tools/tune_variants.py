@@ -1,0 +1,422 @@
+#!/usr/bin/env python3
+"""tune_variants.py - measures the decode kernel's tilings on the GPU at hand and writes that arch's
+tuning table (variants/<arch>.tsv, the format tools/gen_variants.py reads).
+
+Two steps, so the compiler and the GPU need not be on one machine:
+
+    tools/tune_variants.py build   --arch sm_90 --dir tune-sm_90     # candidates -> code objects
+    tools/tune_variants.py measure --arch sm_90 --dir tune-sm_90     # on the GPU: time, pick, write
+    (--write variants/sm_90.tsv to replace the table; by default it goes to <dir>/<arch>.tsv)
+
+Arch-neutral: `build` compiles kernels/decode.hip with nvcc (sm_*) or clang (gfx*) for every
+candidate (kw, dw, waves) of each (head size, rows), one code object per (head, rows) group, through
+decode.hip's R35A_DECODE_VARIANT_LIST hook, and drops candidates that do not compile (the LDS
+contract) or spill. `measure` loads them through the CUDA driver (sm_*) or the HIP runtime (gfx*),
+launches them directly with r35a_decode_args (the kernel_args.h formulas are mirrored below), and
+times each on representative decode shapes: cold cache (a CUDA/HIP graph of calls over disjoint
+pages and Q buffers touching >= 256 MiB per replay), median of replays. A group's winner has the
+lowest geometric-mean time; f16 decides, bf16 gets the same tiling. The split planner's target
+(blocks per SM, backend_cuda.c's R35A_CUDA_BLOCKS_PER_SM) is swept for the winners and reported.
+"""
+import argparse
+import ctypes
+import datetime
+import json
+import math
+import os
+import re
+import statistics
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HEADS = (64, 128, 256, 512)
+ROWS = (16, 32)
+
+
+# ------------------------------------------------------------------------------------------ candidates
+def candidates(arch, head, rows):
+    waves = (2, 3, 4) if arch.startswith("sm_") else (6, 8, 10)
+    out = []
+    for dw in (1, 2, 4, 8, 16):
+        if head % (16 * dw):
+            continue
+        for kw in (1, 2, 4, 8):
+            if kw * dw > 16:
+                continue
+            for w in waves:
+                suffix = "" if arch == "gfx1151" else "_" + arch.replace("_", "")
+                name = f"decode_f16_d{head}_r{rows}_kw{kw}_dw{dw}_w{w}{suffix}"
+                out.append(dict(name=name, head=head, rows=rows, kw=kw, dw=dw, waves=w))
+    return out
+
+
+def lds_bytes(head, rows, kw, dw):
+    """decode_cfg's LDS_BYTES (kernels/decode.hip)."""
+    T, ds = rows // 16, head // dw
+    nc = ds // 16
+    wave = max(ds * 16 * 2, T * 256 * 4 if dw > 1 else 0)
+    loop = kw * dw * wave + (kw * T * 256 * 4 if dw > 1 else 0)
+    merge = (kw // 2) * (dw * T * nc * 256 + 2 * rows) * 4 if kw > 1 else 0
+    return max(loop, merge) + 16
+
+
+def lds_ok(arch, c):
+    nw = c["kw"] * c["dw"]
+    wgs = (4 * c["waves"] + nw - 1) // nw
+    budget = min(131072 // wgs, 65536)
+    limit = 49152 if arch.startswith("sm_") else budget   # CUDA: static shared memory <= 48 KiB
+    return lds_bytes(c["head"], c["rows"], c["kw"], c["dw"]) <= min(budget, limit)
+
+
+def compile_group(arch, d, head, rows, src_dir=None):
+    cands = [c for c in candidates(arch, head, rows) if lds_ok(arch, c)]
+    d = os.path.abspath(d)
+    lst = os.path.join(d, f"d{head}_r{rows}.def")
+    with open(lst, "w") as f:
+        for c in cands:
+            f.write(f"R35A_DECODE_VARIANT({arch}, {c['name']}, f16, {head}, {rows}, {c['kw']}, {c['dw']}, {c['waves']})\n")
+    obj = os.path.join(d, f"d{head}_r{rows}.co")
+    kdir = os.path.abspath(src_dir or os.path.join(ROOT, "kernels"))
+    src = os.path.join(kdir, "decode.hip")
+    inc = ["-I", kdir, "-I", os.path.join(ROOT, "variants")]
+    if arch.startswith("sm_"):
+        cmd = ["nvcc", "-x", "cu", "-cubin", "-O3", "-std=c++17", f"-arch={arch}", "-Xptxas", "-v",
+               f'-DR35A_DECODE_VARIANT_LIST="{lst}"'] + inc + ["-o", obj, src]
+    else:
+        cmd = ["clang-19", "-x", "hip", f"--offload-arch={arch}", "-nogpuinc", "-nogpulib", "--cuda-device-only",
+               "--no-gpu-bundle-output", "-O3", "-std=c++17", "-Rpass-analysis=kernel-resource-usage",
+               f'-DR35A_DECODE_VARIANT_LIST="{lst}"'] + inc + ["-o", obj, src]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        # one candidate breaks its LDS contract (static_assert): drop the ones named in the errors, retry
+        bad = set(re.findall(r"decode_f16_d\d+_r\d+_kw\d+_dw\d+_w\d+\w*", r.stderr))
+        bad |= {c["name"] for c in cands if f"KW = {c['kw']}" in r.stderr}
+        if not bad:
+            # unknown failure: compile one by one to find the culprits
+            good = []
+            for c in cands:
+                with open(lst, "w") as f:
+                    f.write(f"R35A_DECODE_VARIANT({arch}, {c['name']}, f16, {head}, {rows}, {c['kw']}, {c['dw']}, "
+                            f"{c['waves']})\n")
+                if subprocess.run(cmd, capture_output=True).returncode == 0:
+                    good.append(c)
+            cands = good
+        else:
+            cands = [c for c in cands if c["name"] not in bad]
+        with open(lst, "w") as f:
+            for c in cands:
+                f.write(f"R35A_DECODE_VARIANT({arch}, {c['name']}, f16, {head}, {rows}, {c['kw']}, {c['dw']}, "
+                        f"{c['waves']})\n")
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.stderr.write(r.stderr[-2000:])
+            return []
+    # resource usage: drop spilling candidates
+    text = r.stderr
+    spills = {}
+    if arch.startswith("sm_"):
+        for m in re.finditer(r"Compiling entry function '(\w+)'.*?(\d+) bytes stack frame, (\d+) bytes spill stores, "
+                             r"(\d+) bytes spill loads.*?Used (\d+) registers", text, re.S):
+            spills[m.group(1)] = (int(m.group(2)) + int(m.group(3)) + int(m.group(4)), int(m.group(5)))
+    kept = []
+    for c in cands:
+        s, regs = spills.get(c["name"], (0, 0))
+        c["regs"] = regs
+        if s == 0:
+            kept.append(c)
+    return kept
+
+
+def cmd_build(args):
+    os.makedirs(args.dir, exist_ok=True)
+    groups = [(h, r) for h in HEADS for r in ROWS if not args.groups or f"d{h}_r{r}" in args.groups.split(",")]
+    with ThreadPoolExecutor(max_workers=args.jobs) as ex:
+        res = list(ex.map(lambda g: compile_group(args.arch, args.dir, g[0], g[1], args.src), groups))
+    manifest = {f"d{h}_r{r}": c for (h, r), c in zip(groups, res)}
+    with open(os.path.join(args.dir, "manifest.json"), "w") as f:
+        json.dump(dict(arch=args.arch, groups=manifest), f, indent=1)
+    print(f"{sum(len(c) for c in res)} candidates in {len(groups)} code objects under {args.dir}")
+
+
+# ------------------------------------------------------------------------------------------ kernel_args.h mirror
+class DecodeArgs(ctypes.Structure):   # r35a_decode_args (kernels/common/kernel_args.h)
+    _fields_ = ([(n, ctypes.c_uint64) for n in ("q", "k_cache", "v_cache", "out", "seq_lens", "query_start_loc",
+                                               "block_table", "workspace")]
+                + [(n, ctypes.c_int64) for n in ("q_token_stride", "q_head_stride", "o_token_stride", "o_head_stride",
+                                                "k_page_stride", "k_head_stride", "k_slot_stride", "v_page_stride",
+                                                "v_head_stride", "v_slot_stride", "block_table_stride")]
+                + [(n, ctypes.c_int32) for n in ("num_seqs", "num_kv_heads", "group_size", "page_size", "window",
+                                                "max_query_len", "num_row_groups", "num_splits")]
+                + [("scale_log2", ctypes.c_float), ("reserved", ctypes.c_int32)])
+
+
+MIN_TILES_PER_SPLIT, MAX_SPLITS, WGS_PER_CU = 16, 64, 2
+
+
+def num_splits(seqs, hkv, groups, max_seq, max_q, cus):
+    wgs = seqs * hkv * groups
+    want = -(-cus * WGS_PER_CU // wgs)
+    by_len = ((max_seq + 15) // 16 + 1) // MIN_TILES_PER_SPLIT
+    return max(1, min(want, by_len, MAX_SPLITS))
+
+
+def counters_bytes(seqs, hkv, groups):
+    return (seqs * hkv * groups * 4 + 255) // 256 * 256
+
+
+# ------------------------------------------------------------------------------------------ runtime
+class Runtime:
+    """Module loading and launches through the CUDA driver or the HIP runtime."""
+
+    def __init__(self, arch):
+        self.cuda = arch.startswith("sm_")
+        self.lib = ctypes.CDLL("libcuda.so.1" if self.cuda else "libamdhip64.so")
+        p = "cu" if self.cuda else "hip"
+        self.load = getattr(self.lib, f"{p}ModuleLoadData")
+        self.get = getattr(self.lib, f"{p}ModuleGetFunction")
+        self.launch_fn = getattr(self.lib, f"{p}LaunchKernel" if self.cuda else "hipModuleLaunchKernel")
+        self.mods = {}
+
+    def module(self, path):
+        if path not in self.mods:
+            m = ctypes.c_void_p()
+            data = open(path, "rb").read()
+            if self.load(ctypes.byref(m), ctypes.c_char_p(data)) != 0:
+                raise RuntimeError(f"module load {path}")
+            self.mods[path] = (m, data)
+        return self.mods[path][0]
+
+    def function(self, path, name):
+        f = ctypes.c_void_p()
+        if self.get(ctypes.byref(f), self.module(path), name.encode()) != 0:
+            raise RuntimeError(f"no {name} in {path}")
+        return f
+
+    def launch(self, f, grid, block, arg, stream):
+        params = (ctypes.c_void_p * 1)(ctypes.addressof(arg))
+        r = self.launch_fn(f, grid[0], grid[1], grid[2], block, 1, 1, 0, ctypes.c_void_p(stream), params, None)
+        if r != 0:
+            raise RuntimeError(f"launch failed: {r}")
+
+
+def time_graph(torch, fn, copies, reps=10):
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for c in range(copies):
+            fn(c)
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, capture_error_mode="relaxed"):
+        for c in range(copies):
+            fn(c)
+    g.replay()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        g.replay()
+        b.record()
+        b.synchronize()
+        ts.append(a.elapsed_time(b) * 1e-3 / copies)
+    return statistics.median(ts)
+
+
+class Shape:
+    """One decode problem, its buffers allocated once and shared by every candidate of a head size."""
+
+    def __init__(self, torch, D, G, M, ctx, B, hkv=8, page=16):
+        self.D, self.G, self.M, self.ctx, self.B, self.hkv, self.page = D, G, M, ctx, B, hkv, page
+        one = B * ctx * hkv * D * 4
+        self.copies = max(1, min(32, -(-(256 << 20) // one)))
+        pps = ctx // page
+        npages = self.copies * B * pps
+        self.k = torch.randn(npages, hkv, page, D, dtype=torch.float16, device="cuda")
+        self.v = torch.randn_like(self.k)
+        self.bt = torch.randperm(npages, device="cuda").to(torch.int32).view(self.copies, B, pps).contiguous()
+        self.q = torch.randn(self.copies, B * M, hkv * G, D, dtype=torch.float16, device="cuda")
+        self.o = torch.empty_like(self.q)
+        self.sl = torch.full((B,), ctx, dtype=torch.int32, device="cuda")
+        self.qsl = torch.arange(0, B * M + 1, M, dtype=torch.int32, device="cuda")
+        self.bytes = one
+
+    def check(self, torch):
+        if not hasattr(self, "ref"):
+            idx = self.bt[0].long()
+            k = self.k[idx].permute(0, 2, 1, 3, 4).reshape(self.B, self.hkv, self.ctx, self.D)
+            v = self.v[idx].permute(0, 2, 1, 3, 4).reshape(self.B, self.hkv, self.ctx, self.D)
+            q = self.q[0].view(self.B, self.M, self.hkv * self.G, self.D).transpose(1, 2)
+            self.ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+            self.ref = self.ref.transpose(1, 2).reshape(self.B * self.M, -1, self.D).float()
+        torch.cuda.synchronize()
+        return float((self.o[0].float() - self.ref).abs().max())
+
+    def args(self, c, rows, splits, ws):
+        D, hq, hkv, page = self.D, self.hkv * self.G, self.hkv, self.page
+        a = DecodeArgs(self.q[c].data_ptr(), self.k.data_ptr(), self.v.data_ptr(), self.o[c].data_ptr(),
+                       self.sl.data_ptr(), self.qsl.data_ptr(), self.bt[c].data_ptr(), ws.data_ptr() if splits > 1 else 0,
+                       hq * D, D, hq * D, D, hkv * page * D, page * D, D, hkv * page * D, page * D, D,
+                       self.ctx // page, self.B, hkv, self.G, page, 0, self.M,
+                       -(-self.G * self.M // rows), splits, (1.0 / math.sqrt(D)) * 1.4426950408889634, 0)
+        return a
+
+
+def measure_candidate(torch, rt, path, cand, shapes, cus):
+    f = rt.function(path, cand["name"])
+    times = []
+    for sh in shapes:
+        groups = -(-sh.G * sh.M // cand["rows"])
+        splits = num_splits(sh.B, sh.hkv, groups, sh.ctx, sh.M, cus)
+        grid = (splits, sh.hkv * groups, sh.B)
+        block = 32 * cand["kw"] * cand["dw"]
+        ws_bytes = counters_bytes(sh.B, sh.hkv, groups) + sh.B * sh.hkv * groups * splits * (2 * cand["rows"] + cand["rows"] * sh.D) * 4
+        ws = torch.zeros(ws_bytes // 4 + 64, dtype=torch.int32, device="cuda")
+        cb = counters_bytes(sh.B, sh.hkv, groups) // 4
+        args = [sh.args(c, cand["rows"], splits, ws) for c in range(sh.copies)]
+
+        def call(c):
+            if splits > 1:
+                ws[:cb].zero_()
+            rt.launch(f, grid, block, args[c], torch.cuda.current_stream().cuda_stream)
+        times.append(time_graph(torch, call, sh.copies))
+        if sh.M == 1 and "maxdiff" not in cand:   # the candidate's output of copy 0 against torch
+            cand["maxdiff"] = sh.check(torch)
+        del ws
+    return times
+
+
+def cmd_measure(args):
+    import torch
+    man = json.load(open(os.path.join(args.dir, "manifest.json")))
+    arch = man["arch"]
+    rt = Runtime(arch)
+    torch.cuda.init()
+    dev = torch.cuda.get_device_properties(0)
+    sms = dev.multi_processor_count
+    cus = sms * args.blocks_per_sm // WGS_PER_CU
+    log = dict(device=dev.name, arch=arch, blocks_per_sm=args.blocks_per_sm, groups={})
+    winners = {}
+    for head in HEADS:
+        shapes_by_rows = {
+            16: [(4, 1, 8192, 1), (4, 1, 8192, 16), (8, 2, 32768, 1), (4, 1, 1024, 16)],
+            32: [(8, 4, 8192, 1), (8, 4, 8192, 16), (8, 4, 1024, 16)],
+        }
+        allocated = {}
+        for rows in ROWS:
+            key = f"d{head}_r{rows}"
+            cands = man["groups"].get(key, [])
+            if not cands:
+                continue
+            shapes = []
+            for (G, M, ctx, B) in shapes_by_rows[rows]:
+                k = (G, M, ctx, B)
+                if k not in allocated:
+                    allocated[k] = Shape(torch, head, G, M, ctx, B)
+                shapes.append(allocated[k])
+            path = os.path.join(args.dir, f"{key}.co")
+            results = []
+            for cand in cands:
+                try:
+                    ts = measure_candidate(torch, rt, path, cand, shapes, cus)
+                except Exception as e:  # noqa: BLE001
+                    print(f"  {cand['name']}: {e}", flush=True)
+                    continue
+                gm = math.exp(sum(math.log(t) for t in ts) / len(ts))
+                gbs = [sh.bytes / t / 1e9 for sh, t in zip(shapes, ts)]
+                results.append(dict(cand, t_us=[t * 1e6 for t in ts], gbs=gbs, geomean_us=gm * 1e6))
+            results.sort(key=lambda r: r["geomean_us"])
+            log["groups"][key] = results
+            if results:
+                w = results[0]
+                winners[key] = w
+                bad = [r["name"] for r in results if not r.get("maxdiff", 0) < 2e-2]
+                if bad:
+                    print(f"  WRONG RESULTS (dropped): {bad}", flush=True)
+                    results = [r for r in results if r["name"] not in bad]
+                    log["groups"][key] = results
+                    if not results:
+                        del winners[key]
+                        continue
+                    w = results[0]
+                    winners[key] = w
+                print(f"{key}: {len(results)} measured; best {w['name']} ({w.get('regs', '?')} regs) "
+                      f"{w['geomean_us']:.1f} us geomean, GB/s " + " ".join(f"{g:.0f}" for g in w["gbs"]) +
+                      f"; runner-up {results[1]['name'] if len(results) > 1 else '-'}", flush=True)
+        del allocated
+        torch.cuda.empty_cache()
+    # the split planner's target, for the winners
+    bps_scores = {}
+    for bps in args.sweep_blocks_per_sm:
+        cus_b = sms * bps // WGS_PER_CU
+        tot = []
+        for key, w in winners.items():
+            head, rows = w["head"], w["rows"]
+            G, M, ctx, B = (4, 1, 8192, 16) if rows == 16 else (8, 4, 8192, 16)
+            sh = Shape(torch, head, G, M, ctx, B)
+            tot += measure_candidate(torch, rt, os.path.join(args.dir, f"{key}.co"), w, [sh], cus_b)
+            sh1 = Shape(torch, head, G, M, 4096, 1)
+            tot += measure_candidate(torch, rt, os.path.join(args.dir, f"{key}.co"), w, [sh1], cus_b)
+            del sh, sh1
+            torch.cuda.empty_cache()
+        bps_scores[bps] = math.exp(sum(math.log(t) for t in tot) / len(tot)) * 1e6
+        print(f"blocks per SM {bps}: geomean {bps_scores[bps]:.1f} us", flush=True)
+    log["blocks_per_sm_geomean_us"] = bps_scores
+    write_table(args, arch, dev.name, winners, bps_scores)
+    with open(os.path.join(args.out or args.dir, f"tune_{arch}{args.tag}.json"), "w") as f:
+        json.dump(log, f, indent=1)
+
+
+def write_table(args, arch, device, winners, bps):
+    path = args.write or os.path.join(args.out or args.dir, f"{arch}.tsv")
+    old = os.path.join(ROOT, "variants", f"{arch}.tsv")
+    keep = []
+    if os.path.exists(old):   # keep the non-decode rows (generic kernels) of the current table
+        keep = [l.rstrip("\n") for l in open(old) if l.strip() and not l.startswith("#") and not l.startswith("decode")]
+    best_bps = min(bps, key=bps.get) if bps else None
+    lines = [f"# {arch} tuning table, written by tools/tune_variants.py on {device} "
+             f"({datetime.date.today().isoformat()}): one row per served kernel configuration, in gfx1151.tsv's",
+             "# format (see there for the columns); the kernel names carry the suffix _" + arch.replace("_", "") + ".",
+             "# Decode rows: the fastest (geomean over the tuning shapes, cold cache) of every kw x dw x waves",
+             "# that compiles without spills, per head size and rows; bf16 takes f16's tiling.",
+             "# waves: minimum warps per SM sub-partition the registers must allow (2 = 255, 3 = 168, 4 = 128).",
+             f"# Split planner target measured best at {best_bps} blocks per SM (backend_cuda.c R35A_CUDA_BLOCKS_PER_SM).",
+             "#", "# kind\tdtype\thead\trows\tkw\tdw\twaves"]
+    for dt in ("f16", "bf16"):
+        for head in HEADS:
+            for rows in ROWS:
+                w = winners.get(f"d{head}_r{rows}")
+                if w:
+                    lines.append(f"decode\t{dt}\t{head}\t{rows}\t{w['kw']}\t{w['dw']}\t{w['waves']}")
+    lines += keep
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(f"wrote {path}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build")
+    b.add_argument("--arch", required=True)
+    b.add_argument("--dir", required=True)
+    b.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    b.add_argument("--src", default=None, help="kernels directory to compile (default: kernels/; an experiment's copy)")
+    b.add_argument("--groups", default="", help="only these groups, e.g. d128_r16,d64_r16")
+    m = sub.add_parser("measure")
+    m.add_argument("--arch", required=True)
+    m.add_argument("--dir", required=True)
+    m.add_argument("--out", default=os.environ.get("OUT"))
+    m.add_argument("--write", default="", help="the table to write (default <out or dir>/<arch>.tsv)")
+    m.add_argument("--blocks-per-sm", type=int, default=4)
+    m.add_argument("--sweep-blocks-per-sm", type=int, nargs="*", default=[2, 3, 4, 6, 8])
+    m.add_argument("--tag", default="", help="suffix of the log file (tune_<arch><tag>.json)")
+    args = ap.parse_args()
+    (cmd_build if args.cmd == "build" else cmd_measure)(args)
+
+
+if __name__ == "__main__":
+    main()
