@@ -360,11 +360,36 @@ static int measure_row(const bench_options *opt, bench_session *s, int index, be
     return rc;
 }
 
+/* A progress line on stderr for long sweeps, rewritten in place; only on a terminal, so logs,
+ * --json and --csv pipes stay clean. */
+static void show_progress(int index, int total, double elapsed_s)
+{
+    if (!isatty(STDERR_FILENO))
+        return;
+    if (index < total)
+        fprintf(stderr, "\r[r35a_bench] row %d/%d, %.1f s elapsed ", index + 1, total, elapsed_s);
+    else
+        fprintf(stderr, "\r%60s\r", "");
+    fflush(stderr);
+}
+
+static double seconds_since(const struct timespec *start)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - start->tv_sec) + 1e-9 * (double)(now.tv_nsec - start->tv_nsec);
+}
+
 static int run_rows(const bench_options *opt, bench_session *s)
 {
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
     bench_report_begin(opt, &s->machine);
-    for (int i = 0; i < bench_num_rows(opt); i++) {
+    int total = bench_num_rows(opt);
+    for (int i = 0; i < total; i++) {
+        show_progress(i, total, seconds_since(&start));
         int rc = measure_row(opt, s, i, &s->rows[i]);
+        show_progress(total, total, 0.0);
         if (rc != BENCH_EXIT_OK)
             return rc;
         s->num_rows = i + 1;
