@@ -25,10 +25,4 @@ bool r35a_cuda_context_init(r35a_context *ctx, int device_index, bool *built, ch
 /* Unloads the modules of a CUDA context, releases its primary context, frees ctx->gpu. */
 void r35a_cuda_context_release(r35a_context *ctx);
 
-/* The CUDA entries of the ordered implementation lists (dispatch.c). */
-extern const r35a_impl r35a_cuda_paged_tuned;
-extern const r35a_impl r35a_cuda_paged_generic;
-extern const r35a_impl r35a_cuda_varlen_encoder;
-extern const r35a_impl r35a_cuda_varlen_generic;
-
 #endif

@@ -21,6 +21,7 @@
 #include "backend_hip.h"
 
 #include "code_objects.h"
+#include "gpu_impls.h"
 #include "plan_gfx1151.h"
 
 #include <dlfcn.h>
@@ -144,6 +145,7 @@ typedef struct hip_state {
     hip_function decode[R35A_NUM_DECODE_VARIANTS > 0 ? R35A_NUM_DECODE_VARIANTS : 1];
     hip_function generic[R35A_NUM_GENERIC_KERNELS > 0 ? R35A_NUM_GENERIC_KERNELS : 1];
     hip_function encoder[R35A_NUM_ENCODER_VARIANTS > 0 ? R35A_NUM_ENCODER_VARIANTS : 1];
+    r35a_gpu_runtime runtime;   /* what the shared entries (gpu_impls.c) run through; ctx->gpu_runtime */
 } hip_state;
 
 static const hip_state *state_of(const r35a_context *ctx) { return (const hip_state *)ctx->gpu; }
@@ -283,6 +285,38 @@ static bool load_kernels(hip_state *st, char *reason, size_t reason_len)
     return true;
 }
 
+/* ---- launches (the runtime of the shared entries, gpu_impls.c) ---- */
+
+/* Launches f with its one by-value argument struct on stream; first, when clear_bytes > 0, zeroes
+ * clear_bytes at clear on the same stream. */
+static r35a_status launch(const r35a_context *ctx, void *f, const char *name, const uint32_t grid[3],
+                          const uint32_t block[3], void *arg, size_t arg_size, void *clear, size_t clear_bytes,
+                          void *stream)
+{
+    (void)arg_size; /* hipModuleLaunchKernel takes the struct's address; its size is the kernel's */
+    const hip_state *st = state_of(ctx);
+    int previous;
+    hip_error e = enter_device(st->device, &previous);
+    if (e != 0)
+        return r35a_fail(R35A_ERR_DEVICE, "hipSetDevice(%d) failed: %s (%d)", st->device, hip_error_text(e), e);
+    if (clear_bytes > 0) {
+        e = runtime.api.MemsetAsync(clear, 0, clear_bytes, stream);
+        if (e != 0) {
+            leave_device(previous);
+            return r35a_fail(R35A_ERR_DEVICE, "hipMemsetAsync of %zu workspace bytes for %s failed: %s (%d)",
+                             clear_bytes, name, hip_error_text(e), e);
+        }
+    }
+    void *params[] = {arg};
+    e = runtime.api.ModuleLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, stream, params,
+                                       NULL);
+    leave_device(previous);
+    if (e != 0)
+        return r35a_fail(R35A_ERR_DEVICE, "hipModuleLaunchKernel(%s, grid %ux%ux%u, block %u) failed: %s (%d)",
+                         name, grid[0], grid[1], grid[2], block[0], hip_error_text(e), e);
+    return R35A_OK;
+}
+
 bool r35a_hip_context_init(r35a_context *ctx, int device_index, char *reason, size_t reason_len)
 {
     char built[64];
@@ -363,7 +397,14 @@ bool r35a_hip_context_init(r35a_context *ctx, int device_index, char *reason, si
         return false;
     }
 
+    st->runtime = (r35a_gpu_runtime){
+        .arch = st->arch,
+        .planner_cus = st->num_cus,
+        .kernels = {[R35A_GPU_DECODE] = st->decode, [R35A_GPU_GENERIC] = st->generic, [R35A_GPU_ENCODER] = st->encoder},
+        .launch = launch,
+    };
     ctx->gpu = st;
+    ctx->gpu_runtime = &st->runtime;
     ctx->backend = R35A_BACKEND_GPU;
     ctx->info.backend = R35A_BACKEND_GPU;
     ctx->info.device_index = device_index;
@@ -388,305 +429,5 @@ void r35a_hip_context_release(r35a_context *ctx)
         return;
     release_state((hip_state *)ctx->gpu);
     ctx->gpu = NULL;
+    ctx->gpu_runtime = NULL;
 }
-
-/* ---- launches ---- */
-
-/* Launches f with its one by-value argument struct on stream; first, when clear_bytes > 0, zeroes
- * clear_bytes at clear on the same stream. */
-static r35a_status launch(const hip_state *st, hip_function f, const char *name, const r35a_plan_info *info,
-                          void *arg, void *clear, size_t clear_bytes, void *stream)
-{
-    int previous;
-    hip_error e = enter_device(st->device, &previous);
-    if (e != 0)
-        return r35a_fail(R35A_ERR_DEVICE, "hipSetDevice(%d) failed: %s (%d)", st->device, hip_error_text(e), e);
-    if (clear_bytes > 0) {
-        e = runtime.api.MemsetAsync(clear, 0, clear_bytes, stream);
-        if (e != 0) {
-            leave_device(previous);
-            return r35a_fail(R35A_ERR_DEVICE, "hipMemsetAsync of %zu workspace bytes for %s failed: %s (%d)",
-                             clear_bytes, name, hip_error_text(e), e);
-        }
-    }
-    void *params[] = {arg};
-    e = runtime.api.ModuleLaunchKernel(f, info->grid[0], info->grid[1], info->grid[2], info->block[0],
-                                       info->block[1], info->block[2], 0, stream, params, NULL);
-    leave_device(previous);
-    if (e != 0)
-        return r35a_fail(R35A_ERR_DEVICE, "hipModuleLaunchKernel(%s, grid %ux%ux%u, block %u) failed: %s (%d)",
-                         name, info->grid[0], info->grid[1], info->grid[2], info->block[0], hip_error_text(e), e);
-    return R35A_OK;
-}
-
-/* R35A_FORCE (test-only) naming one kernel of a family, e.g. "decode_f16_d128_r16_kw2_dw2_w8": the
- * planner then considers that kernel only. Dispatch calls a family's entry only when R35A_FORCE is
- * unset, the family's name, or one of its kernels' names. */
-static const char *forced_kernel(const char *family)
-{
-    const char *force = r35a_forced_impl();
-    return force && strcmp(force, family) != 0 ? force : NULL;
-}
-
-static void fill_info(r35a_plan_info *info, const r35a_gpu_launch *l, const char *name)
-{
-    snprintf(info->implementation, sizeof info->implementation, "%s", name);
-    info->workspace_bytes = l->workspace_bytes;
-    memcpy(info->grid, l->grid, sizeof info->grid);
-    memcpy(info->block, l->block, sizeof info->block);
-    info->num_splits = l->num_splits;
-}
-
-static bool nothing_to_launch(const uint32_t grid[3]) { return grid[0] == 0 || grid[1] == 0 || grid[2] == 0; }
-
-/* ---- the generic (portable) kernel ---- */
-
-static bool generic_paged_supports(const r35a_context *ctx, const void *desc, char *reason, size_t reason_len)
-{
-    r35a_gpu_launch l;
-    return r35a_plan_generic_paged(desc, state_of(ctx)->arch, forced_kernel("generic"), &l, reason, reason_len);
-}
-
-static r35a_status generic_paged_plan(const r35a_context *ctx, const void *desc, r35a_plan_info *info)
-{
-    r35a_gpu_launch l;
-    char why[256];
-    if (!r35a_plan_generic_paged(desc, state_of(ctx)->arch, forced_kernel("generic"), &l, why, sizeof why))
-        return r35a_fail(R35A_ERR_INTERNAL, "generic paged planner declined after accepting: %s", why);
-    fill_info(info, &l, r35a_generic_kernels[l.kernel].name);
-    return R35A_OK;
-}
-
-/* Runs the generic paged kernel `kernel` over the sequences with M > min_query_len. */
-static r35a_status run_generic_paged(const hip_state *st, int kernel, const r35a_paged_attention_desc *d,
-                                     const r35a_paged_attention_args *args, int32_t min_query_len, void *stream)
-{
-    r35a_plan_info info;
-    memset(&info, 0, sizeof info);
-    r35a_generic_grid(d->num_tokens, d->num_q_heads, info.grid);
-    info.block[0] = R35A_GENERIC_THREADS;
-    info.block[1] = info.block[2] = 1;
-    if (nothing_to_launch(info.grid))
-        return R35A_OK;
-    r35a_generic_paged_args ka;
-    r35a_fill_generic_paged_args(d, args, min_query_len, &ka);
-    return launch(st, st->generic[kernel], r35a_generic_kernels[kernel].name, &info, &ka, NULL, 0, stream);
-}
-
-static r35a_status generic_paged_run(const r35a_context *ctx, const r35a_plan *plan, const void *args,
-                                     void *workspace, size_t workspace_bytes, void *stream)
-{
-    (void)workspace;
-    (void)workspace_bytes;
-    int k = r35a_find_generic_kernel(plan->info.implementation);
-    if (k < 0)
-        return r35a_fail(R35A_ERR_INTERNAL, "plan names unknown kernel %s", plan->info.implementation);
-    return run_generic_paged(state_of(ctx), k, &plan->desc.paged, args, 0, stream);
-}
-
-static bool generic_varlen_supports(const r35a_context *ctx, const void *desc, char *reason, size_t reason_len)
-{
-    r35a_gpu_launch l;
-    return r35a_plan_generic_varlen(desc, state_of(ctx)->arch, forced_kernel("generic"), &l, reason, reason_len);
-}
-
-static r35a_status generic_varlen_plan(const r35a_context *ctx, const void *desc, r35a_plan_info *info)
-{
-    r35a_gpu_launch l;
-    char why[256];
-    if (!r35a_plan_generic_varlen(desc, state_of(ctx)->arch, forced_kernel("generic"), &l, why, sizeof why))
-        return r35a_fail(R35A_ERR_INTERNAL, "generic varlen planner declined after accepting: %s", why);
-    fill_info(info, &l, r35a_generic_kernels[l.kernel].name);
-    return R35A_OK;
-}
-
-/* Runs the generic varlen kernel `kernel` over all segments. */
-static r35a_status run_generic_varlen(const hip_state *st, int kernel, const r35a_varlen_attention_desc *d,
-                                      const r35a_varlen_attention_args *args, void *stream)
-{
-    r35a_plan_info info;
-    memset(&info, 0, sizeof info);
-    r35a_generic_grid(d->num_tokens, d->num_q_heads, info.grid);
-    info.block[0] = R35A_GENERIC_THREADS;
-    info.block[1] = info.block[2] = 1;
-    if (nothing_to_launch(info.grid))
-        return R35A_OK;
-    r35a_generic_varlen_args ka;
-    r35a_fill_generic_varlen_args(d, args, &ka);
-    return launch(st, st->generic[kernel], r35a_generic_kernels[kernel].name, &info, &ka, NULL, 0, stream);
-}
-
-static r35a_status generic_varlen_run(const r35a_context *ctx, const r35a_plan *plan, const void *args,
-                                      void *workspace, size_t workspace_bytes, void *stream)
-{
-    (void)workspace;
-    (void)workspace_bytes;
-    int k = r35a_find_generic_kernel(plan->info.implementation);
-    if (k < 0)
-        return r35a_fail(R35A_ERR_INTERNAL, "plan names unknown kernel %s", plan->info.implementation);
-    return run_generic_varlen(state_of(ctx), k, &plan->desc.varlen, args, stream);
-}
-
-/* ---- the tuned encoder variants (non-causal varlen) ---- */
-
-static bool encoder_supports(const r35a_context *ctx, const void *desc, char *reason, size_t reason_len)
-{
-    r35a_gpu_launch l;
-    return r35a_plan_encoder(desc, state_of(ctx)->arch, forced_kernel("encoder"), &l, reason, reason_len);
-}
-
-static r35a_status encoder_plan(const r35a_context *ctx, const void *desc, r35a_plan_info *info)
-{
-    r35a_gpu_launch l;
-    char why[256];
-    if (!r35a_plan_encoder(desc, state_of(ctx)->arch, forced_kernel("encoder"), &l, why, sizeof why))
-        return r35a_fail(R35A_ERR_INTERNAL, "encoder planner declined after accepting: %s", why);
-    fill_info(info, &l, r35a_encoder_variants[l.kernel].name);
-    return R35A_OK;
-}
-
-/* One launch for all segments, shaped by the plan (host-known values only); nothing is read back. */
-static r35a_status encoder_run(const r35a_context *ctx, const r35a_plan *plan, const void *args_v,
-                               void *workspace, size_t workspace_bytes, void *stream)
-{
-    (void)workspace;
-    (void)workspace_bytes;
-    const hip_state *st = state_of(ctx);
-    const r35a_varlen_attention_desc *d = &plan->desc.varlen;
-    const r35a_varlen_attention_args *args = args_v;
-    int v = r35a_find_encoder_variant(plan->info.implementation);
-    if (v < 0)
-        return r35a_fail(R35A_ERR_INTERNAL, "plan names unknown kernel %s", plan->info.implementation);
-    const r35a_encoder_variant *var = &r35a_encoder_variants[v];
-
-    char why[128];
-    if (!r35a_encoder_pointers_aligned(args, why, sizeof why)) {
-        /* Pointers are only known now; the portable kernel serves any alignment. */
-        r35a_gpu_launch g;
-        char gwhy[256];
-        if (!r35a_plan_generic_varlen(d, st->arch, NULL, &g, gwhy, sizeof gwhy))
-            return r35a_fail(R35A_ERR_INVALID_ARGUMENT, "varlen_attention_args: %s as %s needs, and no generic "
-                             "kernel serves the call: %s", why, var->name, gwhy);
-        r35a_log("varlen: %s cannot run: %s; running %s instead", var->name, why,
-                 r35a_generic_kernels[g.kernel].name);
-        return run_generic_varlen(st, g.kernel, d, args, stream);
-    }
-    if (nothing_to_launch(plan->info.grid))
-        return R35A_OK;
-    r35a_encoder_args ka;
-    r35a_fill_encoder_args(d, args, &ka);
-    return launch(st, st->encoder[v], var->name, &plan->info, &ka, NULL, 0, stream);
-}
-
-/* ---- the tuned decode variants ----
- * A call with max_query_len <= 8 is one decode launch. A mixed batch (max_query_len > 8) is two
- * launches on the caller's stream: the decode variant for the sequences with M <= 8 (it skips the
- * others), then the generic kernel with min_query_len = 8 for the rest. The plan names both,
- * "decode_...+generic_paged_...", and its grid, block, splits and workspace are the decode launch's. */
-
-static bool plan_tuned(const r35a_context *ctx, const r35a_paged_attention_desc *d, r35a_gpu_launch *dl,
-                       r35a_gpu_launch *gl, bool *mixed, char *reason, size_t reason_len)
-{
-    const hip_state *st = state_of(ctx);
-    *mixed = d->max_query_len > R35A_DECODE_MAX_QUERY_LEN;
-    if (!*mixed)
-        return r35a_plan_decode(d, st->arch, st->num_cus, forced_kernel("decode"), dl, reason, reason_len);
-    return r35a_plan_mixed(d, st->arch, st->num_cus, forced_kernel("decode"), dl, gl, reason, reason_len);
-}
-
-static bool decode_supports(const r35a_context *ctx, const void *desc, char *reason, size_t reason_len)
-{
-    r35a_gpu_launch dl, gl;
-    bool mixed;
-    return plan_tuned(ctx, desc, &dl, &gl, &mixed, reason, reason_len);
-}
-
-static r35a_status decode_plan(const r35a_context *ctx, const void *desc, r35a_plan_info *info)
-{
-    const r35a_paged_attention_desc *d = desc;
-    r35a_gpu_launch dl, gl;
-    bool mixed;
-    char why[256];
-    if (!plan_tuned(ctx, d, &dl, &gl, &mixed, why, sizeof why))
-        return r35a_fail(R35A_ERR_INTERNAL, "decode planner declined after accepting: %s", why);
-    fill_info(info, &dl, r35a_decode_variants[dl.kernel].name);
-    if (mixed) {
-        const char *generic = r35a_generic_kernels[gl.kernel].name;
-        snprintf(info->implementation, sizeof info->implementation, "%s+%s", r35a_decode_variants[dl.kernel].name,
-                 generic);
-        /* dispatch.c adds this note to the plan's fallback_reason. */
-        snprintf(info->fallback_reason, sizeof info->fallback_reason,
-                 "max_query_len %d > %d: the sequences with M > %d run on %s in a second launch",
-                 (int)d->max_query_len, R35A_DECODE_MAX_QUERY_LEN, R35A_DECODE_MAX_QUERY_LEN, generic);
-    }
-    return R35A_OK;
-}
-
-static r35a_status decode_run(const r35a_context *ctx, const r35a_plan *plan, const void *args_v,
-                              void *workspace, size_t workspace_bytes, void *stream)
-{
-    (void)workspace_bytes;
-    const hip_state *st = state_of(ctx);
-    const r35a_paged_attention_desc *d = &plan->desc.paged;
-    const r35a_paged_attention_args *args = args_v;
-    /* "decode_..." or, for a mixed batch, "decode_...+generic_paged_...". */
-    char name[sizeof plan->info.implementation];
-    snprintf(name, sizeof name, "%s", plan->info.implementation);
-    char *plus = strchr(name, '+');
-    if (plus)
-        *plus = '\0';
-    int v = r35a_find_decode_variant(name);
-    int mixed_generic = plus ? r35a_find_generic_kernel(plus + 1) : -1;
-    if (v < 0 || (plus && mixed_generic < 0))
-        return r35a_fail(R35A_ERR_INTERNAL, "plan names unknown kernel %s", plan->info.implementation);
-    const r35a_decode_variant *var = &r35a_decode_variants[v];
-
-    char why[128];
-    if (!r35a_decode_pointers_aligned(args, workspace, plan->info.num_splits, why, sizeof why)) {
-        /* Pointers are only known now; the portable kernel serves any alignment and needs no workspace. */
-        r35a_gpu_launch g;
-        char gwhy[256];
-        if (!r35a_plan_generic_paged(d, st->arch, NULL, &g, gwhy, sizeof gwhy))
-            return r35a_fail(R35A_ERR_INVALID_ARGUMENT, "paged_attention_args: %s as %s needs, and no generic "
-                             "kernel serves the call: %s", why, var->name, gwhy);
-        r35a_log("paged: %s cannot run: %s; running %s instead", var->name, why,
-                 r35a_generic_kernels[g.kernel].name);
-        return run_generic_paged(st, g.kernel, d, args, 0, stream);
-    }
-
-    if (!nothing_to_launch(plan->info.grid)) {
-        /* The decode launch serves M <= max_query_len, capped at 8 in a mixed batch (as planned). */
-        const r35a_paged_attention_desc part = r35a_decode_part(d);
-        r35a_gpu_launch l;
-        memset(&l, 0, sizeof l);
-        l.kernel = v;
-        l.num_splits = plan->info.num_splits;
-        l.num_row_groups = r35a_decode_num_row_groups(part.num_q_heads / part.num_kv_heads, part.max_query_len,
-                                                      var->rows);
-        r35a_decode_args ka;
-        r35a_fill_decode_args(&part, args, &l, workspace, &ka);
-
-        /* The split-KV arrival counters must start at zero, and the caller's workspace may hold anything
-         * (another op's scratch): clear them on the stream, ahead of the kernel. */
-        size_t counters = l.num_splits > 1 ? (size_t)r35a_decode_counters_bytes(part.num_seqs, part.num_kv_heads,
-                                                                                l.num_row_groups)
-                                           : 0;
-        r35a_status rs = launch(st, st->decode[v], var->name, &plan->info, &ka, workspace, counters, stream);
-        if (rs != R35A_OK)
-            return rs;
-    }
-    if (!plus)
-        return R35A_OK;
-    /* Mixed batch: the sequences with M > 8 on the same stream (a failure here leaves the decode
-     * launch queued: only a broken device or runtime fails a launch whose shape was planned). */
-    return run_generic_paged(st, mixed_generic, d, args, R35A_DECODE_MAX_QUERY_LEN, stream);
-}
-
-const r35a_impl r35a_hip_paged_tuned = {"decode", R35A_OP_PAGED, R35A_BACKEND_GPU,
-                                        decode_supports, decode_plan, decode_run};
-const r35a_impl r35a_hip_paged_generic = {"generic", R35A_OP_PAGED, R35A_BACKEND_GPU,
-                                          generic_paged_supports, generic_paged_plan, generic_paged_run};
-const r35a_impl r35a_hip_varlen_generic = {"generic", R35A_OP_VARLEN, R35A_BACKEND_GPU,
-                                           generic_varlen_supports, generic_varlen_plan, generic_varlen_run};
-const r35a_impl r35a_hip_varlen_encoder = {"encoder", R35A_OP_VARLEN, R35A_BACKEND_GPU,
-                                           encoder_supports, encoder_plan, encoder_run};

@@ -17,11 +17,4 @@ bool r35a_hip_context_init(r35a_context *ctx, int device_index, char *reason, si
 /* Unloads the modules of ctx and frees ctx->gpu; NULL ctx->gpu is accepted. */
 void r35a_hip_context_release(r35a_context *ctx);
 
-/* The HIP entries of the ordered implementation lists (dispatch.c), most specialized first. */
-extern const r35a_impl r35a_hip_paged_tuned;     /* the gfx1151 decode variants (variants.def), alone
-                                                    or with the generic kernel in a mixed batch */
-extern const r35a_impl r35a_hip_paged_generic;   /* the portable kernel (kernels/generic.hip) */
-extern const r35a_impl r35a_hip_varlen_encoder;   /* the gfx1151 encoder variants (non-causal varlen) */
-extern const r35a_impl r35a_hip_varlen_generic;
-
 #endif

@@ -7,8 +7,7 @@
  * a GPU entry ("decode_f16_d128_...", "generic_paged_...", "encoder_bf16_d64_..."). */
 #include "internal.h"
 
-#include "backend_cuda.h"
-#include "backend_hip.h"
+#include "gpu_impls.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -104,13 +103,10 @@ static const r35a_impl reference_varlen = {"reference", R35A_OP_VARLEN, R35A_BAC
 
 /* ---- the ordered lists: tuned GPU variants, then the portable GPU kernel, then the reference ---- */
 
-static const r35a_impl *const paged_impls[] = {&r35a_hip_paged_tuned, &r35a_hip_paged_generic, &reference_paged};
-static const r35a_impl *const varlen_impls[] = {&r35a_hip_varlen_encoder, &r35a_hip_varlen_generic,
+/* The GPU entries (gpu_impls.c) serve a context of either GPU backend (HIP or CUDA). */
+static const r35a_impl *const paged_impls[] = {&r35a_gpu_paged_tuned, &r35a_gpu_paged_generic, &reference_paged};
+static const r35a_impl *const varlen_impls[] = {&r35a_gpu_varlen_encoder, &r35a_gpu_varlen_generic,
                                                 &reference_varlen};
-/* A CUDA context's lists: the same entries on the CUDA backend. */
-static const r35a_impl *const cuda_paged_impls[] = {&r35a_cuda_paged_tuned, &r35a_cuda_paged_generic, &reference_paged};
-static const r35a_impl *const cuda_varlen_impls[] = {&r35a_cuda_varlen_encoder, &r35a_cuda_varlen_generic,
-                                                     &reference_varlen};
 
 static void append_reason(char *dst, size_t cap, const char *name, const char *why)
 {
@@ -131,13 +127,9 @@ static bool answers_to(const r35a_impl *impl, const char *force)
 
 r35a_status r35a_dispatch(const r35a_context *ctx, r35a_op op, const void *desc, r35a_plan *plan)
 {
-    const bool cuda = ctx->backend == R35A_BACKEND_GPU && ctx->gpu_api == R35A_GPU_API_CUDA;
-    const r35a_impl *const *list = op == R35A_OP_PAGED ? (cuda ? cuda_paged_impls : paged_impls)
-                                                       : (cuda ? cuda_varlen_impls : varlen_impls);
-    size_t count = op == R35A_OP_PAGED ? (cuda ? sizeof cuda_paged_impls / sizeof *cuda_paged_impls
-                                               : sizeof paged_impls / sizeof *paged_impls)
-                                       : (cuda ? sizeof cuda_varlen_impls / sizeof *cuda_varlen_impls
-                                               : sizeof varlen_impls / sizeof *varlen_impls);
+    const r35a_impl *const *list = op == R35A_OP_PAGED ? paged_impls : varlen_impls;
+    size_t count = op == R35A_OP_PAGED ? sizeof paged_impls / sizeof *paged_impls
+                                       : sizeof varlen_impls / sizeof *varlen_impls;
     const char *op_name = op == R35A_OP_PAGED ? "paged" : "varlen";
     const char *force = r35a_forced_impl();
     char declined[sizeof plan->info.fallback_reason] = "";
