@@ -59,21 +59,26 @@ static r35a_status generic_paged_plan(const r35a_context *ctx, const void *desc,
     return R35A_OK;
 }
 
+/* Launches generic kernel `kernel` with one workgroup per (query token, query head); both ops use
+ * this grid. Nothing is launched for an empty call. */
+static r35a_status launch_generic(const r35a_context *ctx, int kernel, int32_t num_tokens, int32_t num_q_heads,
+                                  void *kernel_args, size_t kernel_args_size, void *stream)
+{
+    uint32_t grid[3], block[3] = {R35A_GENERIC_THREADS, 1, 1};
+    r35a_generic_grid(num_tokens, num_q_heads, grid);
+    if (nothing_to_launch(grid))
+        return R35A_OK;
+    return launch(ctx, R35A_GPU_GENERIC, kernel, r35a_generic_kernels[kernel].name, grid, block, kernel_args,
+                  kernel_args_size, NULL, 0, stream);
+}
+
 /* Runs the generic paged kernel `kernel` over the sequences with M > min_query_len. */
 static r35a_status run_generic_paged(const r35a_context *ctx, int kernel, const r35a_paged_attention_desc *d,
                                      const r35a_paged_attention_args *args, int32_t min_query_len, void *stream)
 {
-    r35a_plan_info info;
-    memset(&info, 0, sizeof info);
-    r35a_generic_grid(d->num_tokens, d->num_q_heads, info.grid);
-    info.block[0] = R35A_GENERIC_THREADS;
-    info.block[1] = info.block[2] = 1;
-    if (nothing_to_launch(info.grid))
-        return R35A_OK;
     r35a_generic_paged_args ka;
     r35a_fill_generic_paged_args(d, args, min_query_len, &ka);
-    return launch(ctx, R35A_GPU_GENERIC, kernel, r35a_generic_kernels[kernel].name, info.grid, info.block, &ka,
-                  sizeof ka, NULL, 0, stream);
+    return launch_generic(ctx, kernel, d->num_tokens, d->num_q_heads, &ka, sizeof ka, stream);
 }
 
 static r35a_status generic_paged_run(const r35a_context *ctx, const r35a_plan *plan, const void *args,
@@ -107,17 +112,9 @@ static r35a_status generic_varlen_plan(const r35a_context *ctx, const void *desc
 static r35a_status run_generic_varlen(const r35a_context *ctx, int kernel, const r35a_varlen_attention_desc *d,
                                       const r35a_varlen_attention_args *args, void *stream)
 {
-    r35a_plan_info info;
-    memset(&info, 0, sizeof info);
-    r35a_generic_grid(d->num_tokens, d->num_q_heads, info.grid);
-    info.block[0] = R35A_GENERIC_THREADS;
-    info.block[1] = info.block[2] = 1;
-    if (nothing_to_launch(info.grid))
-        return R35A_OK;
     r35a_generic_varlen_args ka;
     r35a_fill_generic_varlen_args(d, args, &ka);
-    return launch(ctx, R35A_GPU_GENERIC, kernel, r35a_generic_kernels[kernel].name, info.grid, info.block, &ka,
-                  sizeof ka, NULL, 0, stream);
+    return launch_generic(ctx, kernel, d->num_tokens, d->num_q_heads, &ka, sizeof ka, stream);
 }
 
 static r35a_status generic_varlen_run(const r35a_context *ctx, const r35a_plan *plan, const void *args,
