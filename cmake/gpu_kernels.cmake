@@ -197,8 +197,8 @@ else()
 endif()
 
 target_sources(r35a_objects PRIVATE ${r35a_code_objects_c})
-# src/plan_gfx1151.c reads the kernel registry (variants/variants.def) and the kernels' argument
-# structs and launch formulas (kernels/common/kernel_args.h).
+# src/registry.c and the planners (src/plan_*.c) read the kernel registry (variants/variants.def)
+# and the kernels' argument structs and launch formulas (kernels/common/<family>_args.h).
 target_include_directories(r35a_objects PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src
                            ${CMAKE_CURRENT_SOURCE_DIR}/kernels ${CMAKE_CURRENT_SOURCE_DIR}/variants)
 if(R35A_HAVE_CODE_OBJECTS)

@@ -1,7 +1,7 @@
 /*
  * decode.hip - paged-KV decode and speculative decode on WMMA (gfx11 wave32).
  *
- * One workgroup per (KV split, kv head x row group, sequence); see kernel_args.h for the grid and
+ * One workgroup per (KV split, kv head x row group, sequence); see decode_args.h for the grid and
  * the workspace. All G x M query rows of a kv head (up to R = 16 * T of them) share one pass over
  * the KV cache, so each KV byte of a split is read once.
  *
@@ -27,7 +27,7 @@
  */
 #include "common/device.h"
 #include "common/fragment.h"
-#include "common/kernel_args.h"
+#include "common/decode_args.h"
 
 namespace r35a {
 
@@ -114,7 +114,7 @@ R35A_DEV void decode_kernel(const r35a_decode_args &a) {
 
     /* Keys the rows reach: [lo, L); whole tiles [tile_lo, tile_hi) split evenly over the splits. */
     const int W = a.window;
-    const int lo = W > 0 ? imax(0, L - M - W + 1) : 0;
+    const int lo = (int)r35a_window_first_key(L - M, W);
     const int tile_lo = lo >> 4, tile_hi = (imax(L, 0) + 15) >> 4;
     const int ntiles = imax(tile_hi - tile_lo, 0);
     const int nsplit = a.num_splits;
@@ -123,7 +123,7 @@ R35A_DEV void decode_kernel(const r35a_decode_args &a) {
     const int t_end = imin(t_begin + per, tile_hi);
     const int niter = t_end > t_begin ? (t_end - t_begin + KW - 1) / KW : 0;
     /* Tiles inside [full_lo, full_hi] are visible to every row: no mask needed. */
-    const int full_lo = W > 0 ? L - W : 0, full_hi = L - M;
+    const int full_lo = (int)r35a_window_first_key(L - 1, W), full_hi = L - M;
 
     /* ---- per-row (accumulator column) information ---- */
     int row_hi[T][frag::NCOL], row_lo[T][frag::NCOL];
@@ -136,7 +136,7 @@ R35A_DEV void decode_kernel(const r35a_decode_args &a) {
             const int p = L - M + i;
             row_ok[t][c] = ok;
             row_hi[t][c] = ok ? p : -1;                          /* a padding row sees nothing */
-            row_lo[t][c] = W > 0 ? p - W + 1 : 0;
+            row_lo[t][c] = (int)r35a_window_first_key(p, W);
         }
 
     /* ---- Q^T fragments of this wave's d slice (B operand: vector = query row) ---- */

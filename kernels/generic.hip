@@ -16,7 +16,7 @@
  * loads, and every lane's address is a real one).
  */
 #include "common/device.h"
-#include "common/kernel_args.h"
+#include "common/generic_args.h"
 
 namespace r35a {
 
@@ -146,7 +146,7 @@ R35A_DEV void generic_paged(const r35a_generic_paged_args &a) {
     const int L = a.seq_lens[s];
     const int i = t - q0, p = L - M + i;
     const int hi = imin(p, L - 1);
-    const int lo = a.window > 0 ? imax(0, p - a.window + 1) : 0;
+    const int lo = (int)r35a_window_first_key(p, a.window);
     const int G = a.num_q_heads / a.num_kv_heads, g = h / G;
     logit_rule rule;
     rule.scale = a.softmax_scale;

@@ -22,7 +22,7 @@
 
 #include "code_objects.h"
 #include "gpu_impls.h"
-#include "plan_gfx1151.h"
+#include "planner.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

@@ -9,52 +9,9 @@
 
 #include "gpu_impls.h"
 
-#include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- environment knobs, read once ---- */
-
-static struct {
-    bool log;
-    char force[128];
-} knobs;
-static pthread_once_t knobs_once = PTHREAD_ONCE_INIT;
-
-static void read_knobs(void)
-{
-    const char *log = getenv("R35A_LOG");
-    knobs.log = log && log[0] && strcmp(log, "0") != 0;
-    const char *force = getenv("R35A_FORCE");
-    if (force)
-        snprintf(knobs.force, sizeof knobs.force, "%s", force);
-}
-
-bool r35a_log_enabled(void)
-{
-    pthread_once(&knobs_once, read_knobs);
-    return knobs.log;
-}
-
-const char *r35a_forced_impl(void)
-{
-    pthread_once(&knobs_once, read_knobs);
-    return knobs.force[0] ? knobs.force : NULL;
-}
-
-void r35a_log(const char *fmt, ...)
-{
-    if (!r35a_log_enabled())
-        return;
-    char line[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "[r35a] %s\n", line);
-}
 
 /* ---- the CPU reference entries ---- */
 
@@ -108,15 +65,6 @@ static const r35a_impl *const paged_impls[] = {&r35a_gpu_paged_tuned, &r35a_gpu_
 static const r35a_impl *const varlen_impls[] = {&r35a_gpu_varlen_encoder, &r35a_gpu_varlen_generic,
                                                 &reference_varlen};
 
-static void append_reason(char *dst, size_t cap, const char *name, const char *why)
-{
-    size_t used = strlen(dst);
-    if (used + 1 >= cap)
-        return;
-    if (snprintf(dst + used, cap - used, "%s%s: %s", used ? "; " : "", name, why) < 0)
-        dst[used] = '\0'; /* a reason cut at the buffer's size is still informative */
-}
-
 /* R35A_FORCE=<name> selects an entry by its name ("decode", "generic", "reference") or by the name
  * of one of its kernels ("decode_f16_d128_...", "generic_paged_..."), which the entry then uses. */
 static bool answers_to(const r35a_impl *impl, const char *force)
@@ -143,7 +91,7 @@ r35a_status r35a_dispatch(const r35a_context *ctx, r35a_op op, const void *desc,
         char why[256] = "";
         if (!impl->supports(ctx, desc, why, sizeof why)) {
             r35a_log("%s: %s declines: %s", op_name, impl->name, why);
-            append_reason(declined, sizeof declined, impl->name, why);
+            r35a_text_append(declined, sizeof declined, "; ", "%s: %s", impl->name, why);
             continue;
         }
         r35a_status st = impl->plan(ctx, desc, &plan->info);
@@ -158,7 +106,7 @@ r35a_status r35a_dispatch(const r35a_context *ctx, r35a_op op, const void *desc,
         snprintf(note, sizeof note, "%s", plan->info.fallback_reason);
         snprintf(plan->info.fallback_reason, sizeof plan->info.fallback_reason, "%s", declined);
         if (note[0])
-            append_reason(plan->info.fallback_reason, sizeof plan->info.fallback_reason, impl->name, note);
+            r35a_text_append(plan->info.fallback_reason, sizeof plan->info.fallback_reason, "; ", "%s: %s", impl->name, note);
         r35a_log("%s: chose %s (workspace %zu bytes, grid %ux%ux%u, splits %d)%s%s", op_name,
                  plan->info.implementation, plan->info.workspace_bytes, plan->info.grid[0], plan->info.grid[1],
                  plan->info.grid[2], plan->info.num_splits, plan->info.fallback_reason[0] ? "; fallback: " : "",

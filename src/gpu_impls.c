@@ -4,7 +4,7 @@
  * the second launch of a mixed batch. Kernel handles and launches come from ctx->gpu_runtime. */
 #include "gpu_impls.h"
 
-#include "plan_gfx1151.h"
+#include "planner.h"
 
 #include <stdio.h>
 #include <string.h>

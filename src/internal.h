@@ -3,23 +3,12 @@
 #define R35A_INTERNAL_H
 
 #include "rdna35attn.h"
+#include "env.h"
+#include "status.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-/* ---- errors: every failing path sets the thread-local detail through r35a_fail() ---- */
-
-/* Records "<detail>" for r35a_last_error_detail() and returns status. printf-style. */
-r35a_status r35a_fail(r35a_status status, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-/* Clears the detail (called at the start of every public entry point). */
-void r35a_clear_error(void);
-
-/* ---- environment knobs (read once) ---- */
-bool r35a_log_enabled(void);                 /* R35A_LOG=1 */
-const char *r35a_forced_impl(void);          /* R35A_FORCE, or NULL */
-void r35a_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- operations and implementations ---- */
 
@@ -84,6 +73,8 @@ r35a_status r35a_validate_varlen_data(const r35a_varlen_attention_desc *desc,
 
 /* Size of one element of dtype in bytes; 0 for an unknown dtype. */
 size_t r35a_dtype_size(r35a_dtype dtype);
+/* "f16", "bf16", "f32"; "?" for an unknown dtype. */
+const char *r35a_dtype_name(r35a_dtype dtype);
 
 /* ---- CPU reference (reference.c) ----
  * Inputs are already validated, metadata contents included. Returns R35A_OK, or

@@ -8,6 +8,16 @@
 
 #include <math.h>
 
+const char *r35a_dtype_name(r35a_dtype dtype)
+{
+    switch (dtype) {
+    case R35A_DTYPE_F16: return "f16";
+    case R35A_DTYPE_BF16: return "bf16";
+    case R35A_DTYPE_F32: return "f32";
+    }
+    return "?";
+}
+
 size_t r35a_dtype_size(r35a_dtype dtype)
 {
     switch (dtype) {

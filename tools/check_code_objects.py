@@ -278,7 +278,7 @@ def main():
             if lds > DEFAULT_MAX_LDS:
                 bad(f"LDS {lds} bytes above the default limit {DEFAULT_MAX_LDS} (no occupancy stated)")
         # The host passes one struct by value (hipModuleLaunchKernel kernelParams = {&args}): the
-        # kernel must take exactly that, laid out the same (kernel_args.h on both sides).
+        # kernel must take exactly that, laid out the same (kernels/common/<family>_args.h on both sides).
         kargs = k.get("_args", [])
         host_size = abi_for("args", name)
         if len(kargs) != 1 or kargs[0].get("value_kind") != "by_value" or kargs[0].get("offset") != "0":

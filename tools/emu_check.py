@@ -147,9 +147,9 @@ C_STRUCTS = {"r35a_decode_args": DecodeArgs, "r35a_generic_paged_args": GenericP
 
 
 def check_struct_layouts(build_dir):
-    """The ctypes mirrors above must match kernels/common/kernel_args.h: compile a C11 probe that
+    """The ctypes mirrors above must match kernels/common/decode_args.h and generic_args.h: compile a C11 probe that
     prints sizeof/offsetof of every field and compare (also proves the header is valid C11)."""
-    lines = ['#include <stdio.h>', '#include <stddef.h>', '#include "kernel_args.h"', 'int main(void) {']
+    lines = ['#include <stdio.h>', '#include <stddef.h>', '#include "decode_args.h"\n#include "generic_args.h"', 'int main(void) {']
     for cname, st in C_STRUCTS.items():
         lines.append(f'  printf("{cname} size %zu\\n", sizeof({cname}));')
         for f, _ in st._fields_:
@@ -173,7 +173,7 @@ def check_struct_layouts(build_dir):
                 raise SystemExit(f"{cname}.{f}: C offset {got[(cname, f)]} != harness {getattr(st, f).offset}")
 
 class HostFormulas:
-    """The host-side formulas of kernel_args.h (split planner, row groups, grid, workspace size),
+    """The host-side formulas of decode_args.h (split planner, row groups, grid, workspace size),
     compiled from the header into a small shared library and called through ctypes, so the runs
     below use exactly what the library's planner will."""
 
@@ -187,7 +187,7 @@ class HostFormulas:
         }
         src = os.path.join(build_dir, "host_formulas.c")
         lib = os.path.join(build_dir, "libhost_formulas.so")
-        lines = ['#include "kernel_args.h"']
+        lines = ['#include "decode_args.h"\n#include "generic_args.h"']
         for name, (res, args) in fns.items():
             ctype = {ctypes.c_int32: "int32_t", ctypes.c_int64: "int64_t", ctypes.c_uint32: "uint32_t"}
             params = ", ".join(f"{ctype[a]} a{i}" for i, a in enumerate(args))

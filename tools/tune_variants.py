@@ -12,7 +12,7 @@ Arch-neutral: `build` compiles kernels/decode.hip with nvcc (sm_*) or clang (gfx
 candidate (kw, dw, waves) of each (head size, rows), one code object per (head, rows) group, through
 decode.hip's R35A_DECODE_VARIANT_LIST hook, and drops candidates that do not compile (the LDS
 contract) or spill. `measure` loads them through the CUDA driver (sm_*) or the HIP runtime (gfx*),
-launches them directly with r35a_decode_args (the kernel_args.h formulas are mirrored below), and
+launches them directly with r35a_decode_args (the decode_args.h formulas are mirrored below), and
 times each on representative decode shapes: cold cache (a CUDA/HIP graph of calls over disjoint
 pages and Q buffers touching >= 256 MiB per replay), median of replays. A group's winner has the
 lowest geometric-mean time; f16 decides, bf16 gets the same tiling. The split planner's target
@@ -140,8 +140,8 @@ def cmd_build(args):
     print(f"{sum(len(c) for c in res)} candidates in {len(groups)} code objects under {args.dir}")
 
 
-# ------------------------------------------------------------------------------------------ kernel_args.h mirror
-class DecodeArgs(ctypes.Structure):   # r35a_decode_args (kernels/common/kernel_args.h)
+# ------------------------------------------------------------------------------------------ decode_args.h mirror
+class DecodeArgs(ctypes.Structure):   # r35a_decode_args (kernels/common/decode_args.h)
     _fields_ = ([(n, ctypes.c_uint64) for n in ("q", "k_cache", "v_cache", "out", "seq_lens", "query_start_loc",
                                                "block_table", "workspace")]
                 + [(n, ctypes.c_int64) for n in ("q_token_stride", "q_head_stride", "o_token_stride", "o_head_stride",

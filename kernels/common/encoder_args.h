@@ -34,13 +34,7 @@
 #ifndef R35A_ENCODER_ARGS_H
 #define R35A_ENCODER_ARGS_H
 
-#include <stdint.h>
-
-#if defined(__HIP__) || defined(__CUDACC__)
-#define R35A_ENC_HD static inline __attribute__((host, device))
-#else
-#define R35A_ENC_HD static inline
-#endif
+#include "host_device.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -71,26 +65,22 @@ static_assert(sizeof(r35a_encoder_args) == R35A_ENCODER_ARGS_BYTES, "host and de
 _Static_assert(sizeof(r35a_encoder_args) == R35A_ENCODER_ARGS_BYTES, "host and device must agree on the layout");
 #endif
 
-#define R35A_LOG2E 1.4426950408889634
-
-R35A_ENC_HD float r35a_encoder_scale_log2(float softmax_scale) { return (float)(softmax_scale * R35A_LOG2E); }
-
 /* Query rows one workgroup serves. */
-R35A_ENC_HD int32_t r35a_encoder_rows_per_workgroup(int32_t rows_per_wave, int32_t waves_per_workgroup) {
+R35A_HD int32_t r35a_encoder_rows_per_workgroup(int32_t rows_per_wave, int32_t waves_per_workgroup) {
     return rows_per_wave * waves_per_workgroup;
 }
 
-R35A_ENC_HD uint32_t r35a_encoder_block_threads(int32_t waves_per_workgroup) { return 32u * (uint32_t)waves_per_workgroup; }
+R35A_HD uint32_t r35a_encoder_block_threads(int32_t waves_per_workgroup) { return 32u * (uint32_t)waves_per_workgroup; }
 
 /* Row blocks per segment: the kernel derives the same number from args.max_seqlen. */
-R35A_ENC_HD int64_t r35a_encoder_row_blocks(int32_t max_seqlen, int32_t rows_per_workgroup) {
+R35A_HD int64_t r35a_encoder_row_blocks(int32_t max_seqlen, int32_t rows_per_workgroup) {
     return max_seqlen > 0 ? ((int64_t)max_seqlen + rows_per_workgroup - 1) / rows_per_workgroup : 0;
 }
 
 /* grid[3] from host-known values only. Returns 0 when the launch must be skipped (nothing to do:
  * max_seqlen, num_segments or num_heads is 0) or does not fit grid.x (more than 2^31 - 1
  * workgroups), else 1. */
-R35A_ENC_HD int r35a_encoder_grid(int32_t num_segments, int32_t max_seqlen, int32_t num_heads,
+R35A_HD int r35a_encoder_grid(int32_t num_segments, int32_t max_seqlen, int32_t num_heads,
                                   int32_t rows_per_workgroup, uint32_t grid[3]) {
     int64_t x = r35a_encoder_row_blocks(max_seqlen, rows_per_workgroup) * (num_segments > 0 ? num_segments : 0);
     grid[0] = x <= 0x7fffffff ? (uint32_t)x : 0u;
@@ -99,20 +89,19 @@ R35A_ENC_HD int r35a_encoder_grid(int32_t num_segments, int32_t max_seqlen, int3
     return grid[0] > 0 && grid[1] > 0;
 }
 
-/* Layout conditions of the fast path on the strides (plan time) and the pointers (run time: their
- * values are host-known, no device read). */
+/* ---- the rules a call must meet (the planner falls back to the portable kernel otherwise) ----
+ * Rows are moved with 128-bit loads and stores: every stride a multiple of 8 16-bit elements and
+ * q, k, v, out 16-byte aligned (pointers are checked at run time: their values are host-known, no
+ * device read). Per-thread offsets within a block of rows are 32-bit byte offsets: token strides of
+ * Q, K and V below 2^24 elements. */
+#define R35A_ENCODER_ROW_ALIGN 8
+#define R35A_ENCODER_POINTER_ALIGN 16
 #define R35A_ENCODER_MAX_TOKEN_STRIDE ((int64_t)1 << 24)
-R35A_ENC_HD int r35a_encoder_strides_ok(const r35a_encoder_args *a) {
-    const int64_t s[8] = {a->q_token_stride, a->q_head_stride, a->k_token_stride, a->k_head_stride,
-                          a->v_token_stride, a->v_head_stride, a->o_token_stride, a->o_head_stride};
-    for (int i = 0; i < 8; ++i)
-        if (s[i] < 0 || s[i] % 8 != 0) return 0;
-    return a->q_token_stride < R35A_ENCODER_MAX_TOKEN_STRIDE && a->k_token_stride < R35A_ENCODER_MAX_TOKEN_STRIDE &&
-           a->v_token_stride < R35A_ENCODER_MAX_TOKEN_STRIDE;
+R35A_HD int r35a_encoder_stride_ok(int64_t stride) { return stride >= 0 && stride % R35A_ENCODER_ROW_ALIGN == 0; }
+R35A_HD int r35a_encoder_token_stride_ok(int64_t stride) {
+    return r35a_encoder_stride_ok(stride) && stride < R35A_ENCODER_MAX_TOKEN_STRIDE;
 }
-R35A_ENC_HD int r35a_encoder_pointers_ok(const void *q, const void *k, const void *v, const void *out) {
-    return (((uintptr_t)q | (uintptr_t)k | (uintptr_t)v | (uintptr_t)out) & 15u) == 0;
-}
+R35A_HD int r35a_encoder_pointer_ok(const void *p) { return (uintptr_t)p % R35A_ENCODER_POINTER_ALIGN == 0; }
 
 #ifdef __cplusplus
 }

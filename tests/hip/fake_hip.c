@@ -14,7 +14,8 @@
 #include "fake_hip.h"
 
 #include "common/encoder_args.h"
-#include "common/kernel_args.h"
+#include "common/decode_args.h"
+#include "common/generic_args.h"
 
 #include <elf.h>
 #include <stdint.h>
@@ -138,7 +139,7 @@ EXPORT int hipModuleGetFunction(void **function, void *module, const char *name)
     return 0;
 }
 
-/* Size of the one by-value argument struct of a kernel, from its name (kernel_args.h,
+/* Size of the one by-value argument struct of a kernel, from its name (decode_args.h, generic_args.h,
  * encoder_args.h). */
 static size_t args_size_of(const char *kernel)
 {

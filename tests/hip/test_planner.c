@@ -1,11 +1,11 @@
 /* test_planner.c - the GPU planner (src/plan_gfx1151.c) called directly, on host-known descriptors.
  *
  * Expected split counts and workspace sizes are worked out by hand here from the rules stated in
- * kernels/common/kernel_args.h (2 workgroups per CU, at least 16 tiles of 16 keys per split, at
+ * kernels/common/decode_args.h (2 workgroups per CU, at least 16 tiles of 16 keys per split, at
  * most 64 splits; workspace = 256-byte rounded uint32 counters + one record of 2R + R*D floats per
  * (sequence, kv head, row group, split)), not by calling those formulas, so a change to either
  * side shows up. */
-#include "plan_gfx1151.h"
+#include "planner.h"
 
 #include <math.h>
 #include <setjmp.h>
@@ -552,7 +552,13 @@ static void test_encoder_args(void **state)
     assert_int_equal(ka.num_heads, 16);
     assert_int_equal(ka.max_seqlen, 256);
     assert_true(fabs(ka.scale_log2 - 0.125 * 1.4426950408889634) < 1e-6);
-    assert_true(r35a_encoder_strides_ok(&ka));
+    const int64_t strides[] = {ka.q_token_stride, ka.q_head_stride, ka.k_token_stride, ka.k_head_stride,
+                               ka.v_token_stride, ka.v_head_stride, ka.o_token_stride, ka.o_head_stride};
+    for (size_t i = 0; i < sizeof strides / sizeof *strides; ++i)
+        assert_true(r35a_encoder_stride_ok(strides[i]));
+    assert_true(r35a_encoder_token_stride_ok(ka.q_token_stride));
+    assert_false(r35a_encoder_token_stride_ok(R35A_ENCODER_MAX_TOKEN_STRIDE));
+    assert_false(r35a_encoder_stride_ok(12));
 
     char why[128];
     assert_true(r35a_encoder_pointers_aligned(&a, why, sizeof why));

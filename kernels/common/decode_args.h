@@ -1,40 +1,14 @@
 /*
- * kernel_args.h - the arguments of every librdna35attn GPU kernel, and the host-side formulas
- * (launch grid, workgroup size, split count, workspace layout) that go with them.
+ * decode_args.h - the WMMA paged decode / speculative decode kernels (kernels/decode.hip): their
+ * by-value argument, the host formulas that go with it (row groups, split count, grid, workgroup
+ * size, workspace layout) and the rules a call must meet to run on them (the kernel's own
+ * IsSupportedArgument: the planner and the tests call these, nobody restates them).
  *
- * Included by C11 host code (src/) and by the device code (kernels/<name>.hip): plain C structs passed
- * BY VALUE as the kernel's single argument, and static inline functions. The device code uses the
- * same workspace-layout functions as the host, so the two cannot disagree.
+ * Included by C11 host code (src/, tests/) and by the device code. Units: strides and offsets in
+ * ELEMENTS of the dtype, int64 wherever a cache, Q/O buffer or table can exceed 2^31 elements.
+ * Pointers are device pointers.
  *
- * (This file holds the decode kernels' arguments and the portable kernel's, hence kernel_args.h
- * rather than decode_args.h.)
- *
- * Units: strides and offsets in ELEMENTS of the tensor's dtype (never bytes), int64 wherever a KV
- * cache, Q/O buffer or table can exceed 2^31 elements. Pointers are device pointers.
- *
- * Kernels and their names:
- *   decode_<dtype>_d<D>_r<R>_kw<KW>_dw<DW>   (variants/variants.def, R35A_DECODE_VARIANT)
- *       WMMA paged decode / speculative decode, argument r35a_decode_args.
- *   generic_paged_<dtype>_dmax<N>, generic_varlen_<dtype>_dmax<N>   (R35A_GENERIC_KERNEL)
- *       the portable kernel, arguments r35a_generic_paged_args / r35a_generic_varlen_args.
- */
-#ifndef R35A_KERNEL_ARGS_H
-#define R35A_KERNEL_ARGS_H
-
-#include <stdint.h>
-
-#if defined(__HIP__) || defined(__CUDACC__)
-#define R35A_HD static inline __attribute__((host, device))
-#else
-#define R35A_HD static inline
-#endif
-
-#ifdef __cplusplus
-extern "C" {
-#endif
-
-/* =============================================================================================
- * Decode / speculative decode (WMMA variants)
+ * Kernels: decode_<dtype>_d<D>_r<R>_kw<KW>_dw<DW>_w<waves>   (variants/variants.def, R35A_DECODE_VARIANT)
  *
  * One workgroup per (split, kv head x row group, sequence):
  *     grid = { num_splits, num_kv_heads * num_row_groups, num_seqs },  block = { 32 * KW * DW }.
@@ -42,7 +16,16 @@ extern "C" {
  * are ordered row = h_local * M + i (query head g*G + h_local, query token i). The kernel serves
  * sequences with 1 <= M <= max_query_len and skips the others (M = 0: nothing to write; M larger:
  * the generic kernel serves them in the same call).
- * ============================================================================================= */
+ */
+#ifndef R35A_DECODE_ARGS_H
+#define R35A_DECODE_ARGS_H
+
+#include "host_device.h"
+#include "window.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef struct r35a_decode_args {
     const void *q;                   /* [tokens][num_kv_heads * group_size][D], dtype */
@@ -56,14 +39,14 @@ typedef struct r35a_decode_args {
 
     int64_t q_token_stride, q_head_stride;
     int64_t o_token_stride, o_head_stride;
-    int64_t k_page_stride, k_head_stride, k_slot_stride;  /* multiples of 8 (16-byte rows) */
+    int64_t k_page_stride, k_head_stride, k_slot_stride;  /* multiples of R35A_DECODE_ROW_ALIGN */
     int64_t v_page_stride, v_head_stride, v_slot_stride;
     int64_t block_table_stride;
 
     int32_t num_seqs;
     int32_t num_kv_heads;
     int32_t group_size;              /* G = num_q_heads / num_kv_heads */
-    int32_t page_size;               /* any multiple of 16 */
+    int32_t page_size;               /* any multiple of R35A_DECODE_PAGE_MULTIPLE */
     int32_t window;                  /* 0 = none */
     int32_t max_query_len;           /* serve sequences with M <= this (<= R, and <= 8 by design) */
     int32_t num_row_groups;          /* r35a_decode_num_row_groups() */
@@ -71,6 +54,25 @@ typedef struct r35a_decode_args {
     float scale_log2;                /* softmax_scale * log2(e): logits are computed in base 2 */
     int32_t reserved;
 } r35a_decode_args;
+
+/* ---- the rules a call must meet (the planner falls back to the portable kernel otherwise) ---- */
+
+/* Largest M (query tokens per sequence) the decode kernels serve, by design. */
+#define R35A_DECODE_MAX_QUERY_LEN 8
+/* A 16-key tile never straddles a page: the page size is a multiple of the tile. */
+#define R35A_DECODE_PAGE_MULTIPLE 16
+/* Q, K and V rows are read with 128-bit loads: every stride is a multiple of 8 16-bit elements and
+ * q, k_cache, v_cache (and the workspace) are 16-byte aligned. */
+#define R35A_DECODE_ROW_ALIGN 8
+#define R35A_DECODE_POINTER_ALIGN 16
+
+R35A_HD int r35a_decode_page_size_ok(int32_t page_size) {
+    return page_size > 0 && page_size % R35A_DECODE_PAGE_MULTIPLE == 0;
+}
+R35A_HD int r35a_decode_stride_ok(int64_t stride) { return stride % R35A_DECODE_ROW_ALIGN == 0; }
+R35A_HD int r35a_decode_pointer_ok(const void *p) { return (uintptr_t)p % R35A_DECODE_POINTER_ALIGN == 0; }
+
+/* ---- launch formulas ---- */
 
 /* Tuning constants of the split planner. */
 #define R35A_DECODE_MIN_TILES_PER_SPLIT 16  /* 256 keys: a split's partial record stays <= ~2 % of its KV bytes */
@@ -84,8 +86,7 @@ R35A_HD int32_t r35a_decode_num_row_groups(int32_t group_size, int32_t max_query
 
 /* Keys one sequence's rows can reach, rounded out to whole 16-key tiles: what the splits share. */
 R35A_HD int64_t r35a_decode_max_tiles(int32_t max_seq_len, int32_t max_query_len, int32_t window) {
-    int64_t keys = max_seq_len;
-    if (window > 0 && (int64_t)window + max_query_len - 1 < keys) keys = (int64_t)window + max_query_len - 1;
+    const int64_t keys = r35a_window_reach(max_seq_len, max_query_len, window);
     return (keys + 15) / 16 + 1; /* +1: the reached range need not start on a tile boundary */
 }
 
@@ -113,7 +114,7 @@ R35A_HD void r35a_decode_grid(int32_t num_seqs, int32_t num_kv_heads, int32_t nu
 
 R35A_HD uint32_t r35a_decode_block_threads(int32_t kw, int32_t dw) { return 32u * (uint32_t)kw * (uint32_t)dw; }
 
-/* Workspace (only when num_splits > 1; else 0 bytes and args.workspace may be NULL):
+/* ---- workspace (only when num_splits > 1; else 0 bytes and args.workspace may be NULL) ----
  *   [0, counters_bytes)   uint32 arrival counter per (sequence, kv head, row group), index
  *                         s * num_kv_heads * num_row_groups + (g * num_row_groups + rg);
  *   [records_offset, ...) one partial record per (sequence, kv head, row group, split), index
@@ -121,10 +122,12 @@ R35A_HD uint32_t r35a_decode_block_threads(int32_t kw, int32_t dw) { return 32u 
  *                         each r35a_decode_record_floats() floats: m[R], l[R] (base-2 running max
  *                         and sum of each row) then the R x D unnormalized f32 accumulator in the
  *                         fragment header's native layout.
- * The counters must be ZERO before the first run that uses the workspace (e.g. one hipMemset when
- * the workspace is allocated). Every run leaves them zero again: the last workgroup of a group
- * wraps its counter back to 0 with the same atomic that elects it, so no per-run memset is needed.
- * A run aborted midway (never on a healthy device) would need the memset again. */
+ * Counter protocol (the one place it is decided): the library clears the counter region on the
+ * caller's stream right before every launch that uses it (num_splits > 1), so the caller's
+ * workspace needs no initialization and may be shared with other work between runs. The kernel's
+ * last workgroup of a group also wraps its counter back to 0 with the same atomic that elects it;
+ * that keeps a completed run's counters clean but is not relied on. A launch with one split uses
+ * no workspace and no clear. */
 R35A_HD int64_t r35a_decode_record_floats(int32_t rows_per_group, int32_t head_size) {
     return 2 * (int64_t)rows_per_group + (int64_t)rows_per_group * head_size;
 }
@@ -140,65 +143,8 @@ R35A_HD int64_t r35a_decode_workspace_bytes(int32_t num_seqs, int32_t num_kv_hea
                r35a_decode_record_floats(rows_per_group, head_size) * 4;
 }
 
-/* =============================================================================================
- * The portable kernel (plain HIP, no WMMA): any head size up to the kernel's dmax, any page size,
- * softcap, ALiBi, windows, causal chunked prefill, and varlen (causal or not).
- *
- * One workgroup of R35A_GENERIC_THREADS threads per (query token, query head):
- *     grid = { num_tokens, num_q_heads, 1 }.
- * ============================================================================================= */
-
-#define R35A_GENERIC_THREADS 128
-
-typedef struct r35a_generic_paged_args {
-    const void *q, *k_cache, *v_cache;
-    void *out;
-    const int32_t *seq_lens, *query_start_loc, *block_table;
-    const float *alibi_slopes;       /* [num_q_heads] or NULL */
-    int64_t q_token_stride, q_head_stride;
-    int64_t o_token_stride, o_head_stride;
-    int64_t k_page_stride, k_head_stride, k_slot_stride;
-    int64_t v_page_stride, v_head_stride, v_slot_stride;
-    int64_t block_table_stride;
-    int32_t num_seqs;
-    int32_t num_tokens;
-    int32_t num_q_heads;
-    int32_t num_kv_heads;
-    int32_t head_size;               /* 1 .. the kernel's dmax */
-    int32_t page_size;               /* >= 1 */
-    int32_t window;                  /* 0 = none */
-    int32_t min_query_len;           /* serve only sequences with M > this (0: all); the decode
-                                        kernel of the same call serves the others */
-    float softmax_scale;
-    float logit_softcap;             /* 0 = off */
-} r35a_generic_paged_args;
-
-typedef struct r35a_generic_varlen_args {
-    const void *q, *k, *v;
-    void *out;
-    const int32_t *cu_seqlens;       /* [num_segments + 1] */
-    int64_t q_token_stride, q_head_stride;
-    int64_t k_token_stride, k_head_stride;
-    int64_t v_token_stride, v_head_stride;
-    int64_t o_token_stride, o_head_stride;
-    int32_t num_segments;
-    int32_t num_tokens;
-    int32_t num_q_heads;
-    int32_t num_kv_heads;
-    int32_t head_size;
-    int32_t causal;
-    float softmax_scale;
-    float logit_softcap;
-} r35a_generic_varlen_args;
-
-R35A_HD void r35a_generic_grid(int32_t num_tokens, int32_t num_q_heads, uint32_t grid[3]) {
-    grid[0] = (uint32_t)num_tokens;
-    grid[1] = (uint32_t)num_q_heads;
-    grid[2] = 1u;
-}
-
 #ifdef __cplusplus
 }
 #endif
 
-#endif /* R35A_KERNEL_ARGS_H */
+#endif /* R35A_DECODE_ARGS_H */

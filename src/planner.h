@@ -1,75 +1,21 @@
-/* plan_gfx1151.h - the GPU kernel registry (from variants/variants.def) and the planner that picks a
- * kernel, its split count, grid and workspace from host-known values only.
+/* planner.h - the GPU planners: each picks a kernel of its family (registry.h), its launch shape
+ * and workspace from host-known values only (graph-capture safe), or says why it cannot; and fills
+ * the family's kernel argument struct. The rules and launch formulas are the kernel family's own,
+ * from kernels/common/<family>_args.h, which the kernels share.
  *
- * Pure host code with no HIP dependency, so the planner is unit-tested on any machine
- * (tests/hip/test_planner.c). The formulas it applies (row groups, splits, grid, workspace layout)
- * are the kernel author's, from kernels/common/kernel_args.h, which the kernels share. */
-#ifndef R35A_PLAN_GFX1151_H
-#define R35A_PLAN_GFX1151_H
+ * Pure host code with no runtime dependency, unit-tested on any machine (tests/hip/test_planner.c).
+ * One file per family: plan_decode.c, plan_generic.c, plan_encoder.c. */
+#ifndef R35A_PLANNER_H
+#define R35A_PLANNER_H
 
-#include "internal.h"
+#include "registry.h"
 
+#include "common/decode_args.h"
 #include "common/encoder_args.h"
-#include "common/kernel_args.h"
+#include "common/generic_args.h"
 
 /* CU count assumed when the runtime does not report one (Radeon 8060S; the 8050S has 32). */
 #define R35A_GFX1151_DEFAULT_CUS 40
-/* Largest M (query tokens per sequence) the decode variants serve, by design. */
-#define R35A_DECODE_MAX_QUERY_LEN 8
-/* HIP's limit on the y and z grid dimensions. */
-#define R35A_GRID_YZ_MAX 65535u
-
-typedef struct r35a_decode_variant {
-    const char *arch;
-    const char *name;            /* the kernel symbol, log label and bench label */
-    r35a_dtype dtype;
-    int32_t head_size;
-    int32_t rows;                /* R: query rows per workgroup */
-    int32_t kw, dw;              /* key groups and head-dim waves: block = 32 * kw * dw threads */
-    int32_t waves;               /* minimum waves per SIMD the kernel's VGPR budget allows */
-} r35a_decode_variant;
-
-typedef struct r35a_generic_kernel {
-    const char *arch;
-    const char *name;
-    r35a_op op;                  /* R35A_OP_PAGED or R35A_OP_VARLEN */
-    r35a_dtype dtype;
-    int32_t dmax;                /* largest head size served */
-} r35a_generic_kernel;
-
-enum {
-#define R35A_DECODE_VARIANT(arch, name, dtype, head_size, rows, kw, dw, waves) r35a_decode_index_##name,
-#include "variants.def"
-#undef R35A_DECODE_VARIANT
-    R35A_NUM_DECODE_VARIANTS
-};
-enum {
-#define R35A_GENERIC_KERNEL(arch, name, op, dtype, dmax) r35a_generic_index_##name,
-#include "variants.def"
-#undef R35A_GENERIC_KERNEL
-    R35A_NUM_GENERIC_KERNELS
-};
-
-typedef struct r35a_encoder_variant {
-    const char *arch;
-    const char *name;            /* the kernel symbol, log label and bench label */
-    r35a_dtype dtype;
-    int32_t head_size;           /* D (72 runs padded to 80 inside the kernel) */
-    int32_t rows;                /* query rows per wave (16 or 32) */
-    int32_t kb, nw;              /* keys per K/V block; waves per workgroup: block = 32 * nw threads */
-    int32_t waves;               /* minimum waves per SIMD (occupancy contract) */
-} r35a_encoder_variant;
-
-enum {
-#define R35A_ENCODER_VARIANT(arch, name, dtype, head_size, rows, kb, nw, waves) r35a_encoder_index_##name,
-#include "variants.def"
-#undef R35A_ENCODER_VARIANT
-    R35A_NUM_ENCODER_VARIANTS
-};
-
-extern const r35a_decode_variant r35a_decode_variants[];
-extern const r35a_generic_kernel r35a_generic_kernels[];
-extern const r35a_encoder_variant r35a_encoder_variants[];
 
 /* A planned launch: which kernel and its launch shape. */
 typedef struct r35a_gpu_launch {
@@ -109,11 +55,6 @@ bool r35a_plan_mixed(const r35a_paged_attention_desc *desc, const char *arch, in
 /* desc with max_query_len capped at R35A_DECODE_MAX_QUERY_LEN: what the decode launch of a mixed
  * batch is planned and run with. */
 r35a_paged_attention_desc r35a_decode_part(const r35a_paged_attention_desc *desc);
-
-/* Index of the decode variant / generic kernel named name, or -1. */
-int r35a_find_decode_variant(const char *name);
-int r35a_find_generic_kernel(const char *name);
-int r35a_find_encoder_variant(const char *name);
 
 /* Kernel arguments of a planned launch from the validated desc and args. */
 void r35a_fill_decode_args(const r35a_paged_attention_desc *desc, const r35a_paged_attention_args *args,

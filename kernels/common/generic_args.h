@@ -1,0 +1,82 @@
+/*
+ * generic_args.h - the portable kernel (kernels/generic.hip: plain HIP, no WMMA): its by-value
+ * arguments for the paged and the varlen op, the launch grid, and the rules a call must meet.
+ * It serves any head size up to the kernel's dmax, any page size, softcap, ALiBi, windows, causal
+ * chunked prefill, and varlen (causal or not, GQA, any strides).
+ *
+ * Kernels: generic_paged_<dtype>_dmax<N>, generic_varlen_<dtype>_dmax<N>   (R35A_GENERIC_KERNEL)
+ *
+ * One workgroup of R35A_GENERIC_THREADS threads per (query token, query head):
+ *     grid = { num_tokens, num_q_heads, 1 }.
+ * Included by C11 host code and by the device code. Strides in ELEMENTS of the dtype.
+ */
+#ifndef R35A_GENERIC_ARGS_H
+#define R35A_GENERIC_ARGS_H
+
+#include "host_device.h"
+#include "window.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define R35A_GENERIC_THREADS 128
+
+typedef struct r35a_generic_paged_args {
+    const void *q, *k_cache, *v_cache;
+    void *out;
+    const int32_t *seq_lens, *query_start_loc, *block_table;
+    const float *alibi_slopes;       /* [num_q_heads] or NULL */
+    int64_t q_token_stride, q_head_stride;
+    int64_t o_token_stride, o_head_stride;
+    int64_t k_page_stride, k_head_stride, k_slot_stride;
+    int64_t v_page_stride, v_head_stride, v_slot_stride;
+    int64_t block_table_stride;
+    int32_t num_seqs;
+    int32_t num_tokens;
+    int32_t num_q_heads;
+    int32_t num_kv_heads;
+    int32_t head_size;               /* 1 .. the kernel's dmax */
+    int32_t page_size;               /* >= 1 */
+    int32_t window;                  /* 0 = none */
+    int32_t min_query_len;           /* serve only sequences with M > this (0: all); the decode
+                                        kernel of the same call serves the others */
+    float softmax_scale;
+    float logit_softcap;             /* 0 = off */
+} r35a_generic_paged_args;
+
+typedef struct r35a_generic_varlen_args {
+    const void *q, *k, *v;
+    void *out;
+    const int32_t *cu_seqlens;       /* [num_segments + 1] */
+    int64_t q_token_stride, q_head_stride;
+    int64_t k_token_stride, k_head_stride;
+    int64_t v_token_stride, v_head_stride;
+    int64_t o_token_stride, o_head_stride;
+    int32_t num_segments;
+    int32_t num_tokens;
+    int32_t num_q_heads;
+    int32_t num_kv_heads;
+    int32_t head_size;
+    int32_t causal;
+    float softmax_scale;
+    float logit_softcap;
+} r35a_generic_varlen_args;
+
+R35A_HD void r35a_generic_grid(int32_t num_tokens, int32_t num_q_heads, uint32_t grid[3]) {
+    grid[0] = (uint32_t)num_tokens;
+    grid[1] = (uint32_t)num_q_heads;
+    grid[2] = 1u;
+}
+
+/* The grid fits the launch limits (grid.x counts threads in 32 bits on HIP). */
+R35A_HD int r35a_generic_tokens_fit_grid(int32_t num_tokens) {
+    return (uint64_t)(num_tokens > 0 ? num_tokens : 0) * R35A_GENERIC_THREADS <= R35A_GRID_X_THREADS_MAX;
+}
+R35A_HD int r35a_generic_heads_fit_grid(int32_t num_q_heads) { return (uint32_t)num_q_heads <= R35A_GRID_YZ_MAX; }
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* R35A_GENERIC_ARGS_H */

@@ -1,0 +1,47 @@
+/* env.c - environment knobs, read once per process, and the decision log (see env.h). */
+#include "env.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct {
+    bool log;
+    char force[128];
+} knobs;
+static pthread_once_t knobs_once = PTHREAD_ONCE_INIT;
+
+static void read_knobs(void)
+{
+    const char *log = getenv("R35A_LOG");
+    knobs.log = log && log[0] && strcmp(log, "0") != 0;
+    const char *force = getenv("R35A_FORCE");
+    if (force)
+        snprintf(knobs.force, sizeof knobs.force, "%s", force);
+}
+
+bool r35a_log_enabled(void)
+{
+    pthread_once(&knobs_once, read_knobs);
+    return knobs.log;
+}
+
+const char *r35a_forced_impl(void)
+{
+    pthread_once(&knobs_once, read_knobs);
+    return knobs.force[0] ? knobs.force : NULL;
+}
+
+void r35a_log(const char *fmt, ...)
+{
+    if (!r35a_log_enabled())
+        return;
+    char line[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "[r35a] %s\n", line);
+}

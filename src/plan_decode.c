@@ -1,0 +1,204 @@
+/* plan_decode.c - the decode variants' planner (see planner.h): a variant, its row groups and
+ * split count, grid and workspace from host-known values only; mixed batches as decode + the
+ * portable kernel; the decode kernels' argument struct.
+ *
+ * The variants of the desc's dtype and head size compete; the one that needs the fewest row groups
+ * (each row group reads the KV once) wins, the smaller R on a tie (fewer padded rows). The split
+ * count then fills the device (decode_args.h: r35a_decode_num_splits). Everything the choice reads
+ * is in the descriptor, so a plan is graph-capture safe. */
+#include "planner.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- decode ---- */
+
+/* Decode's stride rule (decode_args.h): rows read with 128-bit loads (Q, K, V) start 16 bytes apart. */
+static void check_decode_strides(const r35a_paged_attention_desc *d, char *reason, size_t cap)
+{
+    const struct {
+        const char *field;
+        int64_t value;
+    } strides[] = {
+        {"q_token_stride", d->q_token_stride}, {"q_head_stride", d->q_head_stride},
+        {"k_page_stride", d->k_page_stride},   {"k_head_stride", d->k_head_stride},
+        {"k_slot_stride", d->k_slot_stride},   {"v_page_stride", d->v_page_stride},
+        {"v_head_stride", d->v_head_stride},   {"v_slot_stride", d->v_slot_stride},
+    };
+    for (size_t i = 0; i < sizeof strides / sizeof *strides; ++i)
+        if (!r35a_decode_stride_ok(strides[i].value)) {
+            r35a_text_append(reason, cap, ", ", "%s %lld is not a multiple of %d elements (16-byte aligned rows)",
+                             strides[i].field, (long long)strides[i].value, R35A_DECODE_ROW_ALIGN);
+            return; /* one is enough to say why */
+        }
+}
+
+bool r35a_plan_decode(const r35a_paged_attention_desc *d, const char *arch, int num_cus, const char *only,
+                      r35a_gpu_launch *out, char *reason, size_t cap)
+{
+    reason[0] = '\0';
+    int forced = -1;
+    if (only) {
+        forced = r35a_find_decode_variant(only);
+        if (forced < 0 || !r35a_same_name(r35a_decode_variants[forced].arch, arch)) {
+            r35a_text_append(reason, cap, ", ", "no decode variant %s for %s", only, arch);
+            return false;
+        }
+    }
+
+    if (d->dtype != R35A_DTYPE_F16 && d->dtype != R35A_DTYPE_BF16)
+        r35a_text_append(reason, cap, ", ", "dtype %s (the decode kernels are f16/bf16)", r35a_dtype_name(d->dtype));
+    if (d->max_query_len > R35A_DECODE_MAX_QUERY_LEN)
+        r35a_text_append(reason, cap, ", ", "max_query_len %d > %d (prefill or mixed batch)", (int)d->max_query_len,
+                   R35A_DECODE_MAX_QUERY_LEN);
+    if (d->logit_softcap > 0.0f)
+        r35a_text_append(reason, cap, ", ", "logit softcap");
+    if (d->use_alibi)
+        r35a_text_append(reason, cap, ", ", "ALiBi");
+    if (!r35a_decode_page_size_ok(d->page_size))
+        r35a_text_append(reason, cap, ", ", "page_size %d is not a multiple of %d", (int)d->page_size,
+                         R35A_DECODE_PAGE_MULTIPLE);
+    check_decode_strides(d, reason, cap);
+    if ((uint32_t)d->num_seqs > R35A_GRID_YZ_MAX)
+        r35a_text_append(reason, cap, ", ", "num_seqs %d above the grid limit %u", (int)d->num_seqs, R35A_GRID_YZ_MAX);
+
+    /* Candidates: this arch, dtype and head size (and the forced variant, if any). */
+    int best = -1;
+    int32_t best_groups = 0;
+    char built[96] = "";   /* head sizes built for this dtype, for the reason */
+    int32_t last_listed = -1;
+    for (int i = 0; i < R35A_NUM_DECODE_VARIANTS; ++i) {
+        const r35a_decode_variant *v = &r35a_decode_variants[i];
+        if (!r35a_same_name(v->arch, arch) || (forced >= 0 && i != forced) || v->dtype != d->dtype)
+            continue;
+        if (v->head_size != last_listed) { /* the table lists a head size's variants together */
+            size_t used = strlen(built);
+            snprintf(built + used, sizeof built - used, "%s%d", used ? ", " : "", (int)v->head_size);
+            last_listed = v->head_size;
+        }
+        if (v->head_size != d->head_size)
+            continue;
+        int32_t groups = r35a_decode_num_row_groups(d->num_q_heads / d->num_kv_heads, d->max_query_len, v->rows);
+        bool fewer_groups = best < 0 || groups < best_groups;
+        if (fewer_groups || (groups == best_groups && v->rows < r35a_decode_variants[best].rows)) {
+            best = i;
+            best_groups = groups;
+        }
+    }
+    if (best < 0 && (d->dtype == R35A_DTYPE_F16 || d->dtype == R35A_DTYPE_BF16)) {
+        if (forced >= 0 && r35a_decode_variants[forced].dtype != d->dtype)
+            r35a_text_append(reason, cap, ", ", "%s is for %s", only, r35a_dtype_name(r35a_decode_variants[forced].dtype));
+        else
+            r35a_text_append(reason, cap, ", ", "head_size %d not built (%s %s: %s)", (int)d->head_size, arch,
+                       r35a_dtype_name(d->dtype), built[0] ? built : "none");
+    }
+    if (best >= 0 && (uint64_t)d->num_kv_heads * (uint64_t)best_groups > R35A_GRID_YZ_MAX)
+        r35a_text_append(reason, cap, ", ", "num_kv_heads x row groups %lld above the grid limit %u",
+                   (long long)d->num_kv_heads * best_groups, R35A_GRID_YZ_MAX);
+    if (reason[0])
+        return false;
+
+    const r35a_decode_variant *v = &r35a_decode_variants[best];
+    memset(out, 0, sizeof *out);
+    out->kernel = best;
+    out->num_row_groups = best_groups;
+    out->num_splits = r35a_decode_num_splits(d->num_seqs, d->num_kv_heads, best_groups, d->max_seq_len,
+                                             d->max_query_len, d->window,
+                                             num_cus > 0 ? num_cus : R35A_GFX1151_DEFAULT_CUS);
+    r35a_decode_grid(d->num_seqs, d->num_kv_heads, best_groups, out->num_splits, out->grid);
+    out->block[0] = r35a_decode_block_threads(v->kw, v->dw);
+    out->block[1] = out->block[2] = 1;
+    out->workspace_bytes = (size_t)r35a_decode_workspace_bytes(d->num_seqs, d->num_kv_heads, best_groups,
+                                                               out->num_splits, v->rows, v->head_size);
+    return true;
+}
+
+/* ---- mixed batches: decode for M <= 8, the generic kernel for the rest ---- */
+
+r35a_paged_attention_desc r35a_decode_part(const r35a_paged_attention_desc *d)
+{
+    r35a_paged_attention_desc part = *d;
+    if (part.max_query_len > R35A_DECODE_MAX_QUERY_LEN)
+        part.max_query_len = R35A_DECODE_MAX_QUERY_LEN;
+    return part;
+}
+
+bool r35a_plan_mixed(const r35a_paged_attention_desc *d, const char *arch, int num_cus, const char *only,
+                     r35a_gpu_launch *decode, r35a_gpu_launch *generic, char *reason, size_t cap)
+{
+    reason[0] = '\0';
+    if (d->max_query_len <= R35A_DECODE_MAX_QUERY_LEN) {
+        r35a_text_append(reason, cap, ", ", "max_query_len %d <= %d is not a mixed batch", (int)d->max_query_len,
+                   R35A_DECODE_MAX_QUERY_LEN);
+        return false;
+    }
+    /* One sequence: its M is num_tokens (query_start_loc[1] = num_tokens), known here. */
+    if (d->num_seqs == 1 && d->num_tokens > R35A_DECODE_MAX_QUERY_LEN) {
+        r35a_text_append(reason, cap, ", ", "max_query_len %d > %d (one sequence of %d query tokens: prefill)",
+                   (int)d->max_query_len, R35A_DECODE_MAX_QUERY_LEN, (int)d->num_tokens);
+        return false;
+    }
+    r35a_paged_attention_desc part = r35a_decode_part(d);
+    if (!r35a_plan_decode(&part, arch, num_cus, only, decode, reason, cap)) {
+        /* Declined for another reason than M > 8: report decode's reasons on the whole call. */
+        (void)r35a_plan_decode(d, arch, num_cus, only, decode, reason, cap);
+        return false;
+    }
+    char why[256] = "";
+    if (!r35a_plan_generic_paged(d, arch, NULL, generic, why, sizeof why)) {
+        r35a_text_append(reason, cap, ", ", "max_query_len %d > %d and no generic kernel serves the longer sequences: %s",
+                   (int)d->max_query_len, R35A_DECODE_MAX_QUERY_LEN, why);
+        return false;
+    }
+    return true;
+}
+
+void r35a_fill_decode_args(const r35a_paged_attention_desc *d, const r35a_paged_attention_args *a,
+                           const r35a_gpu_launch *launch, void *workspace, r35a_decode_args *out)
+{
+    memset(out, 0, sizeof *out);
+    out->q = a->q;
+    out->k_cache = a->k_cache;
+    out->v_cache = a->v_cache;
+    out->out = a->out;
+    out->seq_lens = a->seq_lens;
+    out->query_start_loc = a->query_start_loc;
+    out->block_table = a->block_table;
+    out->workspace = launch->num_splits > 1 ? workspace : NULL;
+    out->q_token_stride = d->q_token_stride;
+    out->q_head_stride = d->q_head_stride;
+    out->o_token_stride = d->o_token_stride;
+    out->o_head_stride = d->o_head_stride;
+    out->k_page_stride = d->k_page_stride;
+    out->k_head_stride = d->k_head_stride;
+    out->k_slot_stride = d->k_slot_stride;
+    out->v_page_stride = d->v_page_stride;
+    out->v_head_stride = d->v_head_stride;
+    out->v_slot_stride = d->v_slot_stride;
+    out->block_table_stride = d->block_table_stride;
+    out->num_seqs = d->num_seqs;
+    out->num_kv_heads = d->num_kv_heads;
+    out->group_size = d->num_q_heads / d->num_kv_heads;
+    out->page_size = d->page_size;
+    out->window = d->window;
+    out->max_query_len = d->max_query_len;
+    out->num_row_groups = launch->num_row_groups;
+    out->num_splits = launch->num_splits;
+    out->scale_log2 = r35a_scale_log2(d->softmax_scale);
+}
+
+bool r35a_decode_pointers_aligned(const r35a_paged_attention_args *a, const void *workspace, int32_t num_splits,
+                                  char *why, size_t why_len)
+{
+    const struct {
+        const char *field;
+        const void *p;
+    } ptrs[] = {{"q", a->q}, {"k_cache", a->k_cache}, {"v_cache", a->v_cache},
+                {"workspace", num_splits > 1 ? workspace : NULL}};
+    for (size_t i = 0; i < sizeof ptrs / sizeof *ptrs; ++i)
+        if (!r35a_decode_pointer_ok(ptrs[i].p)) {
+            snprintf(why, why_len, "%s %p is not 16-byte aligned", ptrs[i].field, ptrs[i].p);
+            return false;
+        }
+    return true;
+}

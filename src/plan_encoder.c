@@ -1,0 +1,142 @@
+/* plan_encoder.c - the encoder variants' planner (see planner.h) and their argument struct. */
+#include "planner.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- encoder (non-causal varlen on WMMA) ---- */
+
+/* The encoder's layout rule (encoder_args.h): 16-byte rows, 32-bit per-thread row offsets. */
+static void check_encoder_strides(const r35a_varlen_attention_desc *d, char *reason, size_t cap)
+{
+    const struct {
+        const char *field;
+        int64_t value;
+        bool token;      /* bounded by R35A_ENCODER_MAX_TOKEN_STRIDE */
+    } strides[] = {
+        {"q_token_stride", d->q_token_stride, true},  {"q_head_stride", d->q_head_stride, false},
+        {"k_token_stride", d->k_token_stride, true},  {"k_head_stride", d->k_head_stride, false},
+        {"v_token_stride", d->v_token_stride, true},  {"v_head_stride", d->v_head_stride, false},
+        {"o_token_stride", d->o_token_stride, false}, {"o_head_stride", d->o_head_stride, false},
+    };
+    for (size_t i = 0; i < sizeof strides / sizeof *strides; ++i) {
+        if (!r35a_encoder_stride_ok(strides[i].value)) {
+            r35a_text_append(reason, cap, ", ", "%s %lld is not a multiple of %d elements (16-byte aligned rows)",
+                             strides[i].field, (long long)strides[i].value, R35A_ENCODER_ROW_ALIGN);
+            return; /* one is enough to say why */
+        }
+        if (strides[i].token && !r35a_encoder_token_stride_ok(strides[i].value)) {
+            r35a_text_append(reason, cap, ", ", "%s %lld >= 2^24 elements (the encoder's 32-bit row offsets)",
+                       strides[i].field, (long long)strides[i].value);
+            return;
+        }
+    }
+}
+
+/* Among the variants of the desc's dtype and head size, the first of the table serves (one tiling
+ * per (dtype, D) today; the head count is a run-time value). */
+bool r35a_plan_encoder(const r35a_varlen_attention_desc *d, const char *arch, const char *only,
+                       r35a_gpu_launch *out, char *reason, size_t cap)
+{
+    reason[0] = '\0';
+    int forced = -1;
+    if (only) {
+        forced = r35a_find_encoder_variant(only);
+        if (forced < 0 || !r35a_same_name(r35a_encoder_variants[forced].arch, arch)) {
+            r35a_text_append(reason, cap, ", ", "no encoder variant %s for %s", only, arch);
+            return false;
+        }
+    }
+
+    const bool half = d->dtype == R35A_DTYPE_F16 || d->dtype == R35A_DTYPE_BF16;
+    if (!half)
+        r35a_text_append(reason, cap, ", ", "dtype %s (the encoder kernels are f16/bf16)", r35a_dtype_name(d->dtype));
+    if (d->causal)
+        r35a_text_append(reason, cap, ", ", "causal (the encoder kernels are non-causal)");
+    if (d->num_q_heads != d->num_kv_heads)
+        r35a_text_append(reason, cap, ", ", "GQA in the encoder (num_q_heads %d != num_kv_heads %d)", (int)d->num_q_heads,
+                   (int)d->num_kv_heads);
+    if (d->logit_softcap > 0.0f)
+        r35a_text_append(reason, cap, ", ", "logit softcap");
+    check_encoder_strides(d, reason, cap);
+    if ((uint32_t)d->num_q_heads > R35A_GRID_YZ_MAX)
+        r35a_text_append(reason, cap, ", ", "num_q_heads %d above the grid limit %u", (int)d->num_q_heads, R35A_GRID_YZ_MAX);
+
+    int best = -1;
+    char built[96] = "";   /* head sizes built for this dtype, for the reason */
+    for (int i = 0; i < R35A_NUM_ENCODER_VARIANTS; ++i) {
+        const r35a_encoder_variant *v = &r35a_encoder_variants[i];
+        if (!r35a_same_name(v->arch, arch) || (forced >= 0 && i != forced) || v->dtype != d->dtype)
+            continue;
+        size_t used = strlen(built);
+        snprintf(built + used, sizeof built - used, "%s%d", used ? ", " : "", (int)v->head_size);
+        if (v->head_size == d->head_size && best < 0)
+            best = i;
+    }
+    if (best < 0 && half) {
+        if (forced >= 0 && r35a_encoder_variants[forced].dtype != d->dtype)
+            r35a_text_append(reason, cap, ", ", "%s is for %s", only, r35a_dtype_name(r35a_encoder_variants[forced].dtype));
+        else
+            r35a_text_append(reason, cap, ", ", "head_size %d not built (%s %s: %s)", (int)d->head_size, arch,
+                       r35a_dtype_name(d->dtype), built[0] ? built : "none");
+    }
+    int32_t rows_per_wg = 0;
+    if (best >= 0) {
+        rows_per_wg = r35a_encoder_rows_per_workgroup(r35a_encoder_variants[best].rows, r35a_encoder_variants[best].nw);
+        int64_t blocks = r35a_encoder_row_blocks(d->max_seqlen, rows_per_wg) * d->num_segments;
+        if (blocks > 0x7fffffff)
+            r35a_text_append(reason, cap, ", ", "%lld row blocks (max_seqlen %d x num_segments %d) above the grid limit 2^31-1",
+                       (long long)blocks, (int)d->max_seqlen, (int)d->num_segments);
+    }
+    if (reason[0])
+        return false;
+
+    const r35a_encoder_variant *v = &r35a_encoder_variants[best];
+    memset(out, 0, sizeof *out);
+    out->kernel = best;
+    out->num_splits = 1;
+    /* 0 (a zero grid[0]) only when max_seqlen is 0: nothing to launch; the overflow is ruled out above. */
+    (void)r35a_encoder_grid(d->num_segments, d->max_seqlen, d->num_q_heads, rows_per_wg, out->grid);
+    out->block[0] = r35a_encoder_block_threads(v->nw);
+    out->block[1] = out->block[2] = 1;
+    out->workspace_bytes = 0;
+    return true;
+}
+
+void r35a_fill_encoder_args(const r35a_varlen_attention_desc *d, const r35a_varlen_attention_args *a,
+                            r35a_encoder_args *out)
+{
+    memset(out, 0, sizeof *out);
+    out->q = a->q;
+    out->k = a->k;
+    out->v = a->v;
+    out->out = a->out;
+    out->cu_seqlens = a->cu_seqlens;
+    out->q_token_stride = d->q_token_stride;
+    out->q_head_stride = d->q_head_stride;
+    out->k_token_stride = d->k_token_stride;
+    out->k_head_stride = d->k_head_stride;
+    out->v_token_stride = d->v_token_stride;
+    out->v_head_stride = d->v_head_stride;
+    out->o_token_stride = d->o_token_stride;
+    out->o_head_stride = d->o_head_stride;
+    out->num_segments = d->num_segments;
+    out->num_heads = d->num_q_heads;
+    out->max_seqlen = d->max_seqlen;
+    out->scale_log2 = r35a_scale_log2(d->softmax_scale);
+}
+
+bool r35a_encoder_pointers_aligned(const r35a_varlen_attention_args *a, char *why, size_t why_len)
+{
+    const struct {
+        const char *field;
+        const void *p;
+    } ptrs[] = {{"q", a->q}, {"k", a->k}, {"v", a->v}, {"out", a->out}};
+    for (size_t i = 0; i < sizeof ptrs / sizeof *ptrs; ++i)
+        if (!r35a_encoder_pointer_ok(ptrs[i].p)) {
+            snprintf(why, why_len, "%s %p is not 16-byte aligned", ptrs[i].field, ptrs[i].p);
+            return false;
+        }
+    return true;
+}
+

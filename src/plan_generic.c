@@ -1,0 +1,140 @@
+/* plan_generic.c - the portable kernel's planner (see planner.h) and its argument structs. */
+#include "planner.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- the portable kernel ---- */
+
+static bool plan_generic(r35a_op op, r35a_dtype dtype, int32_t head_size, int32_t num_tokens, int32_t num_q_heads,
+                         const char *arch, const char *only, r35a_gpu_launch *out, char *reason, size_t cap)
+{
+    reason[0] = '\0';
+    int forced = -1;
+    if (only) {
+        forced = r35a_find_generic_kernel(only);
+        if (forced < 0 || !r35a_same_name(r35a_generic_kernels[forced].arch, arch) ||
+            r35a_generic_kernels[forced].op != op) {
+            r35a_text_append(reason, cap, ", ", "no %s generic kernel %s for %s", op == R35A_OP_PAGED ? "paged" : "varlen",
+                       only, arch);
+            return false;
+        }
+    }
+    if (dtype != R35A_DTYPE_F16 && dtype != R35A_DTYPE_BF16) {
+        r35a_text_append(reason, cap, ", ", "dtype %s (the GPU kernels are f16/bf16)", r35a_dtype_name(dtype));
+        return false;
+    }
+    int best = -1;
+    int32_t largest = 0;
+    for (int i = 0; i < R35A_NUM_GENERIC_KERNELS; ++i) {
+        const r35a_generic_kernel *k = &r35a_generic_kernels[i];
+        if (!r35a_same_name(k->arch, arch) || k->op != op || k->dtype != dtype || (forced >= 0 && i != forced))
+            continue;
+        if (k->dmax > largest)
+            largest = k->dmax;
+        if (k->dmax >= head_size && (best < 0 || k->dmax < r35a_generic_kernels[best].dmax))
+            best = i;
+    }
+    if (best < 0) {
+        if (largest > 0)
+            r35a_text_append(reason, cap, ", ", "head_size %d above the largest built, %d", (int)head_size, (int)largest);
+        else
+            r35a_text_append(reason, cap, ", ", "no %s %s kernel built for %s", op == R35A_OP_PAGED ? "paged" : "varlen",
+                       r35a_dtype_name(dtype), arch);
+        return false;
+    }
+    if (!r35a_generic_tokens_fit_grid(num_tokens)) {
+        r35a_text_append(reason, cap, ", ", "num_tokens %d above the grid limit %u", (int)num_tokens,
+                         (unsigned)(R35A_GRID_X_THREADS_MAX / R35A_GENERIC_THREADS));
+        return false;
+    }
+    if (!r35a_generic_heads_fit_grid(num_q_heads)) {
+        r35a_text_append(reason, cap, ", ", "num_q_heads %d above the grid limit %u", (int)num_q_heads, R35A_GRID_YZ_MAX);
+        return false;
+    }
+    memset(out, 0, sizeof *out);
+    out->kernel = best;
+    out->num_splits = 1;
+    r35a_generic_grid(num_tokens, num_q_heads, out->grid);
+    out->block[0] = R35A_GENERIC_THREADS;
+    out->block[1] = out->block[2] = 1;
+    out->workspace_bytes = 0;
+    return true;
+}
+
+bool r35a_plan_generic_paged(const r35a_paged_attention_desc *d, const char *arch, const char *only,
+                             r35a_gpu_launch *out, char *reason, size_t cap)
+{
+    return plan_generic(R35A_OP_PAGED, d->dtype, d->head_size, d->num_tokens, d->num_q_heads, arch, only, out,
+                        reason, cap);
+}
+
+bool r35a_plan_generic_varlen(const r35a_varlen_attention_desc *d, const char *arch, const char *only,
+                              r35a_gpu_launch *out, char *reason, size_t cap)
+{
+    return plan_generic(R35A_OP_VARLEN, d->dtype, d->head_size, d->num_tokens, d->num_q_heads, arch, only, out,
+                        reason, cap);
+}
+
+void r35a_fill_generic_paged_args(const r35a_paged_attention_desc *d, const r35a_paged_attention_args *a,
+                                  int32_t min_query_len, r35a_generic_paged_args *out)
+{
+    memset(out, 0, sizeof *out);
+    out->q = a->q;
+    out->k_cache = a->k_cache;
+    out->v_cache = a->v_cache;
+    out->out = a->out;
+    out->seq_lens = a->seq_lens;
+    out->query_start_loc = a->query_start_loc;
+    out->block_table = a->block_table;
+    out->alibi_slopes = d->use_alibi ? a->alibi_slopes : NULL;
+    out->q_token_stride = d->q_token_stride;
+    out->q_head_stride = d->q_head_stride;
+    out->o_token_stride = d->o_token_stride;
+    out->o_head_stride = d->o_head_stride;
+    out->k_page_stride = d->k_page_stride;
+    out->k_head_stride = d->k_head_stride;
+    out->k_slot_stride = d->k_slot_stride;
+    out->v_page_stride = d->v_page_stride;
+    out->v_head_stride = d->v_head_stride;
+    out->v_slot_stride = d->v_slot_stride;
+    out->block_table_stride = d->block_table_stride;
+    out->num_seqs = d->num_seqs;
+    out->num_tokens = d->num_tokens;
+    out->num_q_heads = d->num_q_heads;
+    out->num_kv_heads = d->num_kv_heads;
+    out->head_size = d->head_size;
+    out->page_size = d->page_size;
+    out->window = d->window;
+    out->min_query_len = min_query_len;
+    out->softmax_scale = d->softmax_scale;
+    out->logit_softcap = d->logit_softcap;
+}
+
+void r35a_fill_generic_varlen_args(const r35a_varlen_attention_desc *d, const r35a_varlen_attention_args *a,
+                                   r35a_generic_varlen_args *out)
+{
+    memset(out, 0, sizeof *out);
+    out->q = a->q;
+    out->k = a->k;
+    out->v = a->v;
+    out->out = a->out;
+    out->cu_seqlens = a->cu_seqlens;
+    out->q_token_stride = d->q_token_stride;
+    out->q_head_stride = d->q_head_stride;
+    out->k_token_stride = d->k_token_stride;
+    out->k_head_stride = d->k_head_stride;
+    out->v_token_stride = d->v_token_stride;
+    out->v_head_stride = d->v_head_stride;
+    out->o_token_stride = d->o_token_stride;
+    out->o_head_stride = d->o_head_stride;
+    out->num_segments = d->num_segments;
+    out->num_tokens = d->num_tokens;
+    out->num_q_heads = d->num_q_heads;
+    out->num_kv_heads = d->num_kv_heads;
+    out->head_size = d->head_size;
+    out->causal = d->causal;
+    out->softmax_scale = d->softmax_scale;
+    out->logit_softcap = d->logit_softcap;
+}
+
