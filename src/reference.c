@@ -18,6 +18,8 @@
  */
 #include "internal.h"
 
+#include "common/window.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -444,9 +446,7 @@ static void paged_row(const r35a_paged_attention_desc *desc, const r35a_paged_at
 
     row->pos = seq_len - query_len + i;
     row->hi = row->pos + 1;
-    row->lo = 0;
-    if (desc->window > 0 && row->pos - desc->window + 1 > 0)
-        row->lo = row->pos - desc->window + 1;
+    row->lo = (int32_t)r35a_window_first_key(row->pos, desc->window);
     row->slope = desc->use_alibi ? args->alibi_slopes[head] : 0.0f;
     row->q = element_at(args->q, token * desc->q_token_stride + head * desc->q_head_stride, esize);
     row->out = (unsigned char *)args->out +

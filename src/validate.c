@@ -6,6 +6,8 @@
  * as "<struct>.<field>: <what is wrong>", and nothing is written before all checks pass. */
 #include "internal.h"
 
+#include "common/window.h"
+
 #include <math.h>
 
 const char *r35a_dtype_name(r35a_dtype dtype)
@@ -265,13 +267,8 @@ r35a_status r35a_validate_varlen_args(const r35a_varlen_attention_desc *d, const
 static void reachable_keys(const r35a_paged_attention_desc *d, int32_t seq_len, int32_t query_len,
                            int64_t *first, int64_t *end)
 {
-    *first = 0;
+    *first = query_len > 0 ? r35a_window_first_key((int64_t)seq_len - query_len, d->window) : 0;
     *end = query_len > 0 ? seq_len : 0;
-    if (d->window > 0 && query_len > 0) {
-        int64_t earliest_query = (int64_t)seq_len - query_len;
-        int64_t lo = earliest_query - d->window + 1;
-        *first = lo > 0 ? lo : 0;
-    }
 }
 
 r35a_status r35a_validate_paged_data(const r35a_paged_attention_desc *d, const r35a_paged_attention_args *a)
