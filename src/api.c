@@ -180,7 +180,7 @@ static r35a_status make_plan(r35a_context *context, r35a_op op, const void *desc
         plan->desc.paged = *(const r35a_paged_attention_desc *)desc;
     else
         plan->desc.varlen = *(const r35a_varlen_attention_desc *)desc;
-    r35a_status st = r35a_dispatch(context, op, desc, plan);
+    r35a_status st = r35a_dispatch(context, op, plan);
     if (st != R35A_OK) {
         free(plan);
         return st;

@@ -13,9 +13,9 @@
  * kernel arguments); this file gives them the kernel handles and the launch. */
 #include "backend_cuda.h"
 
-#include "code_objects.h"
-#include "gpu_impls.h"
-#include "planner.h"
+#include "gpu_runtime.h"
+
+#include "common/decode_args.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -136,7 +136,6 @@ static void load_driver(void)
 
 /* ---- per-context state ---- */
 
-#define MAX_FAMILIES 4
 #define EMU_SUFFIX ".gfx11emu"
 /* The decode split planner aims at R35A_DECODE_WGS_PER_CU workgroups per "CU"; on NVIDIA a CU is
  * an SM and several blocks of a decode variant are resident at once (4 warps of <= 128 registers:
@@ -147,15 +146,8 @@ typedef struct cuda_state {
     cu_device device;
     cu_context primary;
     int num_sms;
-    int planner_cus;             /* what the split planner is told (see R35A_CUDA_BLOCKS_PER_SM) */
     bool emulate_gfx11;
     char arch[32];
-    cu_module modules[MAX_FAMILIES];
-    char module_family[MAX_FAMILIES][32];   /* "decode", "generic", "encoder" (emulation suffix cut) */
-    size_t num_modules;
-    cu_function decode[R35A_NUM_DECODE_VARIANTS > 0 ? R35A_NUM_DECODE_VARIANTS : 1];
-    cu_function generic[R35A_NUM_GENERIC_KERNELS > 0 ? R35A_NUM_GENERIC_KERNELS : 1];
-    cu_function encoder[R35A_NUM_ENCODER_VARIANTS > 0 ? R35A_NUM_ENCODER_VARIANTS : 1];
     r35a_gpu_runtime runtime;    /* what the shared entries (gpu_impls.c) run through; ctx->gpu_runtime */
 } cuda_state;
 
@@ -169,102 +161,66 @@ static void leave(void)
     (void)driver.api.CtxPopCurrent(&popped);
 }
 
-static bool is_cubin_arch(const char *arch) { return strncmp(arch, "sm_", 3) == 0; }
+/* ---- module calls for the shared loading skeleton (gpu_runtime.c) ---- */
 
-/* Archs of the embedded cubins, e.g. "sm_90", for messages. */
-static void built_archs(char *out, size_t cap)
+/* The family's cubin of this arch: its gfx11-emulation build when emulating and one exists (the
+ * generic family has none: it uses no fragments), else the native build. */
+static const r35a_code_object *pick_cubin(void *backend, r35a_gpu_family family)
 {
-    out[0] = '\0';
-    for (size_t i = 0; i < r35a_num_code_objects; ++i) {
-        const char *a = r35a_code_objects[i].arch;
-        if (!is_cubin_arch(a) || strstr(out, a))
-            continue;
-        size_t used = strlen(out);
-        snprintf(out + used, cap - used, "%s%s", used ? "," : "", a);
+    const cuda_state *st = backend;
+    const char *name = r35a_family_name(family);
+    if (st->emulate_gfx11) {
+        char emu[64];
+        snprintf(emu, sizeof emu, "%s%s", name, EMU_SUFFIX);
+        const r35a_code_object *co = r35a_code_object_find(st->arch, emu);
+        if (co)
+            return co;
     }
+    return r35a_code_object_find(st->arch, name);
 }
 
-/* Whether code object co is the one of its family this context loads: the emulation build of a
- * family when emulating and one exists, else the native build. */
-static bool wanted(const r35a_code_object *co, const char *arch, bool emulate)
+static bool load_module(void *backend, const r35a_code_object *co, void **module, char *why, size_t cap)
 {
-    if (strcmp(co->arch, arch) != 0)
+    (void)backend;
+    cu_module m = NULL;
+    cu_result e = driver.api.ModuleLoadData(&m, co->data);
+    if (e != 0 || !m) {
+        snprintf(why, cap, "cuModuleLoadData of the %s %s cubin (%zu bytes) failed: %s (%d)", co->arch, co->family,
+                 co->size, cu_error_text(e), e);
         return false;
-    const char *dot = strchr(co->family, '.');
-    if (dot)
-        return emulate && strcmp(dot, EMU_SUFFIX) == 0;
-    if (!emulate)
-        return true;
-    /* Emulating: the native build serves only a family without an emulation build (generic). */
-    char emu[64];
-    snprintf(emu, sizeof emu, "%s%s", co->family, EMU_SUFFIX);
-    for (size_t i = 0; i < r35a_num_code_objects; ++i)
-        if (strcmp(r35a_code_objects[i].arch, arch) == 0 && strcmp(r35a_code_objects[i].family, emu) == 0)
-            return false;
+    }
+    *module = m;
     return true;
 }
 
-/* Kernel `name` of family `family`: looked up in that family's module only, so no lookup fails
- * (a failing driver call would be an error to compute-sanitizer). NULL if absent. */
-static cu_function find_kernel(const cuda_state *st, const char *family, const char *name)
+/* Looked up in the family's own module only, so no lookup fails (a failing driver call would be an
+ * error to compute-sanitizer). */
+static void *module_function(void *backend, void *module, const char *name)
 {
-    for (size_t i = 0; i < st->num_modules; ++i) {
-        cu_function f = NULL;
-        if (strcmp(st->module_family[i], family) == 0 && driver.api.ModuleGetFunction(&f, st->modules[i], name) == 0)
-            return f;
-    }
-    return NULL;
+    (void)backend;
+    cu_function f = NULL;
+    return driver.api.ModuleGetFunction(&f, module, name) == 0 ? f : NULL;
 }
 
-/* Resolves every kernel of the registry that belongs to st->arch into handles[]; false (with why)
- * when one is missing. */
-#define RESOLVE(family, table, count, handles)                                                           \
-    for (int i_ = 0; i_ < (count); ++i_) {                                                               \
-        if (strcmp((table)[i_].arch, st->arch) != 0)                                                     \
-            continue;                                                                                    \
-        (handles)[i_] = find_kernel(st, family, (table)[i_].name);                                       \
-        if (!(handles)[i_]) {                                                                            \
-            snprintf(reason, reason_len, "kernel %s is missing from the %s cubins", (table)[i_].name, st->arch); \
-            return false;                                                                                \
-        }                                                                                                \
-    }
-
-static bool load_kernels(cuda_state *st, char *reason, size_t reason_len)
+static void unload_module(void *backend, void *module)
 {
-    for (size_t i = 0; i < r35a_num_code_objects; ++i) {
-        const r35a_code_object *co = &r35a_code_objects[i];
-        if (!wanted(co, st->arch, st->emulate_gfx11))
-            continue;
-        if (st->num_modules == MAX_FAMILIES) {
-            snprintf(reason, reason_len, "more than %d kernel families for %s", MAX_FAMILIES, st->arch);
-            return false;
-        }
-        cu_module m = NULL;
-        cu_result e = driver.api.ModuleLoadData(&m, co->data);
-        if (e != 0 || !m) {
-            snprintf(reason, reason_len, "cuModuleLoadData of the %s %s cubin (%zu bytes) failed: %s (%d)", co->arch,
-                     co->family, co->size, cu_error_text(e), e);
-            return false;
-        }
-        snprintf(st->module_family[st->num_modules], sizeof st->module_family[0], "%.*s",
-                 (int)strcspn(co->family, "."), co->family);
-        st->modules[st->num_modules++] = m;
-    }
-    RESOLVE("decode", r35a_decode_variants, R35A_NUM_DECODE_VARIANTS, st->decode);
-    RESOLVE("generic", r35a_generic_kernels, R35A_NUM_GENERIC_KERNELS, st->generic);
-    RESOLVE("encoder", r35a_encoder_variants, R35A_NUM_ENCODER_VARIANTS, st->encoder);
-    return true;
+    (void)backend;
+    (void)driver.api.ModuleUnload(module);
 }
-#undef RESOLVE
+
+static r35a_gpu_loader loader_of(cuda_state *st)
+{
+    return (r35a_gpu_loader){st, pick_cubin, load_module, module_function, unload_module};
+}
 
 static void release_state(cuda_state *st)
 {
     if (!st)
         return;
     if (driver.ok && st->primary) {
-        if (st->num_modules && enter(st) == 0) {
-            for (size_t i = 0; i < st->num_modules; ++i)
-                (void)driver.api.ModuleUnload(st->modules[i]);
+        if (enter(st) == 0) {
+            r35a_gpu_loader loader = loader_of(st);
+            r35a_gpu_unload_kernels(&st->runtime, &loader);
             leave();
         }
         (void)driver.api.DevicePrimaryCtxRelease(st->device);
@@ -285,10 +241,9 @@ static int env_int(const char *name, int fallback, int lo, int hi)
 /* ---- launches (the runtime of the shared entries, gpu_impls.c) ---- */
 
 static r35a_status launch(const r35a_context *ctx, void *f, const char *name, const uint32_t grid[3],
-                          const uint32_t block[3], void *arg, size_t arg_size, void *clear, size_t clear_bytes,
-                          void *stream)
+                          const uint32_t block[3], void *arg, void *clear, size_t clear_bytes, void *stream)
 {
-    (void)arg_size; /* cuLaunchKernel takes the struct's address; its size is the kernel's */
+    /* cuLaunchKernel takes the struct's address; its size is the kernel's */
     const cuda_state *st = state_of(ctx);
     cu_result e = enter(st);
     if (e != 0)
@@ -313,7 +268,7 @@ static r35a_status launch(const r35a_context *ctx, void *f, const char *name, co
 bool r35a_cuda_context_init(r35a_context *ctx, int device_index, bool *built, char *reason, size_t reason_len)
 {
     char served[64];
-    built_archs(served, sizeof served);
+    r35a_code_object_archs("sm_", served, sizeof served);
     *built = served[0] != '\0';
     if (!*built) {
         snprintf(reason, reason_len, "built without NVIDIA cubins (R35A_NVIDIA_TARGETS)");
@@ -349,10 +304,8 @@ bool r35a_cuda_context_init(r35a_context *ctx, int device_index, bool *built, ch
     name[sizeof name - 1] = '\0';
     char arch[32];
     snprintf(arch, sizeof arch, "sm_%d%d", major, minor);
-    bool have = false;
-    for (size_t i = 0; i < r35a_num_code_objects && !have; ++i)
-        have = strcmp(r35a_code_objects[i].arch, arch) == 0;
-    if (!have) {
+    const r35a_gpu_arch *row = r35a_find_gpu_arch(arch);
+    if (!row || !r35a_code_object_find(arch, "decode")) {
         snprintf(reason, reason_len, "no %s device: found %s (%s, CUDA device %d)", served, arch, name, device_index);
         return false;
     }
@@ -363,9 +316,11 @@ bool r35a_cuda_context_init(r35a_context *ctx, int device_index, bool *built, ch
         return false;
     }
     st->device = dev;
-    st->num_sms = sms > 0 ? sms : 1;
+    st->num_sms = sms > 0 ? sms * row->cus_per_unit : row->default_cus;
     const int blocks = env_int("R35A_CUDA_BLOCKS_PER_SM", R35A_CUDA_BLOCKS_PER_SM, 1, 64);
-    st->planner_cus = (st->num_sms * blocks + R35A_DECODE_WGS_PER_CU - 1) / R35A_DECODE_WGS_PER_CU;
+    st->runtime.arch = row;
+    st->runtime.planner_cus = (st->num_sms * blocks + R35A_DECODE_WGS_PER_CU - 1) / R35A_DECODE_WGS_PER_CU;
+    st->runtime.launch = launch;
     const char *frag = getenv("R35A_CUDA_FRAGMENTS");
     st->emulate_gfx11 = frag && strcmp(frag, "gfx11emu") == 0;
     snprintf(st->arch, sizeof st->arch, "%s", arch);
@@ -379,19 +334,14 @@ bool r35a_cuda_context_init(r35a_context *ctx, int device_index, bool *built, ch
         release_state(st);
         return false;
     }
-    bool ok = load_kernels(st, reason, reason_len);
+    r35a_gpu_loader loader = loader_of(st);
+    bool ok = r35a_gpu_load_kernels(&st->runtime, &loader, reason, reason_len);
     leave();
     if (!ok) {
         release_state(st);
         return false;
     }
 
-    st->runtime = (r35a_gpu_runtime){
-        .arch = st->arch,
-        .planner_cus = st->planner_cus,
-        .kernels = {[R35A_GPU_DECODE] = st->decode, [R35A_GPU_GENERIC] = st->generic, [R35A_GPU_ENCODER] = st->encoder},
-        .launch = launch,
-    };
     ctx->gpu = st;
     ctx->gpu_runtime = &st->runtime;
     ctx->gpu_api = R35A_GPU_API_CUDA;
@@ -404,8 +354,8 @@ bool r35a_cuda_context_init(r35a_context *ctx, int device_index, bool *built, ch
     snprintf(ctx->info.reason, sizeof ctx->info.reason, "CUDA device %d: %.64s, %s, %d SMs, fragments %s (%.64s, driver API %d)",
              device_index, name, arch, st->num_sms, st->emulate_gfx11 ? "gfx11 emulation" : "mma.sync",
              driver.library, driver.driver_version);
-    r35a_log("cuda: device %d is %s (%s, %d SMs); %zu modules loaded, fragments %s", device_index, name, arch,
-             st->num_sms, st->num_modules, st->emulate_gfx11 ? "gfx11emu" : "native");
+    r35a_log("cuda: device %d is %s (%s, %d SMs, planner CUs %d); fragments %s", device_index, name, arch,
+             st->num_sms, st->runtime.planner_cus, st->emulate_gfx11 ? "gfx11emu" : "native");
     return true;
 }
 

@@ -20,9 +20,7 @@
  * handles are per context because HIP modules are per device. */
 #include "backend_hip.h"
 
-#include "code_objects.h"
-#include "gpu_impls.h"
-#include "planner.h"
+#include "gpu_runtime.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -132,20 +130,11 @@ static void load_runtime(void)
 
 /* ---- per-context state ---- */
 
-#define MAX_FAMILIES 4
-
 typedef struct hip_state {
     int device;
-    int num_cus;
+    int reported_units;          /* multiProcessorCount: WGPs on RDNA (arch table's unit) */
     char arch[64];
-    hip_module modules[MAX_FAMILIES];
-    size_t num_modules;
-    /* Kernel handles, indexed like r35a_decode_variants / r35a_generic_kernels / r35a_encoder_variants;
-     * NULL for another arch. */
-    hip_function decode[R35A_NUM_DECODE_VARIANTS > 0 ? R35A_NUM_DECODE_VARIANTS : 1];
-    hip_function generic[R35A_NUM_GENERIC_KERNELS > 0 ? R35A_NUM_GENERIC_KERNELS : 1];
-    hip_function encoder[R35A_NUM_ENCODER_VARIANTS > 0 ? R35A_NUM_ENCODER_VARIANTS : 1];
-    r35a_gpu_runtime runtime;   /* what the shared entries (gpu_impls.c) run through; ctx->gpu_runtime */
+    r35a_gpu_runtime runtime;    /* what the shared entries (gpu_impls.c) run through; ctx->gpu_runtime */
 } hip_state;
 
 static const hip_state *state_of(const r35a_context *ctx) { return (const hip_state *)ctx->gpu; }
@@ -181,108 +170,57 @@ static void base_arch(const char *full, char *out, size_t cap)
     out[n] = '\0';
 }
 
-/* Arch list of the embedded code objects, e.g. "gfx1151", for messages. */
-static void built_archs(char *out, size_t cap)
+/* ---- module calls for the shared loading skeleton (gpu_runtime.c) ---- */
+
+static const r35a_code_object *pick_code_object(void *backend, r35a_gpu_family family)
 {
-    out[0] = '\0';
-    for (size_t i = 0; i < r35a_num_code_objects; ++i) {
-        if (strncmp(r35a_code_objects[i].arch, "gfx", 3) != 0)
-            continue; /* an NVIDIA cubin (backend_cuda.c) */
-        bool listed = false;
-        for (size_t j = 0; j < i && !listed; ++j)
-            listed = strcmp(r35a_code_objects[j].arch, r35a_code_objects[i].arch) == 0;
-        if (listed)
-            continue;
-        size_t used = strlen(out);
-        snprintf(out + used, cap - used, "%s%s", used ? "," : "", r35a_code_objects[i].arch);
-    }
+    const hip_state *st = backend;
+    return r35a_code_object_find(st->arch, r35a_family_name(family));
 }
 
-static bool has_code_objects_for(const char *arch)
+static bool load_module(void *backend, const r35a_code_object *co, void **module, char *why, size_t cap)
 {
-    for (size_t i = 0; i < r35a_num_code_objects; ++i)
-        if (strcmp(r35a_code_objects[i].arch, arch) == 0)
-            return true;
-    return false;
+    (void)backend;
+    hip_module m = NULL;
+    hip_error e = runtime.api.ModuleLoadData(&m, co->data);
+    if (e != 0 || !m) {
+        snprintf(why, cap, "hipModuleLoadData of the %s %s code object (%zu bytes) failed: %s (%d)", co->arch,
+                 co->family, co->size, hip_error_text(e), e);
+        return false;
+    }
+    *module = m;
+    return true;
+}
+
+static void *module_function(void *backend, void *module, const char *name)
+{
+    (void)backend;
+    hip_function f = NULL;
+    return runtime.api.ModuleGetFunction(&f, module, name) == 0 ? f : NULL;
+}
+
+static void unload_module(void *backend, void *module)
+{
+    (void)backend;
+    (void)runtime.api.ModuleUnload(module);
+}
+
+static r35a_gpu_loader loader_of(hip_state *st)
+{
+    return (r35a_gpu_loader){st, pick_code_object, load_module, module_function, unload_module};
 }
 
 static void release_state(hip_state *st)
 {
     if (!st)
         return;
-    if (runtime.ok && st->num_modules) {
-        int previous;
-        if (enter_device(st->device, &previous) == 0) {
-            for (size_t i = 0; i < st->num_modules; ++i)
-                (void)runtime.api.ModuleUnload(st->modules[i]);
-            leave_device(previous);
-        }
+    int previous;
+    if (runtime.ok && enter_device(st->device, &previous) == 0) {
+        r35a_gpu_loader loader = loader_of(st);
+        r35a_gpu_unload_kernels(&st->runtime, &loader);
+        leave_device(previous);
     }
     free(st);
-}
-
-/* Looks kernel `name` up in the modules of st; NULL if absent. */
-static hip_function find_kernel(const hip_state *st, const char *name)
-{
-    for (size_t i = 0; i < st->num_modules; ++i) {
-        hip_function f = NULL;
-        if (runtime.api.ModuleGetFunction(&f, st->modules[i], name) == 0 && f)
-            return f;
-    }
-    return NULL;
-}
-
-/* Loads the code objects of st->arch and resolves every kernel; on failure writes why. */
-static bool load_kernels(hip_state *st, char *reason, size_t reason_len)
-{
-    for (size_t i = 0; i < r35a_num_code_objects; ++i) {
-        const r35a_code_object *co = &r35a_code_objects[i];
-        if (strcmp(co->arch, st->arch) != 0)
-            continue;
-        if (st->num_modules == MAX_FAMILIES) {
-            snprintf(reason, reason_len, "more than %d kernel families for %s", MAX_FAMILIES, st->arch);
-            return false;
-        }
-        hip_module m = NULL;
-        hip_error e = runtime.api.ModuleLoadData(&m, co->data);
-        if (e != 0 || !m) {
-            snprintf(reason, reason_len, "hipModuleLoadData of the %s %s code object (%zu bytes) failed: %s (%d)",
-                     co->arch, co->family, co->size, hip_error_text(e), e);
-            return false;
-        }
-        st->modules[st->num_modules++] = m;
-    }
-    for (int v = 0; v < R35A_NUM_DECODE_VARIANTS; ++v) {
-        const char *name = r35a_decode_variants[v].name;
-        if (strcmp(r35a_decode_variants[v].arch, st->arch) != 0)
-            continue;
-        st->decode[v] = find_kernel(st, name);
-        if (!st->decode[v]) {
-            snprintf(reason, reason_len, "kernel %s is missing from the %s code objects", name, st->arch);
-            return false;
-        }
-    }
-    for (int k = 0; k < R35A_NUM_GENERIC_KERNELS; ++k) {
-        const char *name = r35a_generic_kernels[k].name;
-        if (strcmp(r35a_generic_kernels[k].arch, st->arch) != 0)
-            continue;
-        st->generic[k] = find_kernel(st, name);
-        if (!st->generic[k]) {
-            snprintf(reason, reason_len, "kernel %s is missing from the %s code objects", name, st->arch);
-            return false;
-        }
-    }
-    for (int v = 0; v < R35A_NUM_ENCODER_VARIANTS; ++v) {
-        const char *name = r35a_encoder_variants[v].name;
-        if (strcmp(r35a_encoder_variants[v].arch, st->arch) != 0)
-            continue;
-        st->encoder[v] = find_kernel(st, name);
-        if (!st->encoder[v]) {
-            snprintf(reason, reason_len, "kernel %s is missing from the %s code objects", name, st->arch);
-            return false;
-        }
-    }
-    return true;
 }
 
 /* ---- launches (the runtime of the shared entries, gpu_impls.c) ---- */
@@ -290,10 +228,9 @@ static bool load_kernels(hip_state *st, char *reason, size_t reason_len)
 /* Launches f with its one by-value argument struct on stream; first, when clear_bytes > 0, zeroes
  * clear_bytes at clear on the same stream. */
 static r35a_status launch(const r35a_context *ctx, void *f, const char *name, const uint32_t grid[3],
-                          const uint32_t block[3], void *arg, size_t arg_size, void *clear, size_t clear_bytes,
-                          void *stream)
+                          const uint32_t block[3], void *arg, void *clear, size_t clear_bytes, void *stream)
 {
-    (void)arg_size; /* hipModuleLaunchKernel takes the struct's address; its size is the kernel's */
+    /* hipModuleLaunchKernel takes the struct's address; its size is the kernel's */
     const hip_state *st = state_of(ctx);
     int previous;
     hip_error e = enter_device(st->device, &previous);
@@ -319,10 +256,10 @@ static r35a_status launch(const r35a_context *ctx, void *f, const char *name, co
 
 bool r35a_hip_context_init(r35a_context *ctx, int device_index, char *reason, size_t reason_len)
 {
-    char built[64];
-    built_archs(built, sizeof built);
-    if (!built[0]) {
-        snprintf(reason, reason_len, "built without gfx1151 code objects (%s)",
+    char served[64];
+    r35a_code_object_archs("gfx", served, sizeof served);
+    if (!served[0]) {
+        snprintf(reason, reason_len, "built without gfx11 code objects (%s)",
                  r35a_num_code_objects ? "only NVIDIA cubins" : r35a_code_objects_absent_reason);
         return false;
     }
@@ -360,19 +297,18 @@ bool r35a_hip_context_init(r35a_context *ctx, int device_index, char *reason, si
     full_arch[sizeof full_arch - 1] = '\0';
     char arch[64];
     base_arch(full_arch, arch, sizeof arch);
-    char served[64];
-    built_archs(served, sizeof served);
     if (strncmp(arch, "gfx", 3) != 0) {
         snprintf(reason, reason_len, "cannot read the arch of HIP device %d (hipDeviceProp_tR0600.gcnArchName "
                  "is not a gfx name; an unexpected HIP runtime?)", device_index);
         return false;
     }
-    if (!has_code_objects_for(arch)) {
+    const r35a_gpu_arch *row = r35a_find_gpu_arch(arch);
+    if (!row || !r35a_code_object_find(arch, "decode")) {
         snprintf(reason, reason_len, "no %s device: found %s (HIP device %d)", served, arch, device_index);
         return false;
     }
-    int num_cus = 0;
-    memcpy(&num_cus, props + HIP_PROPS_R0600_CU_OFFSET, sizeof num_cus);
+    int units = 0;
+    memcpy(&units, props + HIP_PROPS_R0600_CU_OFFSET, sizeof units);
 
     hip_state *st = calloc(1, sizeof *st);
     if (!st) {
@@ -380,8 +316,13 @@ bool r35a_hip_context_init(r35a_context *ctx, int device_index, char *reason, si
         return false;
     }
     st->device = device_index;
-    st->num_cus = num_cus > 0 && num_cus <= 4096 ? num_cus : R35A_GFX1151_DEFAULT_CUS;
+    st->reported_units = units;
     snprintf(st->arch, sizeof st->arch, "%s", arch);
+    st->runtime.arch = row;
+    /* RDNA's multiProcessorCount counts WGPs (two CUs each; the arch table says so); the split
+     * planner fills CUs. */
+    st->runtime.planner_cus = units > 0 && units <= 4096 ? units * row->cus_per_unit : row->default_cus;
+    st->runtime.launch = launch;
 
     int previous;
     e = enter_device(device_index, &previous);
@@ -390,19 +331,14 @@ bool r35a_hip_context_init(r35a_context *ctx, int device_index, char *reason, si
         free(st);
         return false;
     }
-    bool ok = load_kernels(st, reason, reason_len);
+    r35a_gpu_loader loader = loader_of(st);
+    bool ok = r35a_gpu_load_kernels(&st->runtime, &loader, reason, reason_len);
     leave_device(previous);
     if (!ok) {
-        release_state(st);
+        free(st);
         return false;
     }
 
-    st->runtime = (r35a_gpu_runtime){
-        .arch = st->arch,
-        .planner_cus = st->num_cus,
-        .kernels = {[R35A_GPU_DECODE] = st->decode, [R35A_GPU_GENERIC] = st->generic, [R35A_GPU_ENCODER] = st->encoder},
-        .launch = launch,
-    };
     ctx->gpu = st;
     ctx->gpu_runtime = &st->runtime;
     ctx->backend = R35A_BACKEND_GPU;
@@ -413,13 +349,13 @@ bool r35a_hip_context_init(r35a_context *ctx, int device_index, char *reason, si
     char device_name[64];
     memcpy(device_name, props, sizeof device_name - 1); /* hipDeviceProp_t.name opens both layouts */
     device_name[sizeof device_name - 1] = '\0';
-    int written = snprintf(ctx->info.reason, sizeof ctx->info.reason, "HIP device %d: %s, %s, %d CUs (%s)",
-                           device_index, device_name[0] ? device_name : "unnamed", full_arch, st->num_cus,
-                           runtime.library);
-    (void)written; /* a reason cut at the field's size is still informative */
-    r35a_log("hip: device %d is %s with %d CUs; %zu modules, %d decode variants, %d generic kernels and %d "
-             "encoder variants loaded", device_index, full_arch, st->num_cus, st->num_modules,
-             R35A_NUM_DECODE_VARIANTS, R35A_NUM_GENERIC_KERNELS, R35A_NUM_ENCODER_VARIANTS);
+    /* names cut to lengths that keep the reason within its field */
+    snprintf(ctx->info.reason, sizeof ctx->info.reason, "HIP device %d: %.63s, %.80s, %d %ss = %d CUs (%.32s)",
+             device_index, device_name[0] ? device_name : "unnamed", full_arch, units, row->unit,
+             st->runtime.planner_cus, runtime.library);
+    r35a_log("hip: device %d is %s (tuning %s) with %d %ss = %d CUs; %d decode variants, %d generic kernels and %d "
+             "encoder variants known", device_index, full_arch, row->tuning, units, row->unit,
+             st->runtime.planner_cus, R35A_NUM_DECODE_VARIANTS, R35A_NUM_GENERIC_KERNELS, R35A_NUM_ENCODER_VARIANTS);
     return true;
 }
 

@@ -15,22 +15,14 @@
 
 /* ---- the CPU reference entries ---- */
 
-static bool reference_supports(const r35a_context *ctx, const void *desc, char *reason, size_t reason_len)
+static bool reference_try_plan(const r35a_context *ctx, r35a_plan *plan, char *reason, size_t reason_len)
 {
     (void)ctx;
-    (void)desc;
     (void)reason;
     (void)reason_len;
+    plan->info.workspace_bytes = 0;
+    plan->info.num_splits = 1;
     return true; /* serves every valid descriptor */
-}
-
-static r35a_status reference_plan(const r35a_context *ctx, const void *desc, r35a_plan_info *info)
-{
-    (void)ctx;
-    (void)desc;
-    info->workspace_bytes = 0;
-    info->num_splits = 1;
-    return R35A_OK;
 }
 
 static r35a_status reference_run_paged(const r35a_context *ctx, const r35a_plan *plan, const void *args,
@@ -53,10 +45,10 @@ static r35a_status reference_run_varlen(const r35a_context *ctx, const r35a_plan
     return r35a_reference_varlen_attention(&plan->desc.varlen, args);
 }
 
-static const r35a_impl reference_paged = {"reference", R35A_OP_PAGED, R35A_BACKEND_REFERENCE,
-                                          reference_supports, reference_plan, reference_run_paged};
-static const r35a_impl reference_varlen = {"reference", R35A_OP_VARLEN, R35A_BACKEND_REFERENCE,
-                                           reference_supports, reference_plan, reference_run_varlen};
+static const r35a_impl reference_paged = {"reference", R35A_OP_PAGED, R35A_BACKEND_REFERENCE, reference_try_plan,
+                                          reference_run_paged};
+static const r35a_impl reference_varlen = {"reference", R35A_OP_VARLEN, R35A_BACKEND_REFERENCE, reference_try_plan,
+                                           reference_run_varlen};
 
 /* ---- the ordered lists: tuned GPU variants, then the portable GPU kernel, then the reference ---- */
 
@@ -73,7 +65,7 @@ static bool answers_to(const r35a_impl *impl, const char *force)
     return strncmp(force, impl->name, n) == 0 && (force[n] == '\0' || force[n] == '_');
 }
 
-r35a_status r35a_dispatch(const r35a_context *ctx, r35a_op op, const void *desc, r35a_plan *plan)
+r35a_status r35a_dispatch(const r35a_context *ctx, r35a_op op, r35a_plan *plan)
 {
     const r35a_impl *const *list = op == R35A_OP_PAGED ? paged_impls : varlen_impls;
     size_t count = op == R35A_OP_PAGED ? sizeof paged_impls / sizeof *paged_impls
@@ -89,14 +81,15 @@ r35a_status r35a_dispatch(const r35a_context *ctx, r35a_op op, const void *desc,
         if (force && !answers_to(impl, force))
             continue;
         char why[256] = "";
-        if (!impl->supports(ctx, desc, why, sizeof why)) {
+        /* Each attempt starts from a clean plan: a declining entry may have written part of it. */
+        memset(&plan->info, 0, sizeof plan->info);
+        plan->info.struct_size = sizeof plan->info;
+        memset(&plan->gpu, 0, sizeof plan->gpu);
+        if (!impl->try_plan(ctx, plan, why, sizeof why)) {
             r35a_log("%s: %s declines: %s", op_name, impl->name, why);
             r35a_text_append(declined, sizeof declined, "; ", "%s: %s", impl->name, why);
             continue;
         }
-        r35a_status st = impl->plan(ctx, desc, &plan->info);
-        if (st != R35A_OK)
-            return st;
         plan->impl = impl;
         if (!plan->info.implementation[0]) /* GPU entries name the kernel they chose */
             snprintf(plan->info.implementation, sizeof plan->info.implementation, "%s", impl->name);

@@ -4,6 +4,7 @@
 
 #include "rdna35attn.h"
 #include "env.h"
+#include "launch.h"
 #include "status.h"
 
 #include <stdbool.h>
@@ -33,10 +34,10 @@ typedef struct r35a_impl {
     const char *name;            /* log label; a variant name for tuned GPU kernels */
     r35a_op op;
     r35a_backend backend;        /* the context backend this entry runs on */
-    /* Returns true if it serves desc; otherwise writes why into reason. */
-    bool (*supports)(const r35a_context *ctx, const void *desc, char *reason, size_t reason_len);
-    /* Fills workspace_bytes, grid, block, num_splits of info for desc. */
-    r35a_status (*plan)(const r35a_context *ctx, const void *desc, r35a_plan_info *info);
+    /* Plans desc (== plan->desc) into plan->info and, for GPU entries, plan->gpu, and returns true;
+     * or returns false, with why in reason, when it does not serve desc (dispatch then clears what
+     * it may have written). */
+    bool (*try_plan)(const r35a_context *ctx, r35a_plan *plan, char *reason, size_t reason_len);
     /* Runs on validated desc and args. Must write nothing when it fails. */
     r35a_status (*run)(const r35a_context *ctx, const r35a_plan *plan, const void *args,
                        void *workspace, size_t workspace_bytes, void *stream);
@@ -51,10 +52,11 @@ struct r35a_plan {
         r35a_paged_attention_desc paged;
         r35a_varlen_attention_desc varlen;
     } desc;
+    r35a_gpu_plan gpu;           /* GPU entries: the launches run() makes */
 };
 
-/* Picks the first implementation of ctx's backend that serves desc (dispatch.c). */
-r35a_status r35a_dispatch(const r35a_context *ctx, r35a_op op, const void *desc, r35a_plan *plan);
+/* Picks the first implementation of ctx's backend that serves plan->desc and lets it plan (dispatch.c). */
+r35a_status r35a_dispatch(const r35a_context *ctx, r35a_op op, r35a_plan *plan);
 
 /* ---- validation (validate.c) ---- */
 r35a_status r35a_validate_paged_desc(const r35a_paged_attention_desc *desc);

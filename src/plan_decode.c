@@ -39,8 +39,8 @@ bool r35a_plan_decode(const r35a_paged_attention_desc *d, const char *arch, int 
     reason[0] = '\0';
     int forced = -1;
     if (only) {
-        forced = r35a_find_decode_variant(only);
-        if (forced < 0 || !r35a_same_name(r35a_decode_variants[forced].arch, arch)) {
+        forced = r35a_registry_find(R35A_GPU_DECODE, arch, only);
+        if (forced < 0) {
             r35a_text_append(reason, cap, ", ", "no decode variant %s for %s", only, arch);
             return false;
         }
@@ -100,7 +100,9 @@ bool r35a_plan_decode(const r35a_paged_attention_desc *d, const char *arch, int 
 
     const r35a_decode_variant *v = &r35a_decode_variants[best];
     memset(out, 0, sizeof *out);
+    out->family = R35A_GPU_DECODE;
     out->kernel = best;
+    out->max_query_len = d->max_query_len;
     out->num_row_groups = best_groups;
     out->num_splits = r35a_decode_num_splits(d->num_seqs, d->num_kv_heads, best_groups, d->max_seq_len,
                                              d->max_query_len, d->window,
@@ -110,6 +112,10 @@ bool r35a_plan_decode(const r35a_paged_attention_desc *d, const char *arch, int 
     out->block[1] = out->block[2] = 1;
     out->workspace_bytes = (size_t)r35a_decode_workspace_bytes(d->num_seqs, d->num_kv_heads, best_groups,
                                                                out->num_splits, v->rows, v->head_size);
+    /* the split-counter protocol of decode_args.h: cleared right before every launch that uses them */
+    out->clear_bytes = out->num_splits > 1 ? (size_t)r35a_decode_counters_bytes(d->num_seqs, d->num_kv_heads,
+                                                                                best_groups)
+                                           : 0;
     return true;
 }
 
@@ -150,6 +156,7 @@ bool r35a_plan_mixed(const r35a_paged_attention_desc *d, const char *arch, int n
                    (int)d->max_query_len, R35A_DECODE_MAX_QUERY_LEN, why);
         return false;
     }
+    generic->min_query_len = R35A_DECODE_MAX_QUERY_LEN;   /* the decode launch serves the others */
     return true;
 }
 
@@ -181,7 +188,7 @@ void r35a_fill_decode_args(const r35a_paged_attention_desc *d, const r35a_paged_
     out->group_size = d->num_q_heads / d->num_kv_heads;
     out->page_size = d->page_size;
     out->window = d->window;
-    out->max_query_len = d->max_query_len;
+    out->max_query_len = launch->max_query_len;
     out->num_row_groups = launch->num_row_groups;
     out->num_splits = launch->num_splits;
     out->scale_log2 = r35a_scale_log2(d->softmax_scale);

@@ -41,8 +41,8 @@ bool r35a_plan_encoder(const r35a_varlen_attention_desc *d, const char *arch, co
     reason[0] = '\0';
     int forced = -1;
     if (only) {
-        forced = r35a_find_encoder_variant(only);
-        if (forced < 0 || !r35a_same_name(r35a_encoder_variants[forced].arch, arch)) {
+        forced = r35a_registry_find(R35A_GPU_ENCODER, arch, only);
+        if (forced < 0) {
             r35a_text_append(reason, cap, ", ", "no encoder variant %s for %s", only, arch);
             return false;
         }
@@ -93,6 +93,7 @@ bool r35a_plan_encoder(const r35a_varlen_attention_desc *d, const char *arch, co
 
     const r35a_encoder_variant *v = &r35a_encoder_variants[best];
     memset(out, 0, sizeof *out);
+    out->family = R35A_GPU_ENCODER;
     out->kernel = best;
     out->num_splits = 1;
     /* 0 (a zero grid[0]) only when max_seqlen is 0: nothing to launch; the overflow is ruled out above. */

@@ -12,9 +12,8 @@ static bool plan_generic(r35a_op op, r35a_dtype dtype, int32_t head_size, int32_
     reason[0] = '\0';
     int forced = -1;
     if (only) {
-        forced = r35a_find_generic_kernel(only);
-        if (forced < 0 || !r35a_same_name(r35a_generic_kernels[forced].arch, arch) ||
-            r35a_generic_kernels[forced].op != op) {
+        forced = r35a_registry_find(R35A_GPU_GENERIC, arch, only);
+        if (forced < 0 || r35a_generic_kernels[forced].op != op) {
             r35a_text_append(reason, cap, ", ", "no %s generic kernel %s for %s", op == R35A_OP_PAGED ? "paged" : "varlen",
                        only, arch);
             return false;
@@ -53,6 +52,7 @@ static bool plan_generic(r35a_op op, r35a_dtype dtype, int32_t head_size, int32_
         return false;
     }
     memset(out, 0, sizeof *out);
+    out->family = R35A_GPU_GENERIC;
     out->kernel = best;
     out->num_splits = 1;
     r35a_generic_grid(num_tokens, num_q_heads, out->grid);

@@ -17,19 +17,10 @@
 /* CU count assumed when the runtime does not report one (Radeon 8060S; the 8050S has 32). */
 #define R35A_GFX1151_DEFAULT_CUS 40
 
-/* A planned launch: which kernel and its launch shape. */
-typedef struct r35a_gpu_launch {
-    int kernel;                  /* index into r35a_decode_variants, r35a_generic_kernels or
-                                    r35a_encoder_variants */
-    int32_t num_row_groups;      /* decode only */
-    int32_t num_splits;          /* 1 for the generic kernel */
-    uint32_t grid[3], block[3];  /* a 0 in grid means there is nothing to launch */
-    size_t workspace_bytes;
-} r35a_gpu_launch;
-
-/* Each planner returns true and fills *out when one of its kernels for arch serves desc, else
- * writes why into reason. `only` (NULL for any) restricts the choice to the kernel of that name;
- * num_cus is the device's compute-unit count. */
+/* Each planner returns true and fills *out (r35a_gpu_launch, launch.h: all but the kernel handle)
+ * when one of its kernels of the registry rows `arch` (the device's tuning table, e.g. "gfx1151")
+ * serves desc, else writes why into reason. `only` (NULL for any) restricts the choice to the
+ * kernel of that name; num_cus is the compute-unit count the split planner fills. */
 bool r35a_plan_decode(const r35a_paged_attention_desc *desc, const char *arch, int num_cus, const char *only,
                       r35a_gpu_launch *out, char *reason, size_t reason_len);
 bool r35a_plan_generic_paged(const r35a_paged_attention_desc *desc, const char *arch, const char *only,

@@ -31,27 +31,65 @@ const r35a_encoder_variant r35a_encoder_variants[] = {
     {NULL, NULL, R35A_DTYPE_F16, 0, 0, 0, 0, 0},
 };
 
-int r35a_find_decode_variant(const char *name)
+const r35a_gpu_arch r35a_gpu_archs[] = {
+#define R35A_GPU_ARCH(arch, tuning, unit, cus_per_unit, default_cus) {#arch, #tuning, #unit, cus_per_unit, default_cus},
+#include "variants.def"
+#undef R35A_GPU_ARCH
+    {NULL, NULL, NULL, 0, 0},
+};
+
+const r35a_gpu_arch *r35a_find_gpu_arch(const char *arch)
 {
-    for (int i = 0; i < R35A_NUM_DECODE_VARIANTS; ++i)
-        if (strcmp(r35a_decode_variants[i].name, name) == 0)
+    for (const r35a_gpu_arch *a = r35a_gpu_archs; a->arch; ++a)
+        if (strcmp(a->arch, arch) == 0)
+            return a;
+    return NULL;
+}
+
+int r35a_registry_count(r35a_gpu_family family)
+{
+    switch (family) {
+    case R35A_GPU_DECODE: return R35A_NUM_DECODE_VARIANTS;
+    case R35A_GPU_GENERIC: return R35A_NUM_GENERIC_KERNELS;
+    case R35A_GPU_ENCODER: return R35A_NUM_ENCODER_VARIANTS;
+    case R35A_GPU_NUM_FAMILIES: break;
+    }
+    return 0;
+}
+
+const char *r35a_registry_name(r35a_gpu_family family, int index)
+{
+    switch (family) {
+    case R35A_GPU_DECODE: return r35a_decode_variants[index].name;
+    case R35A_GPU_GENERIC: return r35a_generic_kernels[index].name;
+    case R35A_GPU_ENCODER: return r35a_encoder_variants[index].name;
+    case R35A_GPU_NUM_FAMILIES: break;
+    }
+    return NULL;
+}
+
+const char *r35a_registry_tuning(r35a_gpu_family family, int index)
+{
+    switch (family) {
+    case R35A_GPU_DECODE: return r35a_decode_variants[index].arch;
+    case R35A_GPU_GENERIC: return r35a_generic_kernels[index].arch;
+    case R35A_GPU_ENCODER: return r35a_encoder_variants[index].arch;
+    case R35A_GPU_NUM_FAMILIES: break;
+    }
+    return NULL;
+}
+
+const char *r35a_family_name(r35a_gpu_family family)
+{
+    static const char *const names[R35A_GPU_NUM_FAMILIES] = {"decode", "generic", "encoder"};
+    return (unsigned)family < R35A_GPU_NUM_FAMILIES ? names[family] : "?";
+}
+
+int r35a_registry_find(r35a_gpu_family family, const char *tuning, const char *name)
+{
+    const int n = r35a_registry_count(family);
+    for (int i = 0; i < n; ++i)
+        if (r35a_same_name(r35a_registry_tuning(family, i), tuning) && r35a_same_name(r35a_registry_name(family, i), name))
             return i;
     return -1;
 }
-
-int r35a_find_generic_kernel(const char *name)
-{
-    for (int i = 0; i < R35A_NUM_GENERIC_KERNELS; ++i)
-        if (strcmp(r35a_generic_kernels[i].name, name) == 0)
-            return i;
-    return -1;
-}
-
-int r35a_find_encoder_variant(const char *name)
-{
-    for (int i = 0; i < R35A_NUM_ENCODER_VARIANTS; ++i)
-        if (strcmp(r35a_encoder_variants[i].name, name) == 0)
-            return i;
-    return -1;
-}
-

@@ -29,17 +29,18 @@ typedef struct r35a_generic_kernel {
     int32_t dmax;                /* largest head size served */
 } r35a_generic_kernel;
 
+/* Row counts (the same kernel name may appear in several tuning tables). */
 enum {
-#define R35A_DECODE_VARIANT(arch, name, dtype, head_size, rows, kw, dw, waves) r35a_decode_index_##name,
+    R35A_NUM_DECODE_VARIANTS = 0
+#define R35A_DECODE_VARIANT(arch, name, dtype, head_size, rows, kw, dw, waves) +1
 #include "variants.def"
 #undef R35A_DECODE_VARIANT
-    R35A_NUM_DECODE_VARIANTS
 };
 enum {
-#define R35A_GENERIC_KERNEL(arch, name, op, dtype, dmax) r35a_generic_index_##name,
+    R35A_NUM_GENERIC_KERNELS = 0
+#define R35A_GENERIC_KERNEL(arch, name, op, dtype, dmax) +1
 #include "variants.def"
 #undef R35A_GENERIC_KERNEL
-    R35A_NUM_GENERIC_KERNELS
 };
 
 typedef struct r35a_encoder_variant {
@@ -53,19 +54,35 @@ typedef struct r35a_encoder_variant {
 } r35a_encoder_variant;
 
 enum {
-#define R35A_ENCODER_VARIANT(arch, name, dtype, head_size, rows, kb, nw, waves) r35a_encoder_index_##name,
+    R35A_NUM_ENCODER_VARIANTS = 0
+#define R35A_ENCODER_VARIANT(arch, name, dtype, head_size, rows, kb, nw, waves) +1
 #include "variants.def"
 #undef R35A_ENCODER_VARIANT
-    R35A_NUM_ENCODER_VARIANTS
 };
 
 extern const r35a_decode_variant r35a_decode_variants[];
 extern const r35a_generic_kernel r35a_generic_kernels[];
 extern const r35a_encoder_variant r35a_encoder_variants[];
 
-/* Index of the decode variant / generic kernel / encoder variant named name, or -1. */
-int r35a_find_decode_variant(const char *name);
-int r35a_find_generic_kernel(const char *name);
-int r35a_find_encoder_variant(const char *name);
+/* The archs of variants/archs.tsv: which tuning rows each runs and how its runtime counts CUs. */
+typedef struct r35a_gpu_arch {
+    const char *arch;            /* "gfx1151", "sm_90", ...: the runtime's name of the device's arch */
+    const char *tuning;          /* the `arch` of the registry rows it runs, e.g. "gfx1151" for gfx1100 */
+    const char *unit;            /* what the runtime's multiprocessor count counts: "wgp", "cu" or "sm" */
+    int32_t cus_per_unit;        /* compute units per reported unit (2 per RDNA WGP) */
+    int32_t default_cus;         /* CUs assumed when the runtime reports none */
+} r35a_gpu_arch;
+extern const r35a_gpu_arch r35a_gpu_archs[];   /* ends with a NULL arch */
+/* The row of arch (a base name such as "gfx1151", without ':' features), or NULL. */
+const r35a_gpu_arch *r35a_find_gpu_arch(const char *arch);
+
+/* Family-generic views of the three tables (index < r35a_registry_count(family)). */
+int r35a_registry_count(r35a_gpu_family family);
+const char *r35a_registry_name(r35a_gpu_family family, int index);
+const char *r35a_registry_tuning(r35a_gpu_family family, int index);
+const char *r35a_family_name(r35a_gpu_family family);   /* "decode", "generic", "encoder" */
+/* Index of the kernel `name` of `family` among the rows of tuning table `tuning`, or -1. Names are
+ * unique within a tuning table, not across tables (the same kernel serves several archs). */
+int r35a_registry_find(r35a_gpu_family family, const char *tuning, const char *name);
 
 #endif

@@ -63,10 +63,21 @@ def parse_variants(path):
     return entries
 
 
+def tuning_of(entries, arch):
+    """The tuning table an arch runs (R35A_GPU_ARCH rows of variants.def, from variants/archs.tsv)."""
+    for macro, args in entries:
+        if macro == "R35A_GPU_ARCH" and args[0] == arch:
+            return args[1]
+    return None
+
+
 def expected_kernels(entries, family, arch):
     """{kernel name: {"dtype", "waves", "waves_per_wg", "wmma"}} for this family and arch."""
     out = {}
+    tuning = tuning_of(entries, arch)
     for macro, args in entries:
+        if macro in ("R35A_GPU_ARCH", "R35A_ENCODER_SHAPE"):
+            continue   # not kernels
         if macro == "R35A_DECODE_VARIANT":
             fam = "decode"
             v_arch, name, dtype, head, rows, kw, dw, waves = args
@@ -88,7 +99,7 @@ def expected_kernels(entries, family, arch):
             v_arch, name = args[0], args[1]
             info = {"dtype": args[2] if len(args) > 2 else "", "waves": None, "waves_per_wg": None,
                     "wmma": False, "b128": False}
-        if fam == family and v_arch == arch:
+        if fam == family and v_arch == tuning:
             out[name] = info
     return out
 

@@ -4,7 +4,8 @@
  * R35A_HIP_LIBRARY=<path>. It exports the HIP entry points the backend looks up, with the C
  * signatures HIP documents, and records what the backend does with them so a test can check it:
  *   - hipGetDeviceCount / hipGetDevicePropertiesR0600 describe FAKE_HIP_DEVICES devices (default 1)
- *     of arch FAKE_HIP_ARCH (default "gfx1151") with FAKE_HIP_CUS compute units (default 40),
+ *     of arch FAKE_HIP_ARCH (default "gfx1151") reporting FAKE_HIP_CUS multiprocessors (default 20:
+ *     what ROCm reports for a Radeon 8060S, whose 40 CUs form 20 WGPs),
  *     writing gcnArchName and multiProcessorCount at their hipDeviceProp_tR0600 offsets;
  *   - hipModuleLoadData accepts only an AMDGPU ELF image; hipModuleGetFunction finds the kernel in
  *     its dynamic symbol table (FUNC symbol plus its ".kd" descriptor), as a real loader would;
@@ -67,7 +68,7 @@ EXPORT int hipGetDevicePropertiesR0600(void *props, int device)
     snprintf((char *)p, 256, "Fake Radeon");
     const char *arch = getenv("FAKE_HIP_ARCH");
     snprintf((char *)p + 1160, 256, "%s", arch && arch[0] ? arch : "gfx1151");
-    int cus = env_int("FAKE_HIP_CUS", 40);
+    int cus = env_int("FAKE_HIP_CUS", 20);
     memcpy(p + 388, &cus, sizeof cus);
     return 0;
 }

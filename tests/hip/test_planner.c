@@ -164,24 +164,35 @@ static void test_registry(void **state)
     assert_true(R35A_NUM_GENERIC_KERNELS > 0);
     for (int i = 0; i < R35A_NUM_DECODE_VARIANTS; ++i) {
         const r35a_decode_variant *v = &r35a_decode_variants[i];
-        assert_int_equal(r35a_find_decode_variant(v->name), i);
+        assert_int_equal(r35a_registry_find(R35A_GPU_DECODE, v->arch, v->name), i);
         assert_true(v->rows % 16 == 0 && v->kw >= 1 && v->dw >= 1 && 32 * v->kw * v->dw <= 1024);
         assert_true(v->head_size % (16 * v->dw) == 0);
     }
     for (int i = 0; i < R35A_NUM_GENERIC_KERNELS; ++i)
-        assert_int_equal(r35a_find_generic_kernel(r35a_generic_kernels[i].name), i);
+        assert_int_equal(r35a_registry_find(R35A_GPU_GENERIC, r35a_generic_kernels[i].arch, r35a_generic_kernels[i].name), i);
     /* The gfx1151 encoder variants: 6 head sizes x 2 dtypes, one tiling each. */
     int gfx1151_encoders = 0;
     for (int i = 0; i < R35A_NUM_ENCODER_VARIANTS; ++i) {
         const r35a_encoder_variant *v = &r35a_encoder_variants[i];
         gfx1151_encoders += strcmp(v->arch, ARCH) == 0;
-        assert_int_equal(r35a_find_encoder_variant(v->name), i);
+        assert_int_equal(r35a_registry_find(R35A_GPU_ENCODER, v->arch, v->name), i);
         assert_true((v->rows == 16 || v->rows == 32) && v->kb % 16 == 0 && v->nw >= 1 && 32 * v->nw <= 1024);
         assert_true(v->dtype == R35A_DTYPE_F16 || v->dtype == R35A_DTYPE_BF16);
     }
     assert_int_equal(gfx1151_encoders, 12);
-    assert_int_equal(r35a_find_encoder_variant("encoder_f16_d96_nope"), -1);
-    assert_int_equal(r35a_find_decode_variant("decode_f16_d96_nope"), -1);
+    assert_int_equal(r35a_registry_find(R35A_GPU_ENCODER, ARCH, "encoder_f16_d96_nope"), -1);
+    assert_int_equal(r35a_registry_find(R35A_GPU_DECODE, ARCH, "decode_f16_d96_nope"), -1);
+    /* A kernel name is looked up within one tuning table. */
+    assert_int_equal(r35a_registry_find(R35A_GPU_DECODE, "gfx1100", r35a_decode_variants[0].name), -1);
+    /* Every gfx11 arch of the arch table runs gfx1151's rows and counts WGPs. */
+    for (const r35a_gpu_arch *a = r35a_gpu_archs; a->arch; ++a)
+        if (strncmp(a->arch, "gfx11", 5) == 0) {
+            assert_string_equal(a->tuning, "gfx1151");
+            assert_string_equal(a->unit, "wgp");
+            assert_int_equal(a->cus_per_unit, 2);
+        }
+    assert_non_null(r35a_find_gpu_arch("gfx1100"));
+    assert_null(r35a_find_gpu_arch("gfx1200"));
 }
 
 /* D=128, G=4, M=1, one sequence of 4096: 4 rows -> R=16; 8 workgroups want 80 -> 10 splits

@@ -1,0 +1,80 @@
+/* gpu_runtime.c - the code-object loading skeleton both GPU backends share (see gpu_runtime.h). */
+#include "gpu_runtime.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void **handles_of(r35a_gpu_runtime *rt, r35a_gpu_family family)
+{
+    switch (family) {
+    case R35A_GPU_DECODE: return rt->decode;
+    case R35A_GPU_GENERIC: return rt->generic;
+    case R35A_GPU_ENCODER: return rt->encoder;
+    case R35A_GPU_NUM_FAMILIES: break;
+    }
+    return NULL;
+}
+
+void *r35a_gpu_kernel_handle(const r35a_gpu_runtime *rt, r35a_gpu_family family, int index)
+{
+    if (index < 0 || index >= r35a_registry_count(family))
+        return NULL;
+    return handles_of((r35a_gpu_runtime *)rt, family)[index];
+}
+
+void r35a_gpu_unload_kernels(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader)
+{
+    for (int f = 0; f < R35A_GPU_NUM_FAMILIES; ++f) {
+        if (rt->modules[f])
+            loader->unload(loader->backend, rt->modules[f]);
+        rt->modules[f] = NULL;
+    }
+}
+
+bool r35a_gpu_load_kernels(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader, char *why, size_t cap)
+{
+    for (int f = 0; f < R35A_GPU_NUM_FAMILIES; ++f) {
+        const r35a_gpu_family family = (r35a_gpu_family)f;
+        const r35a_code_object *co = loader->pick(loader->backend, family);
+        if (co && !loader->load(loader->backend, co, &rt->modules[f], why, cap)) {
+            r35a_gpu_unload_kernels(rt, loader);
+            return false;
+        }
+        void **handles = handles_of(rt, family);
+        for (int i = 0; i < r35a_registry_count(family); ++i) {
+            if (!r35a_same_name(r35a_registry_tuning(family, i), rt->arch->tuning))
+                continue;
+            const char *name = r35a_registry_name(family, i);
+            handles[i] = rt->modules[f] ? loader->function(loader->backend, rt->modules[f], name) : NULL;
+            if (!handles[i]) {
+                snprintf(why, cap, "kernel %s is missing from the %s code objects", name, rt->arch->arch);
+                r35a_gpu_unload_kernels(rt, loader);
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+const r35a_code_object *r35a_code_object_find(const char *arch, const char *family)
+{
+    for (size_t i = 0; i < r35a_num_code_objects; ++i)
+        if (strcmp(r35a_code_objects[i].arch, arch) == 0 && strcmp(r35a_code_objects[i].family, family) == 0)
+            return &r35a_code_objects[i];
+    return NULL;
+}
+
+void r35a_code_object_archs(const char *prefix, char *out, size_t cap)
+{
+    out[0] = '\0';
+    for (size_t i = 0; i < r35a_num_code_objects; ++i) {
+        const char *a = r35a_code_objects[i].arch;
+        if (strncmp(a, prefix, strlen(prefix)) != 0)
+            continue;
+        bool listed = false;
+        for (size_t j = 0; j < i && !listed; ++j)
+            listed = strcmp(r35a_code_objects[j].arch, a) == 0;
+        if (!listed)
+            r35a_text_append(out, cap, ",", "%s", a);
+    }
+}

@@ -1,0 +1,57 @@
+/* gpu_runtime.h - what a GPU backend (backend_hip.c, backend_cuda.c) gives the shared GPU entries
+ * (gpu_impls.c): the device's arch row, the CU count the split planner fills, the kernel handles
+ * and the launch; and the one skeleton both backends use to load the embedded code objects and
+ * resolve every kernel of the device's tuning rows through their runtime's module calls. */
+#ifndef R35A_GPU_RUNTIME_H
+#define R35A_GPU_RUNTIME_H
+
+#include "code_objects.h"
+#include "registry.h"
+
+#define R35A_HANDLES(n) ((n) > 0 ? (n) : 1)
+
+struct r35a_gpu_runtime {
+    const r35a_gpu_arch *arch;   /* the device's row of the arch table (its tuning rows, CU counting) */
+    int planner_cus;             /* the compute units the decode split planner fills */
+    /* Kernel handles, indexed like the family's registry table; NULL for rows of another tuning. */
+    void *decode[R35A_HANDLES(R35A_NUM_DECODE_VARIANTS)];
+    void *generic[R35A_HANDLES(R35A_NUM_GENERIC_KERNELS)];
+    void *encoder[R35A_HANDLES(R35A_NUM_ENCODER_VARIANTS)];
+    void *modules[R35A_GPU_NUM_FAMILIES];   /* the loaded module of each family (NULL: none) */
+    /* On stream: zeroes clear_bytes at clear first when clear_bytes > 0, then launches kernel
+     * (named name in messages) with its one by-value argument struct args. Returns R35A_OK, or the
+     * failure through r35a_fail. */
+    r35a_status (*launch)(const r35a_context *ctx, void *kernel, const char *name, const uint32_t grid[3],
+                          const uint32_t block[3], void *args, void *clear, size_t clear_bytes, void *stream);
+};
+
+/* The handle of kernel `index` of `family` (NULL if it is not one of the device's). */
+void *r35a_gpu_kernel_handle(const r35a_gpu_runtime *rt, r35a_gpu_family family, int index);
+
+/* A backend's module calls, for the loading skeleton. */
+typedef struct r35a_gpu_loader {
+    void *backend;               /* handed back to every hook */
+    /* The code object this device loads for `family` (arch match; NVIDIA: the emulation build when
+     * asked for), or NULL when the build has none. */
+    const r35a_code_object *(*pick)(void *backend, r35a_gpu_family family);
+    /* Loads co into *module; on failure writes why (naming the runtime call) and returns false. */
+    bool (*load)(void *backend, const r35a_code_object *co, void **module, char *why, size_t cap);
+    /* The kernel `name` of module, or NULL. */
+    void *(*function)(void *backend, void *module, const char *name);
+    void (*unload)(void *backend, void *module);
+} r35a_gpu_loader;
+
+/* Loads one module per family (loader->pick) and resolves every registry row of rt->arch's
+ * tuning. On failure writes why ("kernel X is missing from the gfx1151 code objects", or the
+ * load's reason), unloads what it loaded and returns false. The backend makes its device current
+ * around the call. */
+bool r35a_gpu_load_kernels(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader, char *why, size_t cap);
+void r35a_gpu_unload_kernels(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader);
+
+/* The embedded code object of (arch, family name), e.g. ("sm_90", "decode.gfx11emu"), or NULL. */
+const r35a_code_object *r35a_code_object_find(const char *arch, const char *family);
+/* The distinct archs of the embedded code objects whose names start with prefix ("gfx", "sm_"),
+ * comma-separated, for messages ("" if none). */
+void r35a_code_object_archs(const char *prefix, char *out, size_t cap);
+
+#endif

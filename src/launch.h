@@ -1,0 +1,42 @@
+/* launch.h - one planned GPU kernel launch, as a plan keeps it: which kernel, its launch shape, the
+ * part of the call it serves and the workspace it uses. Pure data, below the planners (which fill
+ * it) and the GPU entries (which launch it). */
+#ifndef R35A_LAUNCH_H
+#define R35A_LAUNCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The kernel families: kernels/<family>.hip, one registry table each (registry.h). */
+typedef enum r35a_gpu_family {
+    R35A_GPU_DECODE = 0,
+    R35A_GPU_GENERIC = 1,
+    R35A_GPU_ENCODER = 2,
+    R35A_GPU_NUM_FAMILIES = 3
+} r35a_gpu_family;
+
+typedef struct r35a_gpu_launch {
+    r35a_gpu_family family;
+    int kernel;                  /* index into the family's registry table */
+    void *handle;                /* the context's handle of that kernel (set when a plan is made) */
+    uint32_t grid[3], block[3];  /* a 0 in grid means there is nothing to launch */
+    int32_t num_row_groups;      /* decode: row groups of R rows per kv head */
+    int32_t num_splits;          /* decode: KV splits; 1 for the other families */
+    int32_t max_query_len;       /* decode: the largest M it serves (capped at 8 in a mixed batch) */
+    int32_t min_query_len;       /* generic paged: serves only sequences with M > this (0: all) */
+    size_t workspace_bytes;      /* workspace the launch uses, from offset 0 */
+    size_t clear_bytes;          /* workspace bytes cleared on the stream right before the launch */
+} r35a_gpu_launch;
+
+/* The GPU part of a plan: its launches in stream order (0 when the call has nothing to do), and the
+ * portable launch that replaces them when a run's pointers miss the fast kernels' alignment. */
+#define R35A_MAX_LAUNCHES 2
+typedef struct r35a_gpu_plan {
+    int num_launches;
+    r35a_gpu_launch launches[R35A_MAX_LAUNCHES];
+    bool has_fallback;
+    r35a_gpu_launch fallback;
+} r35a_gpu_plan;
+
+#endif
