@@ -10,7 +10,7 @@
 # code objects is then empty and the HIP backend says "built without gfx1151 code objects".
 
 set(R35A_GPU_TARGETS "gfx1151" CACHE STRING
-    "AMDGPU archs to build kernel code objects for (;-separated); empty disables the GPU build")
+    "gfx11 archs to build kernel code objects for (;-separated, from variants/archs.tsv: gfx1100 gfx1101 gfx1102 gfx1150 gfx1151 gfx1152); empty disables the GPU build")
 set(R35A_HIP_CLANG "" CACHE FILEPATH
     "clang with the AMDGPU target for the kernels (default: clang-19, clang-18, clang, /opt/rocm/llvm/bin/clang)")
 option(R35A_REQUIRE_GPU_KERNELS "Fail the configure step instead of building without GPU code objects (CI)" OFF)
@@ -66,6 +66,17 @@ foreach(family IN LISTS R35A_KERNEL_FAMILY_CANDIDATES)
     continue()
   endif()
   list(APPEND r35a_families ${family})
+endforeach()
+
+# Every target must be a gfx arch of the arch table (variants/archs.tsv -> R35A_GPU_ARCH rows of
+# variants.def): it says which tuning rows the arch runs and how its runtime counts CUs.
+foreach(arch IN LISTS R35A_GPU_TARGETS)
+  if(NOT r35a_variants_text MATCHES "\nR35A_GPU_ARCH\\(${arch}, ")
+    string(REGEX MATCHALL "\nR35A_GPU_ARCH\\((gfx[0-9a-f]+)" r35a_known "${r35a_variants_text}")
+    string(REGEX REPLACE "\nR35A_GPU_ARCH\\(" "" r35a_known "${r35a_known}")
+    message(FATAL_ERROR "rdna35attn: R35A_GPU_TARGETS lists ${arch}, which variants/archs.tsv does not know "
+                        "(known: ${r35a_known}). Add its row there and run tools/gen_variants.py.")
+  endif()
 endforeach()
 
 set(r35a_gpu_off_reason "")

@@ -32,7 +32,7 @@ const r35a_encoder_variant r35a_encoder_variants[] = {
 };
 
 const r35a_gpu_arch r35a_gpu_archs[] = {
-#define R35A_GPU_ARCH(arch, tuning, unit, cus_per_unit, default_cus) {#arch, #tuning, #unit, cus_per_unit, default_cus},
+#define R35A_GPU_ARCH(arch, tuning, unit, cus_per_unit, default_cus, vgprs) {#arch, #tuning, #unit, cus_per_unit, default_cus},
 #include "variants.def"
 #undef R35A_GPU_ARCH
     {NULL, NULL, NULL, 0, 0},

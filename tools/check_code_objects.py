@@ -7,12 +7,14 @@ Usage:
 
 What it checks, from `llvm-readelf --notes` (the AMDGPU metadata) and `llvm-objdump -d`:
   - the code object's target is amdgcn-amd-amdhsa--<arch>, wave32;
-  - it holds exactly the kernels variants.def lists for this family and arch (one per entry);
+  - it holds exactly the kernels variants.def lists for this family and the tuning table the arch
+    runs (R35A_GPU_ARCH rows, from variants/archs.tsv; one per entry);
   - every kernel has no scratch (.private_segment_fixed_size == 0, no VGPR/SGPR spills, no dynamic
     stack);
   - occupancy: the VGPRs and the LDS of each kernel both allow at least the waves per SIMD its
-    variant states (variants.def's `waves` column: gfx1151 has 1536 VGPRs per SIMD lane, allocated
-    in granules of 24 in wave32, and 128 KiB of LDS per WGP of 4 SIMDs); kernels with no stated
+    variant states (variants.def's `waves` column, stated for a 1536-entry VGPR file as gfx1151's,
+    allocated in granules of 24 in wave32; an arch with a 1024-entry file (archs.tsv `vgprs`) is held
+    to the same per-wave budget, 2/3 of the waves; 128 KiB of LDS per WGP of 4 SIMDs); kernels with no stated
     occupancy (the generic family) are held to the defaults VGPRs <= 128 and LDS <= 32 KiB;
     LDS never above the 64 KiB a workgroup can have;
   - the decode and encoder (WMMA) variants contain v_wmma_f32_16x16x16_<dtype> and global_load_b128;
@@ -29,8 +31,9 @@ import subprocess
 import sys
 
 # gfx11 (RDNA3/3.5) resources. gfx1151, like gfx1100/gfx1101, has the 1.5x register file.
-VGPRS_PER_SIMD_LANE = {"gfx1151": 1536, "gfx1100": 1536, "gfx1101": 1536}
-VGPR_GRANULE_WAVE32 = {"gfx1151": 24, "gfx1100": 24, "gfx1101": 24}
+# wave32 VGPR allocation granule: 24 on the 1536-entry file, 8 on the 1024-entry one (LLVM's AMDGPU target)
+VGPR_GRANULE_WAVE32 = {1536: 24, 1024: 8}
+STATED_VGPR_FILE = 1536       # a tuning row's `waves` is stated for this file (variants/archs.tsv)
 LDS_PER_WGP = 128 * 1024
 LDS_PER_WORKGROUP_MAX = 64 * 1024
 LDS_GRANULE = 1024            # allocation granularity assumed for the occupancy estimate (conservative)
@@ -63,12 +66,21 @@ def parse_variants(path):
     return entries
 
 
-def tuning_of(entries, arch):
-    """The tuning table an arch runs (R35A_GPU_ARCH rows of variants.def, from variants/archs.tsv)."""
+def arch_row(entries, arch):
+    """The R35A_GPU_ARCH row of an arch (variants/archs.tsv): tuning, unit, cus_per_unit, default_cus, vgprs."""
     for macro, args in entries:
         if macro == "R35A_GPU_ARCH" and args[0] == arch:
-            return args[1]
-    return None
+            return {"tuning": args[1], "vgprs": int(args[5])}
+    raise SystemExit(f"{arch} is not an arch of variants/archs.tsv")
+
+
+def tuning_of(entries, arch):
+    return arch_row(entries, arch)["tuning"]
+
+
+def waves_on(stated, vgpr_file):
+    """The occupancy a row's stated `waves` means on an arch: the same VGPR budget per wave."""
+    return max(1, stated * vgpr_file // STATED_VGPR_FILE)
 
 
 def expected_kernels(entries, family, arch):
@@ -182,9 +194,8 @@ def round_up(x, g):
     return (x + g - 1) // g * g
 
 
-def waves_by_vgprs(vgprs, arch):
-    file_size = VGPRS_PER_SIMD_LANE.get(arch, 1536)
-    granule = VGPR_GRANULE_WAVE32.get(arch, 24)
+def waves_by_vgprs(vgprs, file_size):
+    granule = VGPR_GRANULE_WAVE32[file_size]
     if vgprs <= 0:
         return MAX_WAVES_PER_SIMD
     return min(MAX_WAVES_PER_SIMD, file_size // round_up(vgprs, granule))
@@ -224,7 +235,9 @@ def main():
                 best = (prefix, value)
         return best[1] if best else None
 
-    expected = expected_kernels(parse_variants(args.variants), args.family, args.arch)
+    entries = parse_variants(args.variants)
+    vgpr_file = arch_row(entries, args.arch)["vgprs"]
+    expected = expected_kernels(entries, args.family, args.arch)
     target, kernels = parse_notes(run_tool(args.readelf, ["--notes", args.code_object]))
     funcs = parse_disassembly(run_tool(args.objdump, ["-d", "--no-show-raw-insn", "--no-leading-addr",
                                                       args.code_object]))
@@ -259,7 +272,7 @@ def main():
         wmma = {m: c for m, c in counts.items() if m.startswith("v_wmma_")}
         wmma_total = sum(wmma.values())
         b128 = sum(c for m, c in counts.items() if m in B128_LOADS)
-        occ_v = waves_by_vgprs(vgprs, args.arch)
+        occ_v = waves_by_vgprs(vgprs, vgpr_file)
         occ_l = waves_by_lds(lds, waves_per_wg)
 
         def bad(what):
@@ -276,7 +289,7 @@ def main():
             bad(f"wavefront_size {k.get('wavefront_size')}, expected 32")
         if lds > LDS_PER_WORKGROUP_MAX:
             bad(f"LDS {lds} bytes above the {LDS_PER_WORKGROUP_MAX} a workgroup can have")
-        want = info["waves"]
+        want = waves_on(info["waves"], vgpr_file) if info["waves"] is not None else None
         if want is not None:
             if occ_v < want:
                 bad(f"{vgprs} VGPRs allow {occ_v} waves per SIMD, the variant states {want}")

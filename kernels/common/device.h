@@ -48,10 +48,20 @@
 
 #define R35A_DEV __device__ static inline __attribute__((always_inline))
 #define R35A_KERNEL extern "C" __global__
+/* VGPRs per SIMD lane in wave32 (variants/archs.tsv `vgprs`): the larger file of gfx1100, gfx1101
+ * and gfx1151, 1024 on the other gfx11 chips. */
+#if defined(__gfx1102__) || defined(__gfx1103__) || defined(__gfx1150__) || defined(__gfx1152__)
+#define R35A_VGPR_FILE 1024
+#else
+#define R35A_VGPR_FILE 1536
+#endif
 /* Occupancy contract of a kernel: at most `threads` per workgroup, at least `waves` waves per SIMD
- * (caps the VGPRs the register allocator may use: 192 for 8 waves on gfx1151's 1536-entry file). */
+ * on a 1536-entry VGPR file (caps the VGPRs the register allocator may use: 192 for 8 waves on
+ * gfx1151). A tuning row states waves for that file; on a smaller file the same VGPR budget per
+ * wave is kept (2/3 of the waves), so one table serves every gfx11 chip without spills. */
 #define R35A_KERNEL_BOUNDS(threads, waves) \
-    __attribute__((amdgpu_flat_work_group_size(1, threads), amdgpu_waves_per_eu(waves)))
+    __attribute__((amdgpu_flat_work_group_size(1, threads), \
+                   amdgpu_waves_per_eu((waves) * R35A_VGPR_FILE / 1536 > 0 ? (waves) * R35A_VGPR_FILE / 1536 : 1)))
 
 /* Pointers the kernels read and write are global memory; saying so lets clang pick global_load /
  * global_store (and s_load for uniform reads) instead of flat accesses. */
