@@ -1,5 +1,7 @@
 /*
- * rdna35attn.h - attention kernels for AMD RDNA 3.5 (gfx1151, "Strix Halo").
+ * rdna35attn.h - attention kernels for AMD RDNA 3.5 (gfx1151, "Strix Halo") and the other gfx11 chips
+ * (gfx1100, gfx1101, gfx1102, gfx1150, gfx1152: the archs of variants/archs.tsv that the build's
+ * R35A_GPU_TARGETS names), and NVIDIA sm_90 in builds with R35A_NVIDIA_TARGETS.
  *
  * The whole public surface of librdna35attn. C11; no HIP or CUDA header is needed to include it.
  *
@@ -199,8 +201,9 @@ R35A_API void r35a_plan_destroy(r35a_plan *plan);
  * Empty-sequence rule: a sequence with L = 0 (a padding slot; it must then have M = 0) writes
  * nothing because it has no rows; a query row that sees no key writes zeros.
  *
- * On a GPU context (gfx1151): a call with max_query_len <= 8 runs one launch of a tuned decode
- * kernel when one serves it (f16/bf16, a built head size, page size a multiple of 16, no softcap
+ * On a GPU context: a call with max_query_len <= 8 runs one launch of a tuned decode kernel when
+ * one serves it (f16/bf16, a head size built for the dtype (variants/variants.def; the plan's
+ * fallback_reason lists them when none is), page size a multiple of 16, no softcap
  * or ALiBi, strides multiples of 8 elements), else of the portable kernel. A mixed batch
  * (max_query_len > 8, several sequences) that the decode kernels serve otherwise runs as two
  * launches on the caller's stream within one run call: the decode kernel serves the sequences with
@@ -282,9 +285,10 @@ R35A_API r35a_status r35a_paged_attention_run(r35a_context *context, const r35a_
  * [tokens][3][heads][D] is read in place with q = qkv, k = qkv + heads*D, v = qkv + 2*heads*D and
  * token strides 3*heads*D. Empty segments are allowed and write nothing.
  *
- * On a GPU context (gfx1151) a call is served by a WMMA encoder kernel when it is non-causal, has
+ * On a GPU context a call is served by a WMMA encoder kernel when it is non-causal, has
  * num_q_heads == num_kv_heads, dtype f16 or bf16, no softcap, a head size built for the dtype
- * (32, 48, 64, 72, 80, 128), every stride a multiple of 8 elements and token strides of Q, K and V
+ * (variants/variants.def; the fallback_reason lists them when none is), every stride a multiple of
+ * 8 elements and token strides of Q, K and V
  * below 2^24 elements; otherwise by the portable kernel, and the plan's fallback_reason says why.
  * The encoder runs ONE launch for all segments, planned on the host from num_segments, max_seqlen
  * and num_q_heads only: cu_seqlens is read on the device, never on the host, so a run can be

@@ -22,6 +22,7 @@ This script holds no emulator code: it only calls gfx11emu's public functions.
 """
 import argparse
 import ctypes
+import hashlib
 import math
 import mmap
 import os
@@ -785,7 +786,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--emu", default=os.environ.get("GFX11EMU_DIR", os.path.join(ROOT, "..", "shared", "gfx11emu")),
                     help="directory holding gfx11emu.py (default $GFX11EMU_DIR or ../shared/gfx11emu)")
-    ap.add_argument("--build-dir", default=os.path.join(tempfile.gettempdir(), "r35a_emu_build"))
+    # one build directory per checkout: the cache below trusts modification times, so two worktrees must
+    # never share one (another checkout's newer code object would pass as this one's)
+    ap.add_argument("--build-dir", default=os.path.join(
+        tempfile.gettempdir(), "r35a_emu_build_" + hashlib.sha1(ROOT.encode()).hexdigest()[:12]))
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--only", nargs="*", default=None, help="kernels whose name contains any of these")
     ap.add_argument("--case", nargs="*", default=None, help="cases whose label contains any of these")
