@@ -6,6 +6,7 @@
 
 #include "backend_cuda.h"
 #include "backend_hip.h"
+#include "gpu_runtime.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -128,10 +129,8 @@ void r35a_context_destroy(r35a_context *context)
 {
     if (!context)
         return;
-    if (context->gpu_api == R35A_GPU_API_CUDA)
-        r35a_cuda_context_release(context);
-    else
-        r35a_hip_context_release(context);
+    if (context->gpu_runtime)
+        context->gpu_runtime->release(context);
     free(context);
 }
 

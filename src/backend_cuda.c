@@ -228,6 +228,14 @@ static void release_state(cuda_state *st)
     free(st);
 }
 
+/* The runtime's release hook (api.c calls it through ctx->gpu_runtime). */
+static void context_release(r35a_context *ctx)
+{
+    release_state((cuda_state *)ctx->gpu);
+    ctx->gpu = NULL;
+    ctx->gpu_runtime = NULL;
+}
+
 static int env_int(const char *name, int fallback, int lo, int hi)
 {
     const char *s = getenv(name);
@@ -321,6 +329,7 @@ bool r35a_cuda_context_init(r35a_context *ctx, int device_index, bool *built, ch
     st->runtime.arch = row;
     st->runtime.planner_cus = (st->num_sms * blocks + R35A_DECODE_WGS_PER_CU - 1) / R35A_DECODE_WGS_PER_CU;
     st->runtime.launch = launch;
+    st->runtime.release = context_release;
     const char *frag = getenv("R35A_CUDA_FRAGMENTS");
     st->emulate_gfx11 = frag && strcmp(frag, "gfx11emu") == 0;
     snprintf(st->arch, sizeof st->arch, "%s", arch);
@@ -344,7 +353,6 @@ bool r35a_cuda_context_init(r35a_context *ctx, int device_index, bool *built, ch
 
     ctx->gpu = st;
     ctx->gpu_runtime = &st->runtime;
-    ctx->gpu_api = R35A_GPU_API_CUDA;
     ctx->backend = R35A_BACKEND_GPU;
     ctx->info.backend = R35A_BACKEND_GPU;
     ctx->info.device_index = device_index;
@@ -359,11 +367,3 @@ bool r35a_cuda_context_init(r35a_context *ctx, int device_index, bool *built, ch
     return true;
 }
 
-void r35a_cuda_context_release(r35a_context *ctx)
-{
-    if (!ctx || !ctx->gpu || ctx->gpu_api != R35A_GPU_API_CUDA)
-        return;
-    release_state((cuda_state *)ctx->gpu);
-    ctx->gpu = NULL;
-    ctx->gpu_runtime = NULL;
-}

@@ -16,13 +16,10 @@
 
 /* Tries to make ctx a CUDA context on device ordinal device_index: loads the driver (once per
  * process), checks the device's compute capability against the embedded cubins, retains its primary
- * context, loads the cubins and resolves every kernel. On success fills ctx->gpu, ctx->gpu_api and
+ * context, loads the cubins and resolves every kernel. On success fills ctx->gpu, ctx->gpu_runtime and
  * ctx->info (backend GPU, "cuda", arch "sm_90") and returns true; otherwise leaves ctx untouched and
  * writes why into reason. *built is set to false when the library has no NVIDIA cubins at all
  * (the reason is then not worth reporting next to another backend's). */
 bool r35a_cuda_context_init(r35a_context *ctx, int device_index, bool *built, char *reason, size_t reason_len);
-
-/* Unloads the modules of a CUDA context, releases its primary context, frees ctx->gpu. */
-void r35a_cuda_context_release(r35a_context *ctx);
 
 #endif

@@ -223,6 +223,14 @@ static void release_state(hip_state *st)
     free(st);
 }
 
+/* The runtime's release hook (api.c calls it through ctx->gpu_runtime). */
+static void context_release(r35a_context *ctx)
+{
+    release_state((hip_state *)ctx->gpu);
+    ctx->gpu = NULL;
+    ctx->gpu_runtime = NULL;
+}
+
 /* ---- launches (the runtime of the shared entries, gpu_impls.c) ---- */
 
 /* Launches f with its one by-value argument struct on stream; first, when clear_bytes > 0, zeroes
@@ -323,6 +331,7 @@ bool r35a_hip_context_init(r35a_context *ctx, int device_index, char *reason, si
      * planner fills CUs. */
     st->runtime.planner_cus = units > 0 && units <= 4096 ? units * row->cus_per_unit : row->default_cus;
     st->runtime.launch = launch;
+    st->runtime.release = context_release;
 
     int previous;
     e = enter_device(device_index, &previous);
@@ -359,11 +368,3 @@ bool r35a_hip_context_init(r35a_context *ctx, int device_index, char *reason, si
     return true;
 }
 
-void r35a_hip_context_release(r35a_context *ctx)
-{
-    if (!ctx || !ctx->gpu)
-        return;
-    release_state((hip_state *)ctx->gpu);
-    ctx->gpu = NULL;
-    ctx->gpu_runtime = NULL;
-}

@@ -14,7 +14,4 @@
  * "no HIP runtime: dlopen libamdhip64.so.7/.6 failed (...)". Never prints unless R35A_LOG=1. */
 bool r35a_hip_context_init(r35a_context *ctx, int device_index, char *reason, size_t reason_len);
 
-/* Unloads the modules of ctx and frees ctx->gpu; NULL ctx->gpu is accepted. */
-void r35a_hip_context_release(r35a_context *ctx);
-
 #endif

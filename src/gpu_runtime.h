@@ -23,6 +23,8 @@ struct r35a_gpu_runtime {
      * failure through r35a_fail. */
     r35a_status (*launch)(const r35a_context *ctx, void *kernel, const char *name, const uint32_t grid[3],
                           const uint32_t block[3], void *args, void *clear, size_t clear_bytes, void *stream);
+    /* Unloads the modules and frees the backend state ctx->gpu (which holds this runtime). */
+    void (*release)(r35a_context *ctx);
 };
 
 /* The handle of kernel `index` of `family` (NULL if it is not one of the device's). */

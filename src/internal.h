@@ -15,9 +15,6 @@
 
 typedef enum r35a_op { R35A_OP_PAGED = 1, R35A_OP_VARLEN = 2 } r35a_op;
 
-/* Which GPU backend a GPU context (and a GPU implementation entry) belongs to. */
-enum { R35A_GPU_API_HIP = 0, R35A_GPU_API_CUDA = 1 };
-
 /* The runtime a GPU context's implementation entries launch through (gpu_impls.h). */
 typedef struct r35a_gpu_runtime r35a_gpu_runtime;
 
@@ -25,7 +22,6 @@ struct r35a_context {
     r35a_backend backend;        /* active backend: GPU or REFERENCE */
     r35a_context_info info;
     void *gpu;                   /* GPU backend state (backend_hip.c, backend_cuda.c); NULL on the reference */
-    int gpu_api;                 /* R35A_GPU_API_*: whose state ctx->gpu is */
     const r35a_gpu_runtime *gpu_runtime; /* a GPU context's runtime (inside ctx->gpu); NULL on the reference */
 };
 
