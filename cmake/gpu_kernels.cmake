@@ -7,7 +7,7 @@
 #
 # Nothing is compiled at run time: src/backend_hip.c hands the embedded bytes to hipModuleLoadData.
 # Without a suitable clang (or with R35A_GPU_TARGETS empty) the library still builds; its table of
-# code objects is then empty and the HIP backend says "built without gfx1151 code objects".
+# code objects is then empty and the HIP backend says "built without gfx11 code objects".
 
 set(R35A_GPU_TARGETS "gfx1151" CACHE STRING
     "gfx11 archs to build kernel code objects for (;-separated, from variants/archs.tsv: gfx1100 gfx1101 gfx1102 gfx1150 gfx1151 gfx1152); empty disables the GPU build")

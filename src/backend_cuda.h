@@ -4,8 +4,8 @@
  * Nothing here needs a CUDA header or toolkit to build: the driver is loaded at context creation and
  * only the entry points the backend calls are looked up in it. It serves the same implementation
  * list as the HIP backend (tuned decode variants, alone or with the portable kernel in a mixed
- * batch; the encoder variants; the portable kernel), planned by plan_gfx1151.c for the device's
- * arch ("sm_90") from its own rows of variants.def. Test-only knobs, read at each context creation:
+ * batch; the encoder variants; the portable kernel), planned by the planners (src/plan_*.c) for the device's
+ * arch ("sm_90") from its tuning rows of variants.def. Test-only knobs, read at each context creation:
  *   R35A_CUDA_FRAGMENTS=gfx11emu   load the cubins built with the gfx11-exact fragment emulation
  *   R35A_CUDA_LIBRARY=<path>       the one driver library to try
  *   R35A_CUDA_BLOCKS_PER_SM=<n>    the decode split planner's target of resident blocks per SM */

@@ -1,4 +1,4 @@
-/* backend_hip.h - the HIP backend: the gfx1151 code objects run through a dlopen'ed HIP runtime.
+/* backend_hip.h - the HIP backend: the gfx11 code objects run through a dlopen'ed HIP runtime.
  *
  * Nothing here needs a HIP header or a ROCm install to build: the runtime (libamdhip64.so.7, .so.6
  * or .so) is loaded at context creation, and only the entry points below are looked up in it. */

@@ -117,7 +117,7 @@ static void test_absent(void **state)
     expect_contains(r35a_last_error_detail(),
                     "context_options.backend: GPU requested but no HIP runtime: dlopen libamdhip64.so.7/.6 failed");
 #else
-    expect_contains(r35a_last_error_detail(), "built without gfx1151 code objects");
+    expect_contains(r35a_last_error_detail(), "built without gfx11 code objects");
 #endif
 }
 

@@ -1,4 +1,4 @@
-/* test_planner.c - the GPU planner (src/plan_gfx1151.c) called directly, on host-known descriptors.
+/* test_planner.c - the GPU planners (src/plan_*.c) and the registry called directly, on host-known descriptors.
  *
  * Expected split counts and workspace sizes are worked out by hand here from the rules stated in
  * kernels/common/decode_args.h (2 workgroups per CU, at least 16 tiles of 16 keys per split, at
