@@ -478,6 +478,8 @@ const char *bench_dtype_name(r35a_dtype dtype)
     case R35A_DTYPE_F16: return "f16";
     case R35A_DTYPE_BF16: return "bf16";
     case R35A_DTYPE_F32: return "f32";
+    case R35A_DTYPE_FP8_E4M3: return "fp8_e4m3";
+    case R35A_DTYPE_INT8: return "int8";
     }
     return "unknown";
 }

@@ -30,11 +30,22 @@
  *     if logit_softcap > 0:  s = logit_softcap * tanh(s / logit_softcap)
  *     if ALiBi is on:        s = s + alibi_slopes[h] * (j - p)      (j key position, p query position)
  * and the output row is sum_j softmax(s)_j * v_j, computed with fp32 accumulation and fp32 softmax.
- * A row that sees no key (padding, empty sequence) is written as zeros, never NaN.
+ * Attention sinks (use_sinks = 1; gpt-oss): query head h has one more logit, sinks[h], a raw value
+ * (NOT multiplied by softmax_scale, no softcap, no ALiBi) that joins the softmax's denominator and
+ * contributes no value: with m = max(sinks[h], max_j s_j),
+ *     o = sum_j exp(s_j - m) v_j / (exp(sinks[h] - m) + sum_j exp(s_j - m))
+ * (a softmax over [s_0 .. s_n, sink] whose last column is dropped). A sink of -inf is no sink.
+ * A row that sees no key (padding, empty sequence) is written as zeros, never NaN, whatever its sink.
  * Non-finite inputs (reference backend; the GPU kernels are not verified on this yet): a NaN or
- * infinite logit makes its whole row NaN, never a plausible-looking value; a NaN or Inf in element
- * e of a value vector makes element e of every row that sees that key NaN or Inf. Elements the call
+ * infinite logit makes its whole row NaN, never a plausible-looking value; a NaN or +inf sink is
+ * such a logit (a -inf sink is no sink); a NaN or Inf in element e of a value vector (an fp8 NaN
+ * code included) makes element e of every row that sees that key NaN or Inf. Elements the call
  * does not reach (outside the window, past L, unreached pages, stride gaps) never affect the output.
+ *
+ * ABI growth: every descriptor and args struct opens with struct_size, and a library accepts the
+ * sizes of every earlier release: the struct as that release declared it is the prefix of today's,
+ * and the fields past it take their defaults (documented at each field). 0.1.0 callers pass
+ * sizes that end before the fields marked "since 0.2"; each struct's comment names that size.
  */
 #ifndef RDNA35ATTN_H
 #define RDNA35ATTN_H
@@ -59,12 +70,12 @@ extern "C" {
  * ------------------------------------------------------------------------------------------- */
 
 #define R35A_VERSION_MAJOR 0
-#define R35A_VERSION_MINOR 1
+#define R35A_VERSION_MINOR 2
 #define R35A_VERSION_PATCH 0
-/* MAJOR * 10000 + MINOR * 100 + PATCH, e.g. 100 for 0.1.0. */
+/* MAJOR * 10000 + MINOR * 100 + PATCH, e.g. 200 for 0.2.0. */
 #define R35A_VERSION_NUMBER (R35A_VERSION_MAJOR * 10000 + R35A_VERSION_MINOR * 100 + R35A_VERSION_PATCH)
 
-/* The version of the library actually linked, as R35A_VERSION_NUMBER and as "0.1.0". */
+/* The version of the library actually linked, as R35A_VERSION_NUMBER and as "0.2.0". */
 R35A_API unsigned r35a_version_number(void);
 R35A_API const char *r35a_version_string(void);
 
@@ -103,9 +114,14 @@ R35A_API const char *r35a_last_error_detail(void);
  * ------------------------------------------------------------------------------------------- */
 
 typedef enum r35a_dtype {
-    R35A_DTYPE_F16 = 1,   /* IEEE binary16 */
-    R35A_DTYPE_BF16 = 2,  /* bfloat16 */
-    R35A_DTYPE_F32 = 3    /* IEEE binary32 (reference path only) */
+    R35A_DTYPE_F16 = 1,      /* IEEE binary16 */
+    R35A_DTYPE_BF16 = 2,     /* bfloat16 */
+    R35A_DTYPE_F32 = 3,      /* IEEE binary32 (reference path only) */
+    /* 8-bit KV-cache dtypes (r35a_paged_attention_desc.kv_dtype only; never Q, O or varlen): */
+    R35A_DTYPE_FP8_E4M3 = 4, /* OCP float8_e4m3fn (torch.float8_e4m3fn, vLLM's "fp8"): sign, 4
+                                exponent bits with bias 7, 3 mantissa bits; subnormals; no
+                                infinities; S.1111.111 is NaN; largest finite 448 */
+    R35A_DTYPE_INT8 = 5      /* two's-complement int8, symmetric: real value = stored x scale */
 } r35a_dtype;
 
 /* ---------------------------------------------------------------------------------------------
@@ -198,13 +214,23 @@ R35A_API void r35a_plan_destroy(r35a_plan *plan);
  * for O with the o_* strides. GQA: num_q_heads is a multiple of num_kv_heads and query head h
  * reads kv head h / (num_q_heads / num_kv_heads).
  *
+ * 8-bit KV cache (kv_dtype R35A_DTYPE_FP8_E4M3 or R35A_DTYPE_INT8): K and V hold one byte per
+ * element and their strides count those bytes (elements of the KV dtype, as always). The real
+ * value of a stored element x of kv head g is
+ *     k = x * k_scale[kv_scale_per_head ? g : 0],   v = x * v_scale[kv_scale_per_head ? g : 0]
+ * (fp8: x is the decoded e4m3 value; int8: x is the integer -128 .. 127), and the call is exactly
+ * the attention of Q over those real values: scales and dequantization happen in fp32 inside the
+ * kernel, no 16-bit rounding of k or v in between. Q and O keep dtype (f16 or bf16; f32 on the
+ * reference).
+ *
  * Empty-sequence rule: a sequence with L = 0 (a padding slot; it must then have M = 0) writes
  * nothing because it has no rows; a query row that sees no key writes zeros.
  *
  * On a GPU context: a call with max_query_len <= 8 runs one launch of a tuned decode kernel when
  * one serves it (f16/bf16, a head size built for the dtype (variants/variants.def; the plan's
- * fallback_reason lists them when none is), page size a multiple of 16, no softcap
- * or ALiBi, strides multiples of 8 elements), else of the portable kernel. A mixed batch
+ * fallback_reason lists them when none is), page size a multiple of 16, no softcap, ALiBi, sinks
+ * or 8-bit KV cache yet, strides multiples of 8 elements), else of the portable kernel, which
+ * serves all of these; the plan's fallback_reason says why. A mixed batch
  * (max_query_len > 8, several sequences) that the decode kernels serve otherwise runs as two
  * launches on the caller's stream within one run call: the decode kernel serves the sequences with
  * M <= 8 and the portable kernel those with M > 8, each skipping the other's on the device, so
@@ -216,8 +242,10 @@ R35A_API void r35a_plan_destroy(r35a_plan *plan);
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct r35a_paged_attention_desc {
-    size_t struct_size;            /* sizeof(r35a_paged_attention_desc) */
-    r35a_dtype dtype;              /* of Q, K, V and O alike */
+    size_t struct_size;            /* sizeof(r35a_paged_attention_desc); 0.1.0's size,
+                                      offsetof(r35a_paged_attention_desc, use_sinks), is accepted */
+    r35a_dtype dtype;              /* of Q and O, and of K and V unless kv_dtype says otherwise:
+                                      f16, bf16 (f32 on the reference) */
 
     /* Host-known shape. These fix the plan; run() reads the device data only on the device. */
     int32_t num_seqs;              /* >= 1: entries of seq_lens; query_start_loc has num_seqs + 1 */
@@ -241,22 +269,44 @@ typedef struct r35a_paged_attention_desc {
     int64_t o_token_stride, o_head_stride;
     int64_t k_page_stride, k_head_stride, k_slot_stride;
     int64_t v_page_stride, v_head_stride, v_slot_stride;
+
+    /* Since 0.2 (default: the zeros r35a_paged_attention_desc_init writes). */
+    int32_t use_sinks;             /* 0 or 1; 1 requires args.sinks ([num_q_heads] float32) */
+    r35a_dtype kv_dtype;           /* of K and V: 0 = dtype (the default); dtype itself; or the
+                                      8-bit R35A_DTYPE_FP8_E4M3 / R35A_DTYPE_INT8, which require
+                                      args.k_scale and args.v_scale. Another 16/32-bit dtype than
+                                      dtype is R35A_ERR_INVALID_ARGUMENT */
+    int32_t kv_scale_per_head;     /* 8-bit KV only: 0 = one float32 each in k_scale and v_scale
+                                      (per tensor); 1 = [num_kv_heads] each (per kv head). Must be
+                                      0 for a 16/32-bit KV cache */
 } r35a_paged_attention_desc;
 
 typedef struct r35a_paged_attention_args {
-    size_t struct_size;            /* sizeof(r35a_paged_attention_args) */
+    size_t struct_size;            /* sizeof(r35a_paged_attention_args); 0.1.0's size,
+                                      offsetof(r35a_paged_attention_args, sinks), is accepted */
     const void *q;                 /* query rows, dtype */
-    const void *k_cache;           /* dtype */
-    const void *v_cache;           /* dtype */
+    const void *k_cache;           /* kv_dtype (dtype by default) */
+    const void *v_cache;           /* kv_dtype (dtype by default) */
     void *out;                     /* output rows, dtype; may not alias the inputs */
     const int32_t *seq_lens;       /* [num_seqs], each 0 .. max_seq_len */
     const int32_t *query_start_loc;/* [num_seqs + 1], non-decreasing, [0] = 0, [num_seqs] = num_tokens */
     const int32_t *block_table;    /* [num_seqs * block_table_stride] page indices */
     const float *alibi_slopes;     /* [num_q_heads] when use_alibi, else must be NULL */
+    /* Since 0.2 (default NULL). Like the metadata, these live where the tensors live (device
+     * memory on a GPU context, so a captured graph replays with their current contents). */
+    const float *sinks;            /* [num_q_heads] raw sink logits when use_sinks, else NULL */
+    const float *k_scale;          /* 8-bit KV: [1] or [num_kv_heads] (kv_scale_per_head), each
+                                      finite and > 0; must be NULL for a 16/32-bit KV cache.
+                                      Values are checked on the reference backend only
+                                      (R35A_ERR_INVALID_DATA); on a GPU another value gives an
+                                      unspecified output, never an out-of-bounds access */
+    const float *v_scale;          /* likewise for V */
 } r35a_paged_attention_args;
 
 /* Fills *desc with a contiguous HND layout for the given shape: defaults strides, softmax_scale =
- * 1/sqrt(head_size), block_table_stride = ceil(max_seq_len / page_size), no window, no softcap. */
+ * 1/sqrt(head_size), block_table_stride = ceil(max_seq_len / page_size), no window, no softcap,
+ * no ALiBi, no sinks, kv_dtype 0 (= dtype). For an 8-bit KV cache set kv_dtype afterwards: the
+ * default strides count elements, so they stay right. */
 R35A_API void r35a_paged_attention_desc_init(r35a_paged_attention_desc *desc, r35a_dtype dtype,
                                              int32_t num_seqs, int32_t num_tokens,
                                              int32_t max_query_len, int32_t max_seq_len,
@@ -286,9 +336,9 @@ R35A_API r35a_status r35a_paged_attention_run(r35a_context *context, const r35a_
  * token strides 3*heads*D. Empty segments are allowed and write nothing.
  *
  * On a GPU context a call is served by a WMMA encoder kernel when it is non-causal, has
- * num_q_heads == num_kv_heads, dtype f16 or bf16, no softcap, a head size built for the dtype
- * (variants/variants.def; the fallback_reason lists them when none is), every stride a multiple of
- * 8 elements and token strides of Q, K and V
+ * num_q_heads == num_kv_heads, dtype f16 or bf16, no softcap, no sinks, a head size built for the
+ * dtype (variants/variants.def; the fallback_reason lists them when none is), every stride a
+ * multiple of 8 elements and token strides of Q, K and V
  * below 2^24 elements; otherwise by the portable kernel, and the plan's fallback_reason says why.
  * The encoder runs ONE launch for all segments, planned on the host from num_segments, max_seqlen
  * and num_q_heads only: cu_seqlens is read on the device, never on the host, so a run can be
@@ -298,8 +348,9 @@ R35A_API r35a_status r35a_paged_attention_run(r35a_context *context, const r35a_
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct r35a_varlen_attention_desc {
-    size_t struct_size;            /* sizeof(r35a_varlen_attention_desc) */
-    r35a_dtype dtype;              /* of Q, K, V and O alike */
+    size_t struct_size;            /* sizeof(r35a_varlen_attention_desc); 0.1.0's size,
+                                      offsetof(r35a_varlen_attention_desc, use_sinks), is accepted */
+    r35a_dtype dtype;              /* of Q, K, V and O alike: f16, bf16 (f32 on the reference) */
     int32_t num_segments;          /* >= 1; cu_seqlens has num_segments + 1 entries */
     int32_t num_tokens;            /* >= 0: = cu_seqlens[num_segments] */
     int32_t max_seqlen;            /* >= 0: host-known upper bound on every segment's length */
@@ -314,13 +365,18 @@ typedef struct r35a_varlen_attention_desc {
     int64_t k_token_stride, k_head_stride;
     int64_t v_token_stride, v_head_stride;
     int64_t o_token_stride, o_head_stride;
+    /* Since 0.2 (default 0). */
+    int32_t use_sinks;             /* 0 or 1; 1 requires args.sinks ([num_q_heads] float32) */
 } r35a_varlen_attention_desc;
 
 typedef struct r35a_varlen_attention_args {
-    size_t struct_size;            /* sizeof(r35a_varlen_attention_args) */
+    size_t struct_size;            /* sizeof(r35a_varlen_attention_args); 0.1.0's size,
+                                      offsetof(r35a_varlen_attention_args, sinks), is accepted */
     const void *q, *k, *v;         /* dtype */
     void *out;                     /* dtype; may not alias the inputs */
     const int32_t *cu_seqlens;     /* [num_segments + 1], non-decreasing, [0] = 0 */
+    /* Since 0.2 (default NULL); where the tensors live. */
+    const float *sinks;            /* [num_q_heads] raw sink logits when use_sinks, else NULL */
 } r35a_varlen_attention_args;
 
 /* Fills *desc for separate contiguous [tokens][heads][D] Q, K, V and O buffers, non-causal. */

@@ -197,10 +197,13 @@ r35a_status r35a_paged_attention_plan(r35a_context *context, const r35a_paged_at
     *plan = NULL;
     if (!context)
         return r35a_fail(R35A_ERR_NULL_POINTER, "context: NULL");
-    r35a_status st = r35a_validate_paged_desc(desc);
+    r35a_paged_attention_desc full;
+    r35a_status st = r35a_upgrade_paged_desc(desc, &full);
+    if (st == R35A_OK)
+        st = r35a_validate_paged_desc(&full);
     if (st != R35A_OK)
         return st;
-    return make_plan(context, R35A_OP_PAGED, desc, plan);
+    return make_plan(context, R35A_OP_PAGED, &full, plan);
 }
 
 r35a_status r35a_varlen_attention_plan(r35a_context *context, const r35a_varlen_attention_desc *desc,
@@ -212,10 +215,13 @@ r35a_status r35a_varlen_attention_plan(r35a_context *context, const r35a_varlen_
     *plan = NULL;
     if (!context)
         return r35a_fail(R35A_ERR_NULL_POINTER, "context: NULL");
-    r35a_status st = r35a_validate_varlen_desc(desc);
+    r35a_varlen_attention_desc full;
+    r35a_status st = r35a_upgrade_varlen_desc(desc, &full);
+    if (st == R35A_OK)
+        st = r35a_validate_varlen_desc(&full);
     if (st != R35A_OK)
         return st;
-    return make_plan(context, R35A_OP_VARLEN, desc, plan);
+    return make_plan(context, R35A_OP_VARLEN, &full, plan);
 }
 
 /* ---- runs ---- */
@@ -247,14 +253,17 @@ r35a_status r35a_paged_attention_run(r35a_context *context, const r35a_plan *pla
                                      size_t workspace_bytes, void *stream)
 {
     r35a_clear_error();
+    r35a_paged_attention_args full;
     r35a_status st = check_run_common(context, plan, R35A_OP_PAGED, workspace, workspace_bytes);
     if (st == R35A_OK)
-        st = r35a_validate_paged_args(&plan->desc.paged, args);
+        st = r35a_upgrade_paged_args(args, &full);
+    if (st == R35A_OK)
+        st = r35a_validate_paged_args(&plan->desc.paged, &full);
     if (st == R35A_OK && context->backend == R35A_BACKEND_REFERENCE)
-        st = r35a_validate_paged_data(&plan->desc.paged, args);
+        st = r35a_validate_paged_data(&plan->desc.paged, &full);
     if (st != R35A_OK)
         return st;
-    return plan->impl->run(context, plan, args, workspace, workspace_bytes, stream);
+    return plan->impl->run(context, plan, &full, workspace, workspace_bytes, stream);
 }
 
 r35a_status r35a_varlen_attention_run(r35a_context *context, const r35a_plan *plan,
@@ -262,63 +271,136 @@ r35a_status r35a_varlen_attention_run(r35a_context *context, const r35a_plan *pl
                                       size_t workspace_bytes, void *stream)
 {
     r35a_clear_error();
+    r35a_varlen_attention_args full;
     r35a_status st = check_run_common(context, plan, R35A_OP_VARLEN, workspace, workspace_bytes);
     if (st == R35A_OK)
-        st = r35a_validate_varlen_args(&plan->desc.varlen, args);
+        st = r35a_upgrade_varlen_args(args, &full);
+    if (st == R35A_OK)
+        st = r35a_validate_varlen_args(&plan->desc.varlen, &full);
     if (st == R35A_OK && context->backend == R35A_BACKEND_REFERENCE)
-        st = r35a_validate_varlen_data(&plan->desc.varlen, args);
+        st = r35a_validate_varlen_data(&plan->desc.varlen, &full);
     if (st != R35A_OK)
         return st;
-    return plan->impl->run(context, plan, args, workspace, workspace_bytes, stream);
+    return plan->impl->run(context, plan, &full, workspace, workspace_bytes, stream);
 }
 
-/* ---- descriptor defaults ---- */
+/* ---- descriptor defaults ----
+ * Since 0.2 the descriptors are longer. A binary built against 0.1.0's header hands
+ * r35a_*_desc_init a struct of 0.1.0's size, so writing today's size would overflow it. On ELF
+ * platforms the library therefore keeps 0.1.0's functions under their symbol version R35A_0 (they
+ * fill the 0.1.0 prefix and set struct_size to 0.1.0's size, which plan calls accept) and exports
+ * today's under R35A_0.2 (src/rdna35attn.map), the version a newly linked binary binds to. Elsewhere
+ * (no symbol versions) only today's exist, under the plain names. */
 
-void r35a_paged_attention_desc_init(r35a_paged_attention_desc *desc, r35a_dtype dtype, int32_t num_seqs,
-                                    int32_t num_tokens, int32_t max_query_len, int32_t max_seq_len,
-                                    int32_t num_q_heads, int32_t num_kv_heads, int32_t head_size,
-                                    int32_t page_size, int32_t num_pages)
+#if defined(__ELF__)
+#define PAGED_DESC_INIT r35a_paged_attention_desc_init_v0_2
+#define VARLEN_DESC_INIT r35a_varlen_attention_desc_init_v0_2
+__asm__(".symver r35a_paged_attention_desc_init_v0_2, r35a_paged_attention_desc_init@@R35A_0.2");
+__asm__(".symver r35a_varlen_attention_desc_init_v0_2, r35a_varlen_attention_desc_init@@R35A_0.2");
+__asm__(".symver r35a_paged_attention_desc_init_v0_1, r35a_paged_attention_desc_init@R35A_0");
+__asm__(".symver r35a_varlen_attention_desc_init_v0_1, r35a_varlen_attention_desc_init@R35A_0");
+R35A_API void r35a_paged_attention_desc_init_v0_1(r35a_paged_attention_desc *desc, r35a_dtype dtype, int32_t num_seqs,
+                                                  int32_t num_tokens, int32_t max_query_len, int32_t max_seq_len,
+                                                  int32_t num_q_heads, int32_t num_kv_heads, int32_t head_size,
+                                                  int32_t page_size, int32_t num_pages);
+R35A_API void r35a_varlen_attention_desc_init_v0_1(r35a_varlen_attention_desc *desc, r35a_dtype dtype,
+                                                   int32_t num_segments, int32_t num_tokens, int32_t max_seqlen,
+                                                   int32_t num_q_heads, int32_t num_kv_heads, int32_t head_size);
+R35A_API void PAGED_DESC_INIT(r35a_paged_attention_desc *desc, r35a_dtype dtype, int32_t num_seqs,
+                              int32_t num_tokens, int32_t max_query_len, int32_t max_seq_len, int32_t num_q_heads,
+                              int32_t num_kv_heads, int32_t head_size, int32_t page_size, int32_t num_pages);
+R35A_API void VARLEN_DESC_INIT(r35a_varlen_attention_desc *desc, r35a_dtype dtype, int32_t num_segments,
+                               int32_t num_tokens, int32_t max_seqlen, int32_t num_q_heads, int32_t num_kv_heads,
+                               int32_t head_size);
+#else
+#define PAGED_DESC_INIT r35a_paged_attention_desc_init
+#define VARLEN_DESC_INIT r35a_varlen_attention_desc_init
+#endif
+
+/* Fills the first `size` bytes of *desc (today's size or 0.1.0's: the fields of that release). */
+static void fill_paged_desc(r35a_paged_attention_desc *desc, size_t size, r35a_dtype dtype, int32_t num_seqs,
+                            int32_t num_tokens, int32_t max_query_len, int32_t max_seq_len, int32_t num_q_heads,
+                            int32_t num_kv_heads, int32_t head_size, int32_t page_size, int32_t num_pages)
 {
-    if (!desc)
-        return;
-    memset(desc, 0, sizeof *desc);
-    desc->struct_size = sizeof *desc;
-    desc->dtype = dtype;
-    desc->num_seqs = num_seqs;
-    desc->num_tokens = num_tokens;
-    desc->max_query_len = max_query_len;
-    desc->max_seq_len = max_seq_len;
-    desc->num_q_heads = num_q_heads;
-    desc->num_kv_heads = num_kv_heads;
-    desc->head_size = head_size;
-    desc->page_size = page_size;
-    desc->num_pages = num_pages;
-    desc->block_table_stride = page_size > 0 ? (int32_t)(((int64_t)max_seq_len + page_size - 1) / page_size) : 0;
-    desc->softmax_scale = head_size > 0 ? 1.0f / sqrtf((float)head_size) : 1.0f;
-    desc->q_token_stride = desc->o_token_stride = (int64_t)num_q_heads * head_size;
-    desc->q_head_stride = desc->o_head_stride = head_size;
-    desc->k_slot_stride = desc->v_slot_stride = head_size;
-    desc->k_head_stride = desc->v_head_stride = (int64_t)page_size * head_size;
-    desc->k_page_stride = desc->v_page_stride = (int64_t)num_kv_heads * page_size * head_size;
+    r35a_paged_attention_desc d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = size;
+    d.dtype = dtype;
+    d.num_seqs = num_seqs;
+    d.num_tokens = num_tokens;
+    d.max_query_len = max_query_len;
+    d.max_seq_len = max_seq_len;
+    d.num_q_heads = num_q_heads;
+    d.num_kv_heads = num_kv_heads;
+    d.head_size = head_size;
+    d.page_size = page_size;
+    d.num_pages = num_pages;
+    d.block_table_stride = page_size > 0 ? (int32_t)(((int64_t)max_seq_len + page_size - 1) / page_size) : 0;
+    d.softmax_scale = head_size > 0 ? 1.0f / sqrtf((float)head_size) : 1.0f;
+    d.q_token_stride = d.o_token_stride = (int64_t)num_q_heads * head_size;
+    d.q_head_stride = d.o_head_stride = head_size;
+    d.k_slot_stride = d.v_slot_stride = head_size;
+    d.k_head_stride = d.v_head_stride = (int64_t)page_size * head_size;
+    d.k_page_stride = d.v_page_stride = (int64_t)num_kv_heads * page_size * head_size;
+    /* the 0.2 fields' defaults are the zeros: no sinks, kv_dtype = dtype, per-tensor scales */
+    memcpy(desc, &d, size);
 }
 
-void r35a_varlen_attention_desc_init(r35a_varlen_attention_desc *desc, r35a_dtype dtype, int32_t num_segments,
-                                     int32_t num_tokens, int32_t max_seqlen, int32_t num_q_heads,
-                                     int32_t num_kv_heads, int32_t head_size)
+static void fill_varlen_desc(r35a_varlen_attention_desc *desc, size_t size, r35a_dtype dtype, int32_t num_segments,
+                             int32_t num_tokens, int32_t max_seqlen, int32_t num_q_heads, int32_t num_kv_heads,
+                             int32_t head_size)
 {
-    if (!desc)
-        return;
-    memset(desc, 0, sizeof *desc);
-    desc->struct_size = sizeof *desc;
-    desc->dtype = dtype;
-    desc->num_segments = num_segments;
-    desc->num_tokens = num_tokens;
-    desc->max_seqlen = max_seqlen;
-    desc->num_q_heads = num_q_heads;
-    desc->num_kv_heads = num_kv_heads;
-    desc->head_size = head_size;
-    desc->softmax_scale = head_size > 0 ? 1.0f / sqrtf((float)head_size) : 1.0f;
-    desc->q_token_stride = desc->o_token_stride = (int64_t)num_q_heads * head_size;
-    desc->k_token_stride = desc->v_token_stride = (int64_t)num_kv_heads * head_size;
-    desc->q_head_stride = desc->k_head_stride = desc->v_head_stride = desc->o_head_stride = head_size;
+    r35a_varlen_attention_desc d;
+    memset(&d, 0, sizeof d);
+    d.struct_size = size;
+    d.dtype = dtype;
+    d.num_segments = num_segments;
+    d.num_tokens = num_tokens;
+    d.max_seqlen = max_seqlen;
+    d.num_q_heads = num_q_heads;
+    d.num_kv_heads = num_kv_heads;
+    d.head_size = head_size;
+    d.softmax_scale = head_size > 0 ? 1.0f / sqrtf((float)head_size) : 1.0f;
+    d.q_token_stride = d.o_token_stride = (int64_t)num_q_heads * head_size;
+    d.k_token_stride = d.v_token_stride = (int64_t)num_kv_heads * head_size;
+    d.q_head_stride = d.k_head_stride = d.v_head_stride = d.o_head_stride = head_size;
+    memcpy(desc, &d, size);
 }
+
+void PAGED_DESC_INIT(r35a_paged_attention_desc *desc, r35a_dtype dtype, int32_t num_seqs, int32_t num_tokens,
+                     int32_t max_query_len, int32_t max_seq_len, int32_t num_q_heads, int32_t num_kv_heads,
+                     int32_t head_size, int32_t page_size, int32_t num_pages)
+{
+    if (desc)
+        fill_paged_desc(desc, sizeof *desc, dtype, num_seqs, num_tokens, max_query_len, max_seq_len, num_q_heads,
+                        num_kv_heads, head_size, page_size, num_pages);
+}
+
+void VARLEN_DESC_INIT(r35a_varlen_attention_desc *desc, r35a_dtype dtype, int32_t num_segments, int32_t num_tokens,
+                      int32_t max_seqlen, int32_t num_q_heads, int32_t num_kv_heads, int32_t head_size)
+{
+    if (desc)
+        fill_varlen_desc(desc, sizeof *desc, dtype, num_segments, num_tokens, max_seqlen, num_q_heads, num_kv_heads,
+                         head_size);
+}
+
+#if defined(__ELF__)
+void r35a_paged_attention_desc_init_v0_1(r35a_paged_attention_desc *desc, r35a_dtype dtype, int32_t num_seqs,
+                                         int32_t num_tokens, int32_t max_query_len, int32_t max_seq_len,
+                                         int32_t num_q_heads, int32_t num_kv_heads, int32_t head_size,
+                                         int32_t page_size, int32_t num_pages)
+{
+    if (desc)
+        fill_paged_desc(desc, R35A_PAGED_DESC_SIZE_0_1, dtype, num_seqs, num_tokens, max_query_len, max_seq_len,
+                        num_q_heads, num_kv_heads, head_size, page_size, num_pages);
+}
+
+void r35a_varlen_attention_desc_init_v0_1(r35a_varlen_attention_desc *desc, r35a_dtype dtype, int32_t num_segments,
+                                          int32_t num_tokens, int32_t max_seqlen, int32_t num_q_heads,
+                                          int32_t num_kv_heads, int32_t head_size)
+{
+    if (desc)
+        fill_varlen_desc(desc, R35A_VARLEN_DESC_SIZE_0_1, dtype, num_segments, num_tokens, max_seqlen, num_q_heads,
+                         num_kv_heads, head_size);
+}
+#endif

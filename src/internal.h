@@ -55,6 +55,24 @@ struct r35a_plan {
 r35a_status r35a_dispatch(const r35a_context *ctx, r35a_op op, r35a_plan *plan);
 
 /* ---- validation (validate.c) ---- */
+
+/* The struct sizes of 0.1.0 (before the fields added in 0.2): a struct as 0.1.0 declared it is the
+ * prefix of today's up to these offsets. */
+#define R35A_PAGED_DESC_SIZE_0_1 offsetof(r35a_paged_attention_desc, use_sinks)
+#define R35A_PAGED_ARGS_SIZE_0_1 offsetof(r35a_paged_attention_args, sinks)
+#define R35A_VARLEN_DESC_SIZE_0_1 offsetof(r35a_varlen_attention_desc, use_sinks)
+#define R35A_VARLEN_ARGS_SIZE_0_1 offsetof(r35a_varlen_attention_args, sinks)
+
+/* Copies the caller's struct, of today's size or an earlier release's, into *full (today's
+ * layout, struct_size = sizeof), giving the fields the caller's release did not have their
+ * defaults. Fails (NULL pointer, unknown struct_size) without touching *full. Everything past this
+ * point reads the full copy only, never the caller's struct. */
+r35a_status r35a_upgrade_paged_desc(const r35a_paged_attention_desc *desc, r35a_paged_attention_desc *full);
+r35a_status r35a_upgrade_varlen_desc(const r35a_varlen_attention_desc *desc, r35a_varlen_attention_desc *full);
+r35a_status r35a_upgrade_paged_args(const r35a_paged_attention_args *args, r35a_paged_attention_args *full);
+r35a_status r35a_upgrade_varlen_args(const r35a_varlen_attention_args *args, r35a_varlen_attention_args *full);
+
+/* Descriptor checks on a full (upgraded) descriptor. */
 r35a_status r35a_validate_paged_desc(const r35a_paged_attention_desc *desc);
 r35a_status r35a_validate_varlen_desc(const r35a_varlen_attention_desc *desc);
 /* Pointer checks of args against desc (both backends). */
@@ -71,8 +89,18 @@ r35a_status r35a_validate_varlen_data(const r35a_varlen_attention_desc *desc,
 
 /* Size of one element of dtype in bytes; 0 for an unknown dtype. */
 size_t r35a_dtype_size(r35a_dtype dtype);
-/* "f16", "bf16", "f32"; "?" for an unknown dtype. */
+/* "f16", "bf16", "f32", "fp8_e4m3", "int8"; "?" for an unknown dtype. */
 const char *r35a_dtype_name(r35a_dtype dtype);
+/* Whether dtype is one of the 8-bit KV-cache dtypes (stored x scale; never Q, O or varlen). */
+static inline bool r35a_dtype_is_kv8(r35a_dtype dtype)
+{
+    return dtype == R35A_DTYPE_FP8_E4M3 || dtype == R35A_DTYPE_INT8;
+}
+/* The dtype of a paged call's K and V: kv_dtype, or dtype when kv_dtype is 0 (the default). */
+static inline r35a_dtype r35a_paged_kv_dtype(const r35a_paged_attention_desc *desc)
+{
+    return desc->kv_dtype != 0 ? desc->kv_dtype : desc->dtype;
+}
 
 /* ---- CPU reference (reference.c) ----
  * Inputs are already validated, metadata contents included. Returns R35A_OK, or

@@ -55,6 +55,10 @@ bool r35a_plan_decode(const r35a_paged_attention_desc *d, const char *arch, int 
         r35a_text_append(reason, cap, ", ", "logit softcap");
     if (d->use_alibi)
         r35a_text_append(reason, cap, ", ", "ALiBi");
+    if (d->use_sinks)
+        r35a_text_append(reason, cap, ", ", "attention sinks");
+    if (r35a_dtype_is_kv8(r35a_paged_kv_dtype(d)))
+        r35a_text_append(reason, cap, ", ", "%s KV cache", r35a_dtype_name(r35a_paged_kv_dtype(d)));
     if (!r35a_decode_page_size_ok(d->page_size))
         r35a_text_append(reason, cap, ", ", "page_size %d is not a multiple of %d", (int)d->page_size,
                          R35A_DECODE_PAGE_MULTIPLE);

@@ -58,6 +58,8 @@ bool r35a_plan_encoder(const r35a_varlen_attention_desc *d, const char *arch, co
                    (int)d->num_kv_heads);
     if (d->logit_softcap > 0.0f)
         r35a_text_append(reason, cap, ", ", "logit softcap");
+    if (d->use_sinks)
+        r35a_text_append(reason, cap, ", ", "attention sinks");
     check_encoder_strides(d, reason, cap);
     if ((uint32_t)d->num_q_heads > R35A_GRID_YZ_MAX)
         r35a_text_append(reason, cap, ", ", "num_q_heads %d above the grid limit %u", (int)d->num_q_heads, R35A_GRID_YZ_MAX);

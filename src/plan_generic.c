@@ -65,6 +65,11 @@ static bool plan_generic(r35a_op op, r35a_dtype dtype, int32_t head_size, int32_
 bool r35a_plan_generic_paged(const r35a_paged_attention_desc *d, const char *arch, const char *only,
                              r35a_gpu_launch *out, char *reason, size_t cap)
 {
+    reason[0] = '\0';
+    if (d->use_sinks || r35a_dtype_is_kv8(r35a_paged_kv_dtype(d))) { /* until the kernel reads them */
+        r35a_text_append(reason, cap, ", ", "%s", d->use_sinks ? "attention sinks" : "8-bit KV cache");
+        return false;
+    }
     return plan_generic(R35A_OP_PAGED, d->dtype, d->head_size, d->num_tokens, d->num_q_heads, arch, only, out,
                         reason, cap);
 }
@@ -72,6 +77,11 @@ bool r35a_plan_generic_paged(const r35a_paged_attention_desc *d, const char *arc
 bool r35a_plan_generic_varlen(const r35a_varlen_attention_desc *d, const char *arch, const char *only,
                               r35a_gpu_launch *out, char *reason, size_t cap)
 {
+    reason[0] = '\0';
+    if (d->use_sinks) { /* until the kernel reads them */
+        r35a_text_append(reason, cap, ", ", "attention sinks");
+        return false;
+    }
     return plan_generic(R35A_OP_VARLEN, d->dtype, d->head_size, d->num_tokens, d->num_q_heads, arch, only, out,
                         reason, cap);
 }

@@ -12,6 +12,10 @@
  * max m, running sum l, accumulator acc). Each K/V vector is therefore loaded and converted once per
  * chunk instead of once per row.
  *
+ * Attention sinks join a row's softmax after its last key (row_add_sink). An 8-bit KV cache is
+ * dequantized while a block is converted: stored value (decoded fp8, or the int8 integer) x the kv
+ * head's scale, in fp32, so the rest of the engine never knows.
+ *
  * Scratch memory is bounded by the head size alone (ROW_CHUNK and KEY_BLOCK are fixed) and is
  * allocated once per call, before anything is written, so an allocation failure leaves the output
  * untouched.
@@ -76,6 +80,25 @@ static inline float bf16_to_float(uint16_t b)
     return float_from_bits((uint32_t)b << 16);
 }
 
+/* OCP float8_e4m3fn: S.EEEE.MMM, bias 7, no infinities, S.1111.111 is NaN. Branch-free like
+ * f16_to_float. */
+static inline float fp8_e4m3_to_float(uint8_t b)
+{
+    uint32_t sign = (uint32_t)(b & 0x80u) << 24;
+    uint32_t magnitude = b & 0x7fu;
+    uint32_t exponent = magnitude >> 3;
+    /* Normal numbers: exponent and mantissa into place, exponent rebiased 7 -> 127. */
+    uint32_t normal = (magnitude << 20) + ((127u - 7u) << 23);
+    /* Subnormals (and zero) are mantissa * 2^-9: a normal float, computed from the integer. */
+    uint32_t subnormal = bits_from_float((float)(magnitude & 7u) * 0x1p-9f);
+    uint32_t nan = 0x7fc00000u;
+
+    uint32_t is_nan = 0u - (uint32_t)(magnitude == 0x7fu);
+    uint32_t is_subnormal = 0u - (uint32_t)(exponent == 0u);
+    uint32_t is_normal = ~(is_nan | is_subnormal);
+    return float_from_bits(sign | (normal & is_normal) | (subnormal & is_subnormal) | (nan & is_nan));
+}
+
 /* binary32 -> binary16, round to nearest even; overflow gives infinity, NaN stays a (quiet) NaN. */
 static uint16_t float_to_f16(float f)
 {
@@ -122,15 +145,24 @@ static uint16_t float_to_bf16(float f)
 
 static size_t element_size(r35a_dtype dtype)
 {
-    return dtype == R35A_DTYPE_F32 ? 4u : 2u;
+    return r35a_dtype_size(dtype);
 }
 
 /* Loads n elements of dtype into floats. memcpy per element keeps odd addresses legal; compilers
- * turn it into plain (vector) loads. */
+ * turn it into plain (vector) loads. 8-bit KV elements come out as their stored values (the
+ * decoded fp8 number, the integer), before the scale. */
 static void load_vector(r35a_dtype dtype, const void *src, int32_t n, float *restrict dst)
 {
     const unsigned char *bytes = src;
     switch (dtype) {
+    case R35A_DTYPE_FP8_E4M3:
+        for (int32_t d = 0; d < n; d++)
+            dst[d] = fp8_e4m3_to_float(bytes[d]);
+        break;
+    case R35A_DTYPE_INT8:
+        for (int32_t d = 0; d < n; d++)
+            dst[d] = (float)(int8_t)bytes[d];
+        break;
     case R35A_DTYPE_F16:
         for (int32_t d = 0; d < n; d++) {
             uint16_t h;
@@ -185,7 +217,10 @@ static inline const void *element_at(const void *base, int64_t offset, size_t es
 
 typedef struct kv_source {
     const void *k, *v;           /* tensor bases */
+    r35a_dtype dtype;            /* of K and V */
     size_t esize;
+    /* 8-bit KV: the real value is stored x scale (this kv head's scales); 0 = no scaling. */
+    float k_scale, v_scale;
     const int32_t *block_row;    /* paged: this sequence's block_table row; NULL for linear */
     int32_t page_size;
     int64_t k_page_stride, v_page_stride;
@@ -212,7 +247,7 @@ static void kv_source_locate(const kv_source *src, int32_t j, const void **key, 
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct score_rule {
-    r35a_dtype dtype;
+    r35a_dtype dtype;   /* of Q and O */
     int32_t head_size;
     /* A scale <= 1 multiplies q before the dot (a dot of large q and k can overflow fp32 where the
      * scaled one fits); a larger one multiplies the dot (q * scale could overflow instead). */
@@ -227,6 +262,7 @@ typedef struct attention_row {
     int32_t lo, hi;  /* visible key positions [lo, hi) */
     int32_t pos;     /* query position, for ALiBi */
     float slope;     /* ALiBi slope of the row's head */
+    double sink;     /* the head's sink logit, -inf without sinks */
     double max;      /* online softmax state: running max of the logits seen so far */
     double sum;      /* running sum of exp(logit - max) */
 } attention_row;
@@ -257,6 +293,12 @@ static bool scratch_alloc(scratch *s, int32_t head_size)
     return true;
 }
 
+static void scale_vector(float *v, int32_t n, float factor)
+{
+    for (int32_t d = 0; d < n; d++)
+        v[d] *= factor;
+}
+
 /* Converts keys first .. first+count-1 into s->keys_t / s->values. Columns past count are zeroed so
  * the fixed-width scoring loop never reads uninitialized memory (their scores are never used). */
 static void load_key_block(const score_rule *rule, const kv_source *src, int32_t first,
@@ -266,10 +308,15 @@ static void load_key_block(const score_rule *rule, const kv_source *src, int32_t
     for (int32_t k = 0; k < count; k++) {
         const void *key, *value;
         kv_source_locate(src, first + k, &key, &value);
-        load_vector(rule->dtype, key, d_count, s->key_row);
+        load_vector(src->dtype, key, d_count, s->key_row);
+        float *value_row = s->values + (size_t)k * d_count;
+        load_vector(src->dtype, value, d_count, value_row);
+        if (src->k_scale != 0.0f) {
+            scale_vector(s->key_row, d_count, src->k_scale);
+            scale_vector(value_row, d_count, src->v_scale);
+        }
         for (int32_t d = 0; d < d_count; d++)
             s->keys_t[(size_t)d * KEY_BLOCK + k] = s->key_row[d];
-        load_vector(rule->dtype, value, d_count, s->values + (size_t)k * d_count);
     }
     if (count < KEY_BLOCK)
         for (int32_t d = 0; d < d_count; d++)
@@ -312,12 +359,6 @@ static void accumulate_values(float *restrict acc, const float *restrict values,
         for (size_t d = 0; d < d_count; d++)
             acc[d] += p0 * v0[d];
     }
-}
-
-static void scale_vector(float *v, int32_t n, float factor)
-{
-    for (int32_t d = 0; d < n; d++)
-        v[d] *= factor;
 }
 
 /* max that propagates NaN (fmax drops it): a NaN logit must poison the row, not vanish. */
@@ -381,11 +422,29 @@ static void row_consume_block(const score_rule *rule, attention_row *row, const 
     accumulate_values(acc, s->values, weight, k0, k1, rule->head_size);
 }
 
-/* Writes acc / sum, or zeros for a row that saw no key. A NaN sum (a NaN or infinite logit
- * somewhere in the row) divides through, so the row comes out NaN rather than as plausible zeros. */
-static void row_store(const score_rule *rule, const attention_row *row, float *acc)
+/* Adds the row's sink to its softmax: one more logit in the max and the sum, none in acc. A -inf
+ * sink changes nothing; a NaN or +inf one makes the sum NaN (the non-finite contract). */
+static void row_add_sink(const score_rule *rule, attention_row *row, float *acc)
+{
+    if (row->sink == -INFINITY)
+        return;
+    double new_max = nan_max(row->max, row->sink);
+    double factor = exp(row->max - new_max);
+    if (factor != 1.0) {
+        scale_vector(acc, rule->head_size, (float)factor);
+        row->sum *= factor;
+    }
+    row->sum += exp(row->sink - new_max);
+    row->max = new_max;
+}
+
+/* Writes acc / sum, or zeros for a row that saw no key (whatever its sink). A NaN sum (a NaN or
+ * infinite logit somewhere in the row) divides through, so the row comes out NaN rather than as
+ * plausible zeros. */
+static void row_store(const score_rule *rule, attention_row *row, float *acc)
 {
     if (row->sum > 0.0 || isnan(row->sum)) {
+        row_add_sink(rule, row, acc);
         float sum = (float)row->sum;
         for (int32_t d = 0; d < rule->head_size; d++)
             acc[d] /= sum;
@@ -448,6 +507,7 @@ static void paged_row(const r35a_paged_attention_desc *desc, const r35a_paged_at
     row->hi = row->pos + 1;
     row->lo = (int32_t)r35a_window_first_key(row->pos, desc->window);
     row->slope = desc->use_alibi ? args->alibi_slopes[head] : 0.0f;
+    row->sink = desc->use_sinks ? (double)args->sinks[head] : -INFINITY;
     row->q = element_at(args->q, token * desc->q_token_stride + head * desc->q_head_stride, esize);
     row->out = (unsigned char *)args->out +
                (size_t)(token * desc->o_token_stride + head * desc->o_head_stride) * esize;
@@ -471,6 +531,8 @@ r35a_status r35a_reference_paged_attention(const r35a_paged_attention_desc *desc
     };
     int32_t group = desc->num_q_heads / desc->num_kv_heads;
     attention_row rows[ROW_CHUNK];
+    r35a_dtype kv_dtype = r35a_paged_kv_dtype(desc);
+    bool scaled = r35a_dtype_is_kv8(kv_dtype);
 
     for (int32_t seq = 0; seq < desc->num_seqs; seq++) {
         int32_t seq_len = args->seq_lens[seq];
@@ -481,10 +543,14 @@ r35a_status r35a_reference_paged_attention(const r35a_paged_attention_desc *desc
         int64_t row_total = (int64_t)query_len * group;
 
         for (int32_t kv_head = 0; kv_head < desc->num_kv_heads; kv_head++) {
+            int32_t scale_index = desc->kv_scale_per_head ? kv_head : 0;
             kv_source src = {
                 .k = args->k_cache,
                 .v = args->v_cache,
-                .esize = element_size(desc->dtype),
+                .dtype = kv_dtype,
+                .esize = element_size(kv_dtype),
+                .k_scale = scaled ? args->k_scale[scale_index] : 0.0f,
+                .v_scale = scaled ? args->v_scale[scale_index] : 0.0f,
                 .block_row = args->block_table + (size_t)seq * (size_t)desc->block_table_stride,
                 .page_size = desc->page_size,
                 .k_page_stride = desc->k_page_stride,
@@ -526,6 +592,7 @@ static void varlen_row(const r35a_varlen_attention_desc *desc, const r35a_varlen
     row->lo = 0;
     row->hi = desc->causal ? i + 1 : seg_len;
     row->slope = 0.0f;
+    row->sink = desc->use_sinks ? (double)args->sinks[head] : -INFINITY;
     row->q = element_at(args->q, token * desc->q_token_stride + head * desc->q_head_stride, esize);
     row->out = (unsigned char *)args->out +
                (size_t)(token * desc->o_token_stride + head * desc->o_head_stride) * esize;
@@ -561,6 +628,7 @@ r35a_status r35a_reference_varlen_attention(const r35a_varlen_attention_desc *de
             kv_source src = {
                 .k = args->k,
                 .v = args->v,
+                .dtype = desc->dtype,
                 .esize = element_size(desc->dtype),
                 .block_row = NULL,
                 .k_key_stride = desc->k_token_stride,

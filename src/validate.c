@@ -9,6 +9,8 @@
 #include "common/window.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 
 const char *r35a_dtype_name(r35a_dtype dtype)
 {
@@ -16,6 +18,8 @@ const char *r35a_dtype_name(r35a_dtype dtype)
     case R35A_DTYPE_F16: return "f16";
     case R35A_DTYPE_BF16: return "bf16";
     case R35A_DTYPE_F32: return "f32";
+    case R35A_DTYPE_FP8_E4M3: return "fp8_e4m3";
+    case R35A_DTYPE_INT8: return "int8";
     }
     return "?";
 }
@@ -26,8 +30,49 @@ size_t r35a_dtype_size(r35a_dtype dtype)
     case R35A_DTYPE_F16: return 2;
     case R35A_DTYPE_BF16: return 2;
     case R35A_DTYPE_F32: return 4;
+    case R35A_DTYPE_FP8_E4M3: return 1;
+    case R35A_DTYPE_INT8: return 1;
     }
     return 0;
+}
+
+/* ---- struct sizes: today's and the earlier releases' ---- */
+
+/* Copies the caller's struct of in_size bytes (today's full_size or 0.1.0's old_size) into full,
+ * zeroing the rest: every field added since 0.1.0 has 0 / NULL as its default. */
+static r35a_status upgrade(const char *name, const void *in, size_t full_size, size_t old_size, void *full)
+{
+    if (!in)
+        return r35a_fail(R35A_ERR_NULL_POINTER, "%s: NULL", name);
+    size_t in_size;
+    memcpy(&in_size, in, sizeof in_size); /* struct_size opens every struct */
+    if (in_size != full_size && in_size != old_size)
+        return r35a_fail(R35A_ERR_STRUCT_SIZE, "%s.struct_size: %zu is neither %zu (this release) nor %zu (0.1.0)",
+                         name, in_size, full_size, old_size);
+    memset(full, 0, full_size);
+    memcpy(full, in, in_size);
+    memcpy(full, &full_size, sizeof full_size);
+    return R35A_OK;
+}
+
+r35a_status r35a_upgrade_paged_desc(const r35a_paged_attention_desc *desc, r35a_paged_attention_desc *full)
+{
+    return upgrade("paged_attention_desc", desc, sizeof *full, R35A_PAGED_DESC_SIZE_0_1, full);
+}
+
+r35a_status r35a_upgrade_varlen_desc(const r35a_varlen_attention_desc *desc, r35a_varlen_attention_desc *full)
+{
+    return upgrade("varlen_attention_desc", desc, sizeof *full, R35A_VARLEN_DESC_SIZE_0_1, full);
+}
+
+r35a_status r35a_upgrade_paged_args(const r35a_paged_attention_args *args, r35a_paged_attention_args *full)
+{
+    return upgrade("paged_attention_args", args, sizeof *full, R35A_PAGED_ARGS_SIZE_0_1, full);
+}
+
+r35a_status r35a_upgrade_varlen_args(const r35a_varlen_attention_args *args, r35a_varlen_attention_args *full)
+{
+    return upgrade("varlen_attention_args", args, sizeof *full, R35A_VARLEN_ARGS_SIZE_0_1, full);
 }
 
 #define PAGED "paged_attention_desc"
@@ -41,10 +86,43 @@ size_t r35a_dtype_size(r35a_dtype dtype)
                              (long long)(value), (long long)(lo));                                     \
     } while (0)
 
+/* The Q/O dtype (and K/V's unless a paged call's kv_dtype says otherwise). */
 static r35a_status check_common_dtype(const char *name, r35a_dtype dtype)
 {
     if (r35a_dtype_size(dtype) == 0)
         return r35a_fail(R35A_ERR_UNKNOWN_DTYPE, "%s.dtype: %d is not an r35a_dtype", name, (int)dtype);
+    if (r35a_dtype_is_kv8(dtype))
+        return r35a_fail(R35A_ERR_INVALID_ARGUMENT,
+                         "%s.dtype: %s is a KV-cache dtype (paged_attention_desc.kv_dtype); Q and O are f16, bf16 "
+                         "or f32", name, r35a_dtype_name(dtype));
+    return R35A_OK;
+}
+
+static r35a_status check_flag(const char *name, const char *field, int32_t value)
+{
+    if (value != 0 && value != 1)
+        return r35a_fail(R35A_ERR_INVALID_ARGUMENT, "%s.%s: %d is not 0 or 1", name, field, (int)value);
+    return R35A_OK;
+}
+
+/* kv_dtype and kv_scale_per_head of a paged descriptor whose dtype is already valid. */
+static r35a_status check_kv_dtype(const char *name, const r35a_paged_attention_desc *d)
+{
+    if (d->kv_dtype != 0) {
+        if (r35a_dtype_size(d->kv_dtype) == 0)
+            return r35a_fail(R35A_ERR_UNKNOWN_DTYPE, "%s.kv_dtype: %d is not an r35a_dtype", name, (int)d->kv_dtype);
+        if (!r35a_dtype_is_kv8(d->kv_dtype) && d->kv_dtype != d->dtype)
+            return r35a_fail(R35A_ERR_INVALID_ARGUMENT,
+                             "%s.kv_dtype: %s differs from dtype %s (a 16/32-bit KV cache has the Q/O dtype; the "
+                             "8-bit ones are fp8_e4m3 and int8)", name, r35a_dtype_name(d->kv_dtype),
+                             r35a_dtype_name(d->dtype));
+    }
+    if (d->kv_scale_per_head != 0 && d->kv_scale_per_head != 1)
+        return r35a_fail(R35A_ERR_INVALID_ARGUMENT, "%s.kv_scale_per_head: %d is not 0 or 1", name,
+                         (int)d->kv_scale_per_head);
+    if (d->kv_scale_per_head && !r35a_dtype_is_kv8(r35a_paged_kv_dtype(d)))
+        return r35a_fail(R35A_ERR_INVALID_ARGUMENT, "%s.kv_scale_per_head: 1 but the KV cache is %s, which has no scales",
+                         name, r35a_dtype_name(r35a_paged_kv_dtype(d)));
     return R35A_OK;
 }
 
@@ -115,9 +193,10 @@ r35a_status r35a_validate_paged_desc(const r35a_paged_attention_desc *d)
 {
     if (!d)
         return r35a_fail(R35A_ERR_NULL_POINTER, PAGED ": NULL");
-    if (d->struct_size != sizeof *d)
-        return r35a_fail(R35A_ERR_STRUCT_SIZE, PAGED ".struct_size: %zu is not %zu", d->struct_size, sizeof *d);
+    if (d->struct_size != sizeof *d) /* r35a_upgrade_paged_desc made it so */
+        return r35a_fail(R35A_ERR_INTERNAL, PAGED ".struct_size: %zu reached validation", d->struct_size);
     TRY(check_common_dtype(PAGED, d->dtype));
+    TRY(check_kv_dtype(PAGED, d));
     REQUIRE_AT_LEAST(PAGED, "num_seqs", d->num_seqs, 1);
     REQUIRE_AT_LEAST(PAGED, "num_tokens", d->num_tokens, 0);
     REQUIRE_AT_LEAST(PAGED, "max_query_len", d->max_query_len, 0);
@@ -127,8 +206,8 @@ r35a_status r35a_validate_paged_desc(const r35a_paged_attention_desc *d)
     REQUIRE_AT_LEAST(PAGED, "num_pages", d->num_pages, 1);
     REQUIRE_AT_LEAST(PAGED, "window", d->window, 0);
     TRY(check_scores(PAGED, d->softmax_scale, d->logit_softcap));
-    if (d->use_alibi != 0 && d->use_alibi != 1)
-        return r35a_fail(R35A_ERR_INVALID_ARGUMENT, PAGED ".use_alibi: %d is not 0 or 1", (int)d->use_alibi);
+    TRY(check_flag(PAGED, "use_alibi", d->use_alibi));
+    TRY(check_flag(PAGED, "use_sinks", d->use_sinks));
 
     int64_t pages_needed = ((int64_t)d->max_seq_len + d->page_size - 1) / d->page_size;
     if (d->block_table_stride < pages_needed)
@@ -152,7 +231,7 @@ r35a_status r35a_validate_paged_desc(const r35a_paged_attention_desc *d)
     TRY(check_stride(PAGED, "v_head_stride", d->v_head_stride));
     TRY(check_stride(PAGED, "v_slot_stride", d->v_slot_stride));
 
-    size_t es = r35a_dtype_size(d->dtype);
+    size_t es = r35a_dtype_size(d->dtype), kv_es = r35a_dtype_size(r35a_paged_kv_dtype(d));
     const extent_term q[] = {{"q_token_stride", d->num_tokens, d->q_token_stride},
                              {"q_head_stride", d->num_q_heads, d->q_head_stride}};
     const extent_term o[] = {{"o_token_stride", d->num_tokens, d->o_token_stride},
@@ -166,8 +245,8 @@ r35a_status r35a_validate_paged_desc(const r35a_paged_attention_desc *d)
     const extent_term bt[] = {{"block_table_stride", d->num_seqs, d->block_table_stride}};
     TRY(check_extent(PAGED, q, 2, d->head_size, es));
     TRY(check_extent(PAGED, o, 2, d->head_size, es));
-    TRY(check_extent(PAGED, k, 3, d->head_size, es));
-    TRY(check_extent(PAGED, v, 3, d->head_size, es));
+    TRY(check_extent(PAGED, k, 3, d->head_size, kv_es));
+    TRY(check_extent(PAGED, v, 3, d->head_size, kv_es));
     TRY(check_extent(PAGED, bt, 1, d->block_table_stride, sizeof(int32_t)));
     return R35A_OK;
 }
@@ -176,16 +255,16 @@ r35a_status r35a_validate_varlen_desc(const r35a_varlen_attention_desc *d)
 {
     if (!d)
         return r35a_fail(R35A_ERR_NULL_POINTER, VARLEN ": NULL");
-    if (d->struct_size != sizeof *d)
-        return r35a_fail(R35A_ERR_STRUCT_SIZE, VARLEN ".struct_size: %zu is not %zu", d->struct_size, sizeof *d);
+    if (d->struct_size != sizeof *d) /* r35a_upgrade_varlen_desc made it so */
+        return r35a_fail(R35A_ERR_INTERNAL, VARLEN ".struct_size: %zu reached validation", d->struct_size);
     TRY(check_common_dtype(VARLEN, d->dtype));
     REQUIRE_AT_LEAST(VARLEN, "num_segments", d->num_segments, 1);
     REQUIRE_AT_LEAST(VARLEN, "num_tokens", d->num_tokens, 0);
     REQUIRE_AT_LEAST(VARLEN, "max_seqlen", d->max_seqlen, 0);
     TRY(check_heads(VARLEN, d->num_q_heads, d->num_kv_heads, d->head_size));
-    if (d->causal != 0 && d->causal != 1)
-        return r35a_fail(R35A_ERR_INVALID_ARGUMENT, VARLEN ".causal: %d is not 0 or 1", (int)d->causal);
+    TRY(check_flag(VARLEN, "causal", d->causal));
     TRY(check_scores(VARLEN, d->softmax_scale, d->logit_softcap));
+    TRY(check_flag(VARLEN, "use_sinks", d->use_sinks));
     if ((int64_t)d->num_tokens > (int64_t)d->num_segments * d->max_seqlen)
         return r35a_fail(R35A_ERR_INVALID_ARGUMENT,
                          VARLEN ".num_tokens: %d exceeds num_segments %d x max_seqlen %d", (int)d->num_tokens,
@@ -225,13 +304,24 @@ r35a_status r35a_validate_varlen_desc(const r35a_varlen_attention_desc *d)
             return r35a_fail(R35A_ERR_NULL_POINTER, "%s.%s: NULL", name, field);                       \
     } while (0)
 
+/* A pointer the descriptor asks for (wanted) or forbids: NULL when wanted is R35A_ERR_NULL_POINTER;
+ * set when not wanted is R35A_ERR_INVALID_ARGUMENT, saying why it may not be (why_not). */
+static r35a_status check_optional(const char *name, const char *field, const void *ptr, bool wanted,
+                                  const char *why_not)
+{
+    if (wanted && !ptr)
+        return r35a_fail(R35A_ERR_NULL_POINTER, "%s.%s: NULL", name, field);
+    if (!wanted && ptr)
+        return r35a_fail(R35A_ERR_INVALID_ARGUMENT, "%s.%s: set but %s", name, field, why_not);
+    return R35A_OK;
+}
+
 r35a_status r35a_validate_paged_args(const r35a_paged_attention_desc *d, const r35a_paged_attention_args *a)
 {
     if (!a)
         return r35a_fail(R35A_ERR_NULL_POINTER, ARGS_PAGED ": NULL");
-    if (a->struct_size != sizeof *a)
-        return r35a_fail(R35A_ERR_STRUCT_SIZE, ARGS_PAGED ".struct_size: %zu is not %zu", a->struct_size,
-                         sizeof *a);
+    if (a->struct_size != sizeof *a) /* r35a_upgrade_paged_args made it so */
+        return r35a_fail(R35A_ERR_INTERNAL, ARGS_PAGED ".struct_size: %zu reached validation", a->struct_size);
     REQUIRE_PTR(ARGS_PAGED, "q", a->q);
     REQUIRE_PTR(ARGS_PAGED, "k_cache", a->k_cache);
     REQUIRE_PTR(ARGS_PAGED, "v_cache", a->v_cache);
@@ -239,27 +329,28 @@ r35a_status r35a_validate_paged_args(const r35a_paged_attention_desc *d, const r
     REQUIRE_PTR(ARGS_PAGED, "seq_lens", a->seq_lens);
     REQUIRE_PTR(ARGS_PAGED, "query_start_loc", a->query_start_loc);
     REQUIRE_PTR(ARGS_PAGED, "block_table", a->block_table);
-    if (d->use_alibi)
-        REQUIRE_PTR(ARGS_PAGED, "alibi_slopes", a->alibi_slopes);
-    else if (a->alibi_slopes)
-        return r35a_fail(R35A_ERR_INVALID_ARGUMENT,
-                         ARGS_PAGED ".alibi_slopes: set but paged_attention_desc.use_alibi is 0");
+    TRY(check_optional(ARGS_PAGED, "alibi_slopes", a->alibi_slopes, d->use_alibi, PAGED ".use_alibi is 0"));
+    TRY(check_optional(ARGS_PAGED, "sinks", a->sinks, d->use_sinks, PAGED ".use_sinks is 0"));
+    r35a_dtype kv = r35a_paged_kv_dtype(d);
+    char no_scales[64];
+    snprintf(no_scales, sizeof no_scales, "the KV cache is %s, which has no scales", r35a_dtype_name(kv));
+    TRY(check_optional(ARGS_PAGED, "k_scale", a->k_scale, r35a_dtype_is_kv8(kv), no_scales));
+    TRY(check_optional(ARGS_PAGED, "v_scale", a->v_scale, r35a_dtype_is_kv8(kv), no_scales));
     return R35A_OK;
 }
 
 r35a_status r35a_validate_varlen_args(const r35a_varlen_attention_desc *d, const r35a_varlen_attention_args *a)
 {
-    (void)d;
     if (!a)
         return r35a_fail(R35A_ERR_NULL_POINTER, ARGS_VARLEN ": NULL");
-    if (a->struct_size != sizeof *a)
-        return r35a_fail(R35A_ERR_STRUCT_SIZE, ARGS_VARLEN ".struct_size: %zu is not %zu", a->struct_size,
-                         sizeof *a);
+    if (a->struct_size != sizeof *a) /* r35a_upgrade_varlen_args made it so */
+        return r35a_fail(R35A_ERR_INTERNAL, ARGS_VARLEN ".struct_size: %zu reached validation", a->struct_size);
     REQUIRE_PTR(ARGS_VARLEN, "q", a->q);
     REQUIRE_PTR(ARGS_VARLEN, "k", a->k);
     REQUIRE_PTR(ARGS_VARLEN, "v", a->v);
     REQUIRE_PTR(ARGS_VARLEN, "out", a->out);
     REQUIRE_PTR(ARGS_VARLEN, "cu_seqlens", a->cu_seqlens);
+    TRY(check_optional(ARGS_VARLEN, "sinks", a->sinks, d->use_sinks, VARLEN ".use_sinks is 0"));
     return R35A_OK;
 }
 
@@ -269,6 +360,16 @@ static void reachable_keys(const r35a_paged_attention_desc *d, int32_t seq_len, 
 {
     *first = query_len > 0 ? r35a_window_first_key((int64_t)seq_len - query_len, d->window) : 0;
     *end = query_len > 0 ? seq_len : 0;
+}
+
+/* 8-bit KV scales: count values, each finite and > 0. */
+static r35a_status check_scales(const char *field, const float *scale, int32_t count)
+{
+    for (int32_t g = 0; g < count; ++g)
+        if (!(scale[g] > 0.0f) || !isfinite(scale[g]))
+            return r35a_fail(R35A_ERR_INVALID_DATA, ARGS_PAGED ".%s[%d]: %g must be finite and > 0", field, (int)g,
+                             (double)scale[g]);
+    return R35A_OK;
 }
 
 r35a_status r35a_validate_paged_data(const r35a_paged_attention_desc *d, const r35a_paged_attention_args *a)
@@ -308,6 +409,10 @@ r35a_status r35a_validate_paged_data(const r35a_paged_attention_desc *d, const r
     if (qsl[d->num_seqs] != d->num_tokens)
         return r35a_fail(R35A_ERR_INVALID_DATA, ARGS_PAGED ".query_start_loc[%d]: %d is not num_tokens %d",
                          (int)d->num_seqs, (int)qsl[d->num_seqs], (int)d->num_tokens);
+    if (r35a_dtype_is_kv8(r35a_paged_kv_dtype(d))) {
+        TRY(check_scales("k_scale", a->k_scale, d->kv_scale_per_head ? d->num_kv_heads : 1));
+        TRY(check_scales("v_scale", a->v_scale, d->kv_scale_per_head ? d->num_kv_heads : 1));
+    }
     return R35A_OK;
 }
 

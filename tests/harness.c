@@ -220,11 +220,15 @@ void paged_spec_describe(const paged_spec *s, char *buf, size_t len)
     char kl[48], vl[48];
     int n = snprintf(buf, len,
                      "paged %s hq=%d hkv=%d D=%d B=%d window=%d scale=%.9g softcap=%.9g alibi=%d "
+                     "sinks=%d(%g+-%g%s) kv=%s%s sizes=%s "
                      "K=%s V=%s qpad=%d/%d opad=%d/%d bt_pad=%d extra_pages=%d slack=%d/%d "
                      "force_pages=%d shuffle=%d garbage=%d nan_fill=%d amp=%g/%g voff=%g seqs(L/M)=",
                      tu_dtype_name(s->dtype), (int)s->num_q_heads, (int)s->num_kv_heads,
                      (int)s->head_size, (int)s->page_size, (int)s->window, (double)s->softmax_scale,
-                     (double)s->logit_softcap, (int)s->use_alibi,
+                     (double)s->logit_softcap, (int)s->use_alibi, (int)s->use_sinks, s->sink_center,
+                     s->sink_amp, s->sink_some_neg_inf ? ",-inf" : "",
+                     s->kv_dtype ? tu_dtype_name(s->kv_dtype) : "=dtype",
+                     s->kv_scale_per_head ? "/per-head" : "", s->struct_sizes_0_1 ? "0.1" : "0.2",
                      layout_name(&s->k_layout, kl, sizeof kl), layout_name(&s->v_layout, vl, sizeof vl),
                      (int)s->q_token_pad, (int)s->q_head_pad, (int)s->o_token_pad, (int)s->o_head_pad,
                      (int)s->bt_pad, (int)s->extra_pages, (int)s->max_query_len_slack,
@@ -251,7 +255,29 @@ static uint64_t paged_input_hash(const paged_problem *p)
     if (p->alibi) {
         h ^= tu_hash(p->alibi, sizeof(float) * (size_t)s->num_q_heads) * 17;
     }
+    if (p->sinks) {
+        h ^= tu_hash(p->sinks, sizeof(float) * (size_t)s->num_q_heads) * 19;
+    }
+    if (p->k_scale) {
+        h ^= tu_hash(p->k_scale, sizeof(float) * (size_t)p->n_scales) * 23;
+        h ^= tu_hash(p->v_scale, sizeof(float) * (size_t)p->n_scales) * 29;
+    }
     return h;
+}
+
+static bool is_8bit(r35a_dtype dtype)
+{
+    return dtype == R35A_DTYPE_FP8_E4M3 || dtype == R35A_DTYPE_INT8;
+}
+
+/* Sink logits of the heads (see paged_spec). */
+static float *make_sinks(int32_t hq, double center, double amp, bool some_neg_inf, tu_rng *rng)
+{
+    float *sinks = tu_alloc(sizeof(float) * (size_t)hq);
+    for (int32_t h = 0; h < hq; ++h) {
+        sinks[h] = some_neg_inf && h % 3 == 2 ? -INFINITY : (float)(center + amp * tu_sym(rng));
+    }
+    return sinks;
 }
 
 /* Invalid page ids for block-table entries no query reaches. */
@@ -269,7 +295,8 @@ int paged_problem_init(paged_problem *p, const paged_spec *spec, tu_rng *rng)
     p->spec = *spec;
     const paged_spec *s = &p->spec;
     const r35a_dtype dt = s->dtype;
-    const size_t es = tu_dtype_size(dt);
+    const r35a_dtype kvdt = s->kv_dtype ? s->kv_dtype : dt;
+    const size_t es = tu_dtype_size(dt), kv_es = tu_dtype_size(kvdt);
     const int32_t hq = s->num_q_heads, hkv = s->num_kv_heads, D = s->head_size, B = s->page_size;
 
     int32_t max_L = 0, max_M = 0, tokens = 0;
@@ -344,20 +371,36 @@ int paged_problem_init(paged_problem *p, const paged_spec *spec, tu_rng *rng)
     kv_strides(&s->v_layout, hkv, B, D, &vps, &vhs, &vss);
     const size_t k_elems = (size_t)p->num_pages * (size_t)kps;
     const size_t v_elems = (size_t)p->num_pages * (size_t)vps;
-    p->k_bytes = k_elems * es;
-    p->v_bytes = v_elems * es;
+    p->k_bytes = k_elems * kv_es;
+    p->v_bytes = v_elems * kv_es;
     p->k = tu_alloc(p->k_bytes);
     p->v = tu_alloc(p->v_bytes);
-    fill_background(dt, p->k, k_elems, s->nan_fill, rng);
-    fill_background(dt, p->v, v_elems, s->nan_fill, rng);
+    fill_background(kvdt, p->k, k_elems, s->nan_fill, rng);
+    fill_background(kvdt, p->v, v_elems, s->nan_fill, rng);
+    /* 8-bit: the real values' range (k_amp; |v_offset| + 1) maps onto 60-100 % of the stored range
+     * (fp8 up to 448, int8 up to 127), a different fraction per scale */
+    if (is_8bit(kvdt)) {
+        const double stored_max = kvdt == R35A_DTYPE_FP8_E4M3 ? 448.0 : 127.0;
+        p->n_scales = s->kv_scale_per_head ? hkv : 1;
+        p->k_scale = tu_alloc(sizeof(float) * (size_t)p->n_scales);
+        p->v_scale = tu_alloc(sizeof(float) * (size_t)p->n_scales);
+        for (int32_t g = 0; g < p->n_scales; ++g) {
+            p->k_scale[g] = (float)(s->k_amp / (stored_max * (0.6 + 0.4 * tu_unit(rng))));
+            p->v_scale[g] = (float)((fabs(s->v_offset) + 1.0) / (stored_max * (0.6 + 0.4 * tu_unit(rng))));
+        }
+    }
     for (int32_t i = 0; i < s->num_seqs; ++i) {
         const int32_t *row = p->block_table + (size_t)i * (size_t)p->bt_stride;
         for (int32_t lp = first_page[i]; lp < page_count[i]; ++lp) {
             const int64_t page = row[lp];
             for (int32_t slot = 0; slot < B && (int64_t)lp * B + slot < s->seq_len[i]; ++slot) {
                 for (int32_t g = 0; g < hkv; ++g) {
-                    fill_vector(dt, p->k, page * kps + g * khs + slot * kss, D, s->k_amp, 0.0, rng);
-                    fill_vector(dt, p->v, page * vps + g * vhs + slot * vss, D, 1.0, s->v_offset, rng);
+                    /* 8-bit: stored = real / scale, quantized by the fill */
+                    const double ks = p->k_scale ? p->k_scale[s->kv_scale_per_head ? g : 0] : 1.0;
+                    const double vs = p->v_scale ? p->v_scale[s->kv_scale_per_head ? g : 0] : 1.0;
+                    fill_vector(kvdt, p->k, page * kps + g * khs + slot * kss, D, s->k_amp / ks, 0.0, rng);
+                    fill_vector(kvdt, p->v, page * vps + g * vhs + slot * vss, D, 1.0 / vs, s->v_offset / vs,
+                                rng);
                 }
             }
         }
@@ -397,6 +440,9 @@ int paged_problem_init(paged_problem *p, const paged_spec *spec, tu_rng *rng)
             p->alibi[h] = (float)(pow(2.0, -8.0 * (h + 1) / hq) * (0.75 + 0.5 * tu_unit(rng)));
         }
     }
+    if (s->use_sinks) {
+        p->sinks = make_sinks(hq, s->sink_center, s->sink_amp, s->sink_some_neg_inf, rng);
+    }
 
     /* descriptor, every field set explicitly */
     r35a_paged_attention_desc *d = &p->desc;
@@ -427,6 +473,12 @@ int paged_problem_init(paged_problem *p, const paged_spec *spec, tu_rng *rng)
     d->v_page_stride = vps;
     d->v_head_stride = vhs;
     d->v_slot_stride = vss;
+    d->use_sinks = s->use_sinks;
+    d->kv_dtype = s->kv_dtype;
+    d->kv_scale_per_head = s->kv_scale_per_head;
+    if (s->struct_sizes_0_1) {
+        d->struct_size = offsetof(r35a_paged_attention_desc, use_sinks);
+    }
 
     /* oracle */
     oracle_paged o;
@@ -444,6 +496,11 @@ int paged_problem_init(paged_problem *p, const paged_spec *spec, tu_rng *rng)
     o.softmax_scale = (double)d->softmax_scale;
     o.logit_softcap = (double)s->logit_softcap;
     o.alibi_slopes = s->use_alibi ? p->alibi : NULL;
+    o.sinks = p->sinks;
+    o.kv_dtype = s->kv_dtype;
+    o.k_scale = p->k_scale;
+    o.v_scale = p->v_scale;
+    o.kv_scale_per_head = s->kv_scale_per_head;
     o.q = p->q;
     o.q_token_stride = qts;
     o.q_head_stride = qhs;
@@ -484,6 +541,9 @@ void paged_problem_free(paged_problem *p)
     tu_free(p->query_start_loc);
     tu_free(p->block_table);
     tu_free(p->alibi);
+    tu_free(p->sinks);
+    tu_free(p->k_scale);
+    tu_free(p->v_scale);
     free(p->ref);
     memset(p, 0, sizeof *p);
 }
@@ -529,6 +589,9 @@ bool paged_problem_check(r35a_context *ctx, paged_problem *p, const r35a_plan *p
     void *dqsl = mem->upload(mem->user, p->query_start_loc, sizeof(int32_t) * ((size_t)s->num_seqs + 1));
     void *dbt = mem->upload(mem->user, p->block_table, sizeof(int32_t) * (p->bt_entries ? p->bt_entries : 1));
     void *dal = p->alibi ? mem->upload(mem->user, p->alibi, sizeof(float) * (size_t)s->num_q_heads) : NULL;
+    void *dsinks = p->sinks ? mem->upload(mem->user, p->sinks, sizeof(float) * (size_t)s->num_q_heads) : NULL;
+    void *dks = p->k_scale ? mem->upload(mem->user, p->k_scale, sizeof(float) * (size_t)p->n_scales) : NULL;
+    void *dvs = p->v_scale ? mem->upload(mem->user, p->v_scale, sizeof(float) * (size_t)p->n_scales) : NULL;
     void *ws = info.workspace_bytes ? mem->alloc(mem->user, info.workspace_bytes) : NULL;
 
     r35a_paged_attention_args args;
@@ -542,6 +605,12 @@ bool paged_problem_check(r35a_context *ctx, paged_problem *p, const r35a_plan *p
     args.query_start_loc = dqsl;
     args.block_table = dbt;
     args.alibi_slopes = dal;
+    args.sinks = dsinks;
+    args.k_scale = dks;
+    args.v_scale = dvs;
+    if (s->struct_sizes_0_1) {
+        args.struct_size = offsetof(r35a_paged_attention_args, sinks);
+    }
 
     bool ok = true;
     const double t_run = now_seconds();
@@ -572,6 +641,13 @@ bool paged_problem_check(r35a_context *ctx, paged_problem *p, const r35a_plan *p
     mem->release(mem->user, dbt, p->block_table);
     if (dal) {
         mem->release(mem->user, dal, p->alibi);
+    }
+    if (dsinks) {
+        mem->release(mem->user, dsinks, p->sinks);
+    }
+    if (dks) {
+        mem->release(mem->user, dks, p->k_scale);
+        mem->release(mem->user, dvs, p->v_scale);
     }
     if (ws) {
         mem->release(mem->user, ws, NULL);
@@ -687,12 +763,14 @@ double varlen_spec_logit_std(const varlen_spec *s)
 void varlen_spec_describe(const varlen_spec *s, char *buf, size_t len)
 {
     int n = snprintf(buf, len,
-                     "varlen %s hq=%d hkv=%d D=%d causal=%d scale=%.9g softcap=%.9g layout=%s "
+                     "varlen %s hq=%d hkv=%d D=%d causal=%d scale=%.9g softcap=%.9g sinks=%d(%g+-%g) "
+                     "sizes=%s layout=%s "
                      "token_pad=%d/%d/%d/%d head_pad=%d/%d/%d/%d slack=%d nan_fill=%d amp=%g/%g "
                      "voff=%g segments=",
                      tu_dtype_name(s->dtype), (int)s->num_q_heads, (int)s->num_kv_heads,
                      (int)s->head_size, (int)s->causal, (double)s->softmax_scale,
-                     (double)s->logit_softcap, s->layout == VARLEN_FUSED ? "fused" : "separate",
+                     (double)s->logit_softcap, (int)s->use_sinks, s->sink_center, s->sink_amp,
+                     s->struct_sizes_0_1 ? "0.1" : "0.2", s->layout == VARLEN_FUSED ? "fused" : "separate",
                      (int)s->token_pad[0], (int)s->token_pad[1], (int)s->token_pad[2],
                      (int)s->token_pad[3], (int)s->head_pad[0], (int)s->head_pad[1],
                      (int)s->head_pad[2], (int)s->head_pad[3], (int)s->max_seqlen_slack,
@@ -714,6 +792,9 @@ static uint64_t varlen_input_hash(const varlen_problem *p)
         h ^= tu_hash(p->q, p->q_bytes) * 5;
         h ^= tu_hash(p->k, p->k_bytes) * 7;
         h ^= tu_hash(p->v, p->v_bytes) * 11;
+    }
+    if (p->sinks) {
+        h ^= tu_hash(p->sinks, sizeof(float) * (size_t)p->spec.num_q_heads) * 13;
     }
     return h;
 }
@@ -751,6 +832,13 @@ int varlen_problem_init(varlen_problem *p, const varlen_spec *spec, tu_rng *rng)
     d->causal = s->causal;
     d->softmax_scale = s->softmax_scale > 0.0f ? s->softmax_scale : (float)(1.0 / sqrt((double)D));
     d->logit_softcap = s->logit_softcap;
+    d->use_sinks = s->use_sinks;
+    if (s->struct_sizes_0_1) {
+        d->struct_size = offsetof(r35a_varlen_attention_desc, use_sinks);
+    }
+    if (s->use_sinks) {
+        p->sinks = make_sinks(hq, s->sink_center, s->sink_amp, false, rng);
+    }
 
     if (s->layout == VARLEN_FUSED) {
         const int64_t ts = (int64_t)(hq + 2 * hkv) * D + s->token_pad[0];
@@ -815,6 +903,7 @@ int varlen_problem_init(varlen_problem *p, const varlen_spec *spec, tu_rng *rng)
     o.causal = s->causal;
     o.softmax_scale = (double)d->softmax_scale;
     o.logit_softcap = (double)s->logit_softcap;
+    o.sinks = p->sinks;
     o.q = p->q;
     o.q_token_stride = d->q_token_stride;
     o.q_head_stride = d->q_head_stride;
@@ -851,6 +940,7 @@ void varlen_problem_free(varlen_problem *p)
     tu_free(p->out_alloc);
     tu_free(p->out_mask);
     tu_free(p->cu_seqlens);
+    tu_free(p->sinks);
     free(p->ref);
     memset(p, 0, sizeof *p);
 }
@@ -896,6 +986,7 @@ bool varlen_problem_check(r35a_context *ctx, varlen_problem *p, const r35a_plan 
     }
     void *dout = mem->upload(mem->user, p->out_alloc, p->out_alloc_bytes);
     void *dcu = mem->upload(mem->user, p->cu_seqlens, sizeof(int32_t) * ((size_t)s->num_segments + 1));
+    void *dsinks = p->sinks ? mem->upload(mem->user, p->sinks, sizeof(float) * (size_t)s->num_q_heads) : NULL;
     void *ws = info.workspace_bytes ? mem->alloc(mem->user, info.workspace_bytes) : NULL;
 
     r35a_varlen_attention_args args;
@@ -906,6 +997,10 @@ bool varlen_problem_check(r35a_context *ctx, varlen_problem *p, const r35a_plan 
     args.v = dv;
     args.out = (uint8_t *)dout + p->out_guard_bytes;
     args.cu_seqlens = dcu;
+    args.sinks = dsinks;
+    if (s->struct_sizes_0_1) {
+        args.struct_size = offsetof(r35a_varlen_attention_args, sinks);
+    }
 
     bool ok = true;
     const double t_run = now_seconds();
@@ -935,6 +1030,9 @@ bool varlen_problem_check(r35a_context *ctx, varlen_problem *p, const r35a_plan 
     }
     mem->release(mem->user, dout, p->out_alloc);
     mem->release(mem->user, dcu, p->cu_seqlens);
+    if (dsinks) {
+        mem->release(mem->user, dsinks, p->sinks);
+    }
     if (ws) {
         mem->release(mem->user, ws, NULL);
     }

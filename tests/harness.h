@@ -53,6 +53,18 @@ typedef struct paged_spec {
     float softmax_scale;             /* 0: 1/sqrt(head_size) */
     float logit_softcap;
     int32_t use_alibi;
+    /* attention sinks: sinks[h] = sink_center + sink_amp * U(-1, 1); with sink_some_neg_inf every
+     * third head's sink is -inf (no sink) */
+    int32_t use_sinks;
+    double sink_center, sink_amp;
+    bool sink_some_neg_inf;
+    /* 8-bit KV cache (kv_dtype R35A_DTYPE_FP8_E4M3 / R35A_DTYPE_INT8; 0 = dtype): K and V are drawn
+     * as for a 16-bit cache (k_amp, v_offset) and quantized with scales that map their range onto
+     * most of the stored range; per kv head (kv_scale_per_head) each head gets its own scales */
+    r35a_dtype kv_dtype;
+    int32_t kv_scale_per_head;
+    /* pass 0.1.0's struct sizes (the prefix before the 0.2 fields) for the desc and the args */
+    bool struct_sizes_0_1;
     kv_layout k_layout, v_layout;
     int32_t q_token_pad, q_head_pad, o_token_pad, o_head_pad;
     int32_t bt_pad;                  /* block_table_stride - ceil(max_seq_len / page_size) */
@@ -86,13 +98,16 @@ typedef struct paged_problem {
     r35a_paged_attention_desc desc;
     int32_t num_tokens, num_pages, bt_stride;
     void *q, *k, *v;
-    size_t q_bytes, k_bytes, v_bytes;
+    size_t q_bytes, k_bytes, v_bytes;  /* K and V: elements of the KV dtype */
     uint8_t *out_alloc;              /* guard | rows with gaps | guard */
     size_t out_alloc_bytes, out_guard_bytes;
     uint8_t *out_mask;               /* bytes the call owns */
     int32_t *seq_lens, *query_start_loc, *block_table;
     size_t bt_entries;
     float *alibi;
+    float *sinks;                    /* [hq] or NULL */
+    float *k_scale, *v_scale;        /* 8-bit KV: [n_scales] (1 or hkv); else NULL */
+    int32_t n_scales;
     double *ref;                     /* oracle [num_tokens][hq][D] */
     double ref_max;
     uint64_t input_hash;
@@ -130,6 +145,9 @@ typedef struct varlen_spec {
     int32_t causal;
     float softmax_scale;       /* 0: 1/sqrt(head_size) */
     float logit_softcap;
+    int32_t use_sinks;         /* sinks as in paged_spec */
+    double sink_center, sink_amp;
+    bool struct_sizes_0_1;     /* pass 0.1.0's struct sizes for the desc and the args */
     varlen_layout layout;
     int32_t token_pad[4];      /* q, k, v, o extra elements per token (fused: [0] for the buffer) */
     int32_t head_pad[4];       /* q, k, v, o extra elements per head (separate buffers only) */
@@ -155,6 +173,7 @@ typedef struct varlen_problem {
     size_t out_alloc_bytes, out_guard_bytes;
     uint8_t *out_mask;
     int32_t *cu_seqlens;
+    float *sinks;                    /* [hq] or NULL */
     double *ref;
     double ref_max;
     uint64_t input_hash;

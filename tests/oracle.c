@@ -32,8 +32,25 @@ static double decode_bf16(uint16_t h)
     return (double)f;
 }
 
+/* OCP float8_e4m3fn from its definition: (-1)^S x 2^(E-7) x 1.MMM, subnormals 2^-6 x 0.MMM, the
+ * all-ones pattern S.1111.111 NaN, no infinities. */
+static double decode_fp8_e4m3(uint8_t b)
+{
+    const int sign = b >> 7, exponent = (b >> 3) & 0xF, mantissa = b & 7;
+    double magnitude;
+    if (exponent == 0xF && mantissa == 7) {
+        magnitude = NAN;
+    } else if (exponent == 0) {
+        magnitude = pow(2.0, -6.0) * (mantissa / 8.0);
+    } else {
+        magnitude = pow(2.0, exponent - 7.0) * (1.0 + mantissa / 8.0);
+    }
+    return sign ? -magnitude : magnitude;
+}
+
 static double g_f16_table[65536];
 static double g_bf16_table[65536];
+static double g_fp8_table[256];
 static int g_tables_ready;
 
 static void init_tables(void)
@@ -45,6 +62,9 @@ static void init_tables(void)
         g_f16_table[b] = decode_f16((uint16_t)b);
         g_bf16_table[b] = decode_bf16((uint16_t)b);
     }
+    for (uint32_t b = 0; b < 256u; ++b) {
+        g_fp8_table[b] = decode_fp8_e4m3((uint8_t)b);
+    }
     g_tables_ready = 1;
 }
 
@@ -54,16 +74,18 @@ static double element(r35a_dtype dtype, const void *base, int64_t index)
     case R35A_DTYPE_F16: return g_f16_table[((const uint16_t *)base)[index]];
     case R35A_DTYPE_BF16: return g_bf16_table[((const uint16_t *)base)[index]];
     case R35A_DTYPE_F32: return (double)((const float *)base)[index];
+    case R35A_DTYPE_FP8_E4M3: return g_fp8_table[((const uint8_t *)base)[index]];
+    case R35A_DTYPE_INT8: return (double)((const int8_t *)base)[index];
     }
     return NAN;
 }
 
-/* Decodes n contiguous elements; returns 0, or -1 if one is not finite. */
-static int load_vector(r35a_dtype dtype, const void *base, int64_t offset, int32_t n, double *dst)
+/* Decodes n contiguous elements, each times scale; returns 0, or -1 if one is not finite. */
+static int load_scaled(r35a_dtype dtype, const void *base, int64_t offset, int32_t n, double scale, double *dst)
 {
     int rc = 0;
     for (int32_t e = 0; e < n; ++e) {
-        dst[e] = element(dtype, base, offset + e);
+        dst[e] = element(dtype, base, offset + e) * scale;
         if (!isfinite(dst[e])) {
             rc = -1;
         }
@@ -73,6 +95,11 @@ static int load_vector(r35a_dtype dtype, const void *base, int64_t offset, int32
 
 /* Four partial sums so the compiler can keep several multiply-adds in flight (float64 either
  * way; the order only moves the last bits of a double). */
+static int load_vector(r35a_dtype dtype, const void *base, int64_t offset, int32_t n, double *dst)
+{
+    return load_scaled(dtype, base, offset, n, 1.0, dst);
+}
+
 static double dot(const double *a, const double *b, int32_t n)
 {
     double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
@@ -90,11 +117,13 @@ static double dot(const double *a, const double *b, int32_t n)
 }
 
 /* One query row q against the keys kd[x], vd[x] (x = 0 .. n-1, each head_size doubles), the
- * materialized way: all logits, their max, exp, sum, then the weighted sum of V. The key of x is
- * at position first_key + x; the query at position query_pos (for ALiBi). n = 0 gives zeros. */
+ * materialized way: all logits and the sink, their max, exp, sum, then the weighted sum of V (the
+ * sink has no value). The key of x is at position first_key + x; the query at position query_pos
+ * (for ALiBi). sink is NULL without sinks. n = 0 gives zeros. */
 static void attend_row(const double *q, const double *kd, const double *vd, int32_t n,
                        int32_t head_size, double scale, double softcap, const double *alibi_slope,
-                       int32_t first_key, int32_t query_pos, double *logits, double *out)
+                       const double *sink, int32_t first_key, int32_t query_pos, double *logits,
+                       double *out)
 {
     for (int32_t e = 0; e < head_size; ++e) {
         out[e] = 0.0;
@@ -114,7 +143,10 @@ static void attend_row(const double *q, const double *kd, const double *vd, int3
         logits[x] = s;
         max_logit = s > max_logit ? s : max_logit;
     }
-    double sum = 0.0;
+    if (sink) {
+        max_logit = *sink > max_logit ? *sink : max_logit;
+    }
+    double sum = sink ? exp(*sink - max_logit) : 0.0;
     for (int32_t x = 0; x < n; ++x) {
         logits[x] = exp(logits[x] - max_logit);
         sum += logits[x];
@@ -193,6 +225,11 @@ int oracle_paged_attention(const oracle_paged *p, double *out)
         const int32_t nkeys = L - first_key;
         const int32_t *table = p->block_table + (int64_t)s * p->block_table_stride;
         for (int32_t g = 0; g < p->num_kv_heads && rc == 0; ++g) {
+            const r35a_dtype kv_dtype = p->kv_dtype ? p->kv_dtype : p->dtype;
+            const int eight_bit = kv_dtype == R35A_DTYPE_FP8_E4M3 || kv_dtype == R35A_DTYPE_INT8;
+            const int32_t si = p->kv_scale_per_head ? g : 0;
+            const double k_scale = eight_bit ? (double)p->k_scale[si] : 1.0;
+            const double v_scale = eight_bit ? (double)p->v_scale[si] : 1.0;
             for (int32_t x = 0; x < nkeys; ++x) {
                 const int32_t j = first_key + x;
                 const int32_t page = table[j / p->page_size];
@@ -207,8 +244,8 @@ int oracle_paged_attention(const oracle_paged *p, double *out)
                                       (int64_t)g * p->k_head_stride + (int64_t)slot * p->k_slot_stride;
                 const int64_t v_off = (int64_t)page * p->v_page_stride +
                                       (int64_t)g * p->v_head_stride + (int64_t)slot * p->v_slot_stride;
-                if (load_vector(p->dtype, p->k, k_off, D, w.kd + (size_t)x * (size_t)D) != 0 ||
-                    load_vector(p->dtype, p->v, v_off, D, w.vd + (size_t)x * (size_t)D) != 0) {
+                if (load_scaled(kv_dtype, p->k, k_off, D, k_scale, w.kd + (size_t)x * (size_t)D) != 0 ||
+                    load_scaled(kv_dtype, p->v, v_off, D, v_scale, w.vd + (size_t)x * (size_t)D) != 0) {
                     fprintf(stderr, "oracle: seq %d key %d kv head %d: K or V not finite\n", (int)s,
                             (int)j, (int)g);
                     rc = -1;
@@ -229,9 +266,11 @@ int oracle_paged_attention(const oracle_paged *p, double *out)
                         break;
                     }
                     double slope = p->alibi_slopes ? (double)p->alibi_slopes[h] : 0.0;
+                    double sink = p->sinks ? (double)p->sinks[h] : 0.0;
                     attend_row(w.q, w.kd + x0 * (size_t)D, w.vd + x0 * (size_t)D, pos - lo + 1, D,
                                p->softmax_scale, p->logit_softcap, p->alibi_slopes ? &slope : NULL,
-                               lo, pos, w.logits, out + ((int64_t)t * p->num_q_heads + h) * D);
+                               p->sinks ? &sink : NULL, lo, pos, w.logits,
+                               out + ((int64_t)t * p->num_q_heads + h) * D);
                 }
             }
         }
@@ -294,8 +333,10 @@ int oracle_varlen_attention(const oracle_varlen *p, double *out)
                         rc = -1;
                         break;
                     }
-                    attend_row(w.q, w.kd, w.vd, n, D, p->softmax_scale, p->logit_softcap, NULL, 0, i,
-                               w.logits, out + ((int64_t)t * p->num_q_heads + h) * D);
+                    double sink = p->sinks ? (double)p->sinks[h] : 0.0;
+                    attend_row(w.q, w.kd, w.vd, n, D, p->softmax_scale, p->logit_softcap, NULL,
+                               p->sinks ? &sink : NULL, 0, i, w.logits,
+                               out + ((int64_t)t * p->num_q_heads + h) * D);
                 }
             }
         }

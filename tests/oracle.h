@@ -2,7 +2,8 @@
  * oracle.h - an independent float64 oracle for paged and varlen attention.
  *
  * Written straight from the semantics in include/rdna35attn.h, with a materialized softmax per row
- * (all logits of the row in an array, then max, exp, sum, weighted sum of V). It takes its own
+ * (all logits of the row in an array, the sink with them, then max, exp, sum, weighted sum of V).
+ * 8-bit KV caches are decoded by the oracle's own table (fp8 e4m3fn, int8) and scaled in float64. It takes its own
  * parameter structs rather than the library's descriptors and shares no code with src/. Slow and
  * obviously correct on purpose.
  */
@@ -14,7 +15,12 @@
 #include <stdint.h>
 
 typedef struct oracle_paged {
-    r35a_dtype dtype;
+    r35a_dtype dtype;        /* of Q (and of K and V unless kv_dtype is set) */
+    r35a_dtype kv_dtype;     /* 0 = dtype; R35A_DTYPE_FP8_E4M3 / R35A_DTYPE_INT8: K and V hold
+                                bytes, real value = stored value x scale */
+    const float *k_scale, *v_scale; /* 8-bit KV: [1] or [num_kv_heads] */
+    int32_t kv_scale_per_head;
+    const float *sinks;      /* [num_q_heads] raw sink logits, NULL = none */
     int32_t num_seqs;
     int32_t num_tokens;
     int32_t num_q_heads, num_kv_heads, head_size;
@@ -42,6 +48,7 @@ typedef struct oracle_varlen {
     int32_t causal;
     double softmax_scale;
     double logit_softcap;
+    const float *sinks;      /* [num_q_heads] raw sink logits, NULL = none */
     const void *q;
     int64_t q_token_stride, q_head_stride;
     const void *k;

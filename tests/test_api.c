@@ -1,14 +1,16 @@
 /*
  * test_api.c - the public API surface apart from bad inputs: versions, status names, descriptor
- * and option initializers, context and plan info, the thread-local error detail, and contexts
- * created from several threads at once.
+ * and option initializers (today's and, through their symbol version R35A_0, 0.1.0's), context and
+ * plan info, the thread-local error detail, and contexts created from several threads at once.
  */
+#define _GNU_SOURCE /* dlvsym */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 
 #include <cmocka.h>
 
+#include <dlfcn.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -138,6 +140,9 @@ static void test_paged_desc_init(void **state)
     assert_int_equal(d.v_page_stride, 8 * 528 * 128);
     assert_int_equal(d.v_head_stride, 528 * 128);
     assert_int_equal(d.v_slot_stride, 128);
+    assert_int_equal(d.use_sinks, 0);
+    assert_int_equal(d.kv_dtype, 0);
+    assert_int_equal(d.kv_scale_per_head, 0);
 
     r35a_paged_attention_desc_init(&d, R35A_DTYPE_F16, 1, 1, 1, 1056, 4, 4, 72, 1056, 1);
     assert_int_equal(d.block_table_stride, 1);
@@ -174,6 +179,71 @@ static void test_paged_desc_init(void **state)
     r35a_context_destroy(ctx);
 }
 
+/* A binary built against 0.1.0's header calls r35a_paged_attention_desc_init@R35A_0 with 0.1.0's
+ * smaller struct: that version must fill exactly 0.1.0's prefix, set struct_size to it, and the
+ * result must plan. (Skipped where the library has no symbol versions: non-ELF, static links.) */
+typedef void (*paged_desc_init_fn)(r35a_paged_attention_desc *, r35a_dtype, int32_t, int32_t, int32_t, int32_t,
+                                   int32_t, int32_t, int32_t, int32_t, int32_t);
+typedef void (*varlen_desc_init_fn)(r35a_varlen_attention_desc *, r35a_dtype, int32_t, int32_t, int32_t, int32_t,
+                                    int32_t, int32_t);
+
+static void test_desc_init_0_1_symbols(void **state)
+{
+    (void)state;
+    void *paged_sym = dlvsym(RTLD_DEFAULT, "r35a_paged_attention_desc_init", "R35A_0");
+    void *varlen_sym = dlvsym(RTLD_DEFAULT, "r35a_varlen_attention_desc_init", "R35A_0");
+    if (!paged_sym || !varlen_sym) {
+        printf("test_api: no r35a_*_desc_init@R35A_0 in this process (no symbol versions); skipped\n");
+        skip();
+    }
+    /* the default version is today's */
+    assert_ptr_equal(dlsym(RTLD_DEFAULT, "r35a_paged_attention_desc_init"),
+                     dlvsym(RTLD_DEFAULT, "r35a_paged_attention_desc_init", "R35A_0.2"));
+    const size_t old_paged = offsetof(r35a_paged_attention_desc, use_sinks);
+    const size_t old_varlen = offsetof(r35a_varlen_attention_desc, use_sinks);
+    paged_desc_init_fn paged_init;
+    varlen_desc_init_fn varlen_init;
+    memcpy(&paged_init, &paged_sym, sizeof paged_init);
+    memcpy(&varlen_init, &varlen_sym, sizeof varlen_init);
+
+    r35a_paged_attention_desc d, today;
+    memset(&d, 0xAB, sizeof d);
+    paged_init(&d, R35A_DTYPE_F16, 3, 6, 4, 4096, 16, 2, 256, 544, 40);
+    assert_int_equal(d.struct_size, old_paged);
+    const unsigned char *tail = (const unsigned char *)&d + old_paged;
+    for (size_t i = 0; i < sizeof d - old_paged; ++i) {
+        assert_int_equal(tail[i], 0xAB); /* nothing past 0.1.0's struct written */
+    }
+    r35a_paged_attention_desc_init(&today, R35A_DTYPE_F16, 3, 6, 4, 4096, 16, 2, 256, 544, 40);
+    assert_memory_equal((const char *)&d + sizeof d.struct_size, (const char *)&today + sizeof today.struct_size,
+                        old_paged - sizeof d.struct_size);
+
+    r35a_varlen_attention_desc v, vtoday;
+    memset(&v, 0xCD, sizeof v);
+    varlen_init(&v, R35A_DTYPE_BF16, 7, 1000, 300, 16, 4, 80);
+    assert_int_equal(v.struct_size, old_varlen);
+    tail = (const unsigned char *)&v + old_varlen;
+    for (size_t i = 0; i < sizeof v - old_varlen; ++i) {
+        assert_int_equal(tail[i], 0xCD);
+    }
+    r35a_varlen_attention_desc_init(&vtoday, R35A_DTYPE_BF16, 7, 1000, 300, 16, 4, 80);
+    assert_memory_equal((const char *)&v + sizeof v.struct_size, (const char *)&vtoday + sizeof vtoday.struct_size,
+                        old_varlen - sizeof v.struct_size);
+
+    /* what they produce plans (the garbage past 0.1.0's size is not read) */
+    r35a_context_options opt;
+    r35a_context_options_init(&opt);
+    opt.backend = R35A_BACKEND_REFERENCE;
+    r35a_context *ctx = NULL;
+    assert_int_equal(r35a_context_create(&opt, &ctx), R35A_OK);
+    r35a_plan *plan = NULL;
+    assert_int_equal(r35a_paged_attention_plan(ctx, &d, &plan), R35A_OK);
+    r35a_plan_destroy(plan);
+    assert_int_equal(r35a_varlen_attention_plan(ctx, &v, &plan), R35A_OK);
+    r35a_plan_destroy(plan);
+    r35a_context_destroy(ctx);
+}
+
 static void test_varlen_desc_init(void **state)
 {
     (void)state;
@@ -189,6 +259,7 @@ static void test_varlen_desc_init(void **state)
     assert_int_equal(d.num_kv_heads, 4);
     assert_int_equal(d.head_size, 80);
     assert_int_equal(d.causal, 0);
+    assert_int_equal(d.use_sinks, 0);
     assert_true(fabs((double)d.softmax_scale * sqrt(80.0) - 1.0) <= 0x1p-23);
     assert_true(d.logit_softcap == 0.0f);
     assert_int_equal(d.q_token_stride, 16 * 80);
@@ -319,6 +390,7 @@ int main(void)
         cmocka_unit_test(test_status_strings),
         cmocka_unit_test(test_context_options_and_info),
         cmocka_unit_test(test_paged_desc_init),
+        cmocka_unit_test(test_desc_init_0_1_symbols),
         cmocka_unit_test(test_varlen_desc_init),
         cmocka_unit_test(test_detail_thread_local),
         cmocka_unit_test(test_threads),

@@ -94,7 +94,8 @@ static void end_test(const char *name)
 
 /* 3 sequences (L/M = 40/2, 17/1, 0/0), hq 4, hkv 2, D 64, page size 16: block_table_stride 3,
  * 5 pages; seq 1 leaves its third block-table entry unreached. */
-static void paged_fixture(paged_problem *p, r35a_dtype dtype, int32_t window, int32_t use_alibi)
+static void paged_fixture_ex(paged_problem *p, r35a_dtype dtype, int32_t window, int32_t use_alibi,
+                             int32_t use_sinks, r35a_dtype kv_dtype, int32_t kv_scale_per_head)
 {
     tu_rng rng;
     tu_rng_init(&rng, tu_case_seed("bad_input_paged", 0));
@@ -102,6 +103,9 @@ static void paged_fixture(paged_problem *p, r35a_dtype dtype, int32_t window, in
     paged_spec_init(&s, dtype, 4, 2, 64, 16);
     s.window = window;
     s.use_alibi = use_alibi;
+    s.use_sinks = use_sinks;
+    s.kv_dtype = kv_dtype;
+    s.kv_scale_per_head = kv_scale_per_head;
     paged_spec_add_seq(&s, 40, 2);
     paged_spec_add_seq(&s, 17, 1);
     paged_spec_add_seq(&s, 0, 0);
@@ -109,17 +113,28 @@ static void paged_fixture(paged_problem *p, r35a_dtype dtype, int32_t window, in
     assert_int_equal(p->desc.block_table_stride, 3);
 }
 
+static void paged_fixture(paged_problem *p, r35a_dtype dtype, int32_t window, int32_t use_alibi)
+{
+    paged_fixture_ex(p, dtype, window, use_alibi, 0, (r35a_dtype)0, 0);
+}
+
 /* segments 5, 0, 3; hq 4, hkv 2, D 32. */
-static void varlen_fixture(varlen_problem *p)
+static void varlen_fixture_ex(varlen_problem *p, int32_t use_sinks)
 {
     tu_rng rng;
     tu_rng_init(&rng, tu_case_seed("bad_input_varlen", 0));
     varlen_spec s;
     varlen_spec_init(&s, R35A_DTYPE_F16, 4, 2, 32);
+    s.use_sinks = use_sinks;
     varlen_spec_add_segment(&s, 5);
     varlen_spec_add_segment(&s, 0);
     varlen_spec_add_segment(&s, 3);
     assert_int_equal(varlen_problem_init(p, &s, &rng), 0);
+}
+
+static void varlen_fixture(varlen_problem *p)
+{
+    varlen_fixture_ex(p, 0);
 }
 
 static r35a_paged_attention_args paged_args(paged_problem *p)
@@ -135,6 +150,9 @@ static r35a_paged_attention_args paged_args(paged_problem *p)
     a.query_start_loc = p->query_start_loc;
     a.block_table = p->block_table;
     a.alibi_slopes = p->alibi;
+    a.sinks = p->sinks;
+    a.k_scale = p->k_scale;
+    a.v_scale = p->v_scale;
     return a;
 }
 
@@ -148,6 +166,7 @@ static r35a_varlen_attention_args varlen_args(varlen_problem *p)
     a.v = p->v;
     a.out = p->out_alloc + p->out_guard_bytes;
     a.cu_seqlens = p->cu_seqlens;
+    a.sinks = p->sinks;
     return a;
 }
 
@@ -256,7 +275,7 @@ static bool paged_desc_case(int k, r35a_paged_attention_desc *d, desc_case *c)
     CASE(1, d->struct_size = sizeof *d - 1, R35A_ERR_STRUCT_SIZE, "struct_size", false)
     CASE(2, d->struct_size = sizeof *d + 8, R35A_ERR_STRUCT_SIZE, "struct_size", false)
     CASE(3, d->dtype = (r35a_dtype)0, R35A_ERR_UNKNOWN_DTYPE, "dtype", false)
-    CASE(4, d->dtype = (r35a_dtype)4, R35A_ERR_UNKNOWN_DTYPE, "dtype", false)
+    CASE(4, d->dtype = (r35a_dtype)6, R35A_ERR_UNKNOWN_DTYPE, "dtype", false)
     CASE(5, d->dtype = (r35a_dtype)99, R35A_ERR_UNKNOWN_DTYPE, "dtype", false)
     CASE(6, d->num_seqs = 0; d->num_tokens = 0, INV, "num_seqs", true)
     CASE(7, d->num_seqs = -1, INV, "num_seqs", true)
@@ -321,6 +340,35 @@ static bool paged_desc_case(int k, r35a_paged_attention_desc *d, desc_case *c)
     CASE(60, d->k_page_stride = 0; d->v_head_stride = 0, R35A_OK, NULL, false)
     CASE(61, d->logit_softcap = 50.0f; d->use_alibi = 1, R35A_OK, NULL, false)
     CASE(62, d->page_size = 1; d->block_table_stride = 40, R35A_OK, NULL, false)
+    /* 0.2: the Q/O dtype is never an 8-bit one; kv_dtype; per-head scales; sinks */
+    CASE(63, d->dtype = R35A_DTYPE_FP8_E4M3, INV, "dtype", true)
+    CASE(64, d->dtype = R35A_DTYPE_INT8, INV, "dtype", true)
+    CASE(65, d->kv_dtype = (r35a_dtype)6, R35A_ERR_UNKNOWN_DTYPE, "kv_dtype", false)
+    CASE(66, d->kv_dtype = (r35a_dtype)-1, R35A_ERR_UNKNOWN_DTYPE, "kv_dtype", false)
+    CASE(67, d->kv_dtype = R35A_DTYPE_BF16, INV, "kv_dtype", true)
+    CASE(68, d->kv_dtype = R35A_DTYPE_F32, INV, "kv_dtype", true)
+    CASE(69, d->kv_scale_per_head = 2; d->kv_dtype = R35A_DTYPE_INT8, INV, "kv_scale_per_head", true)
+    CASE(70, d->kv_scale_per_head = 1, INV, "kv_scale_per_head", true)
+    CASE(71, d->kv_scale_per_head = 1; d->kv_dtype = R35A_DTYPE_F16, INV, "kv_scale_per_head", true)
+    CASE(72, d->use_sinks = 2, INV, "use_sinks", true)
+    CASE(73, d->use_sinks = -1, INV, "use_sinks", true)
+    /* K/V extents count bytes of the KV dtype: 4 x INT64_MAX/6 elements fit as bytes, not as f16 */
+    CASE(74, d->k_page_stride = INT64_MAX / 6, R35A_ERR_SIZE_OVERFLOW, "k_page_stride", false)
+    CASE(75, d->k_page_stride = INT64_MAX / 6; d->kv_dtype = R35A_DTYPE_FP8_E4M3, R35A_OK, NULL, false)
+    CASE(76, d->v_slot_stride = INT64_MAX / 8; d->kv_dtype = R35A_DTYPE_INT8, R35A_ERR_SIZE_OVERFLOW,
+         "v_slot_stride", false)
+    CASE(77, d->kv_dtype = R35A_DTYPE_F16, R35A_OK, NULL, false)
+    CASE(78, d->kv_dtype = R35A_DTYPE_FP8_E4M3; d->kv_scale_per_head = 1, R35A_OK, NULL, false)
+    CASE(79, d->kv_dtype = R35A_DTYPE_INT8, R35A_OK, NULL, false)
+    CASE(80, d->dtype = R35A_DTYPE_F32; d->kv_dtype = R35A_DTYPE_FP8_E4M3, R35A_OK, NULL, false)
+    CASE(81, d->use_sinks = 1; d->use_alibi = 1; d->logit_softcap = 30.0f, R35A_OK, NULL, false)
+    /* 0.1.0's struct size: the 0.2 fields are not read (they hold garbage here) */
+    CASE(82, d->struct_size = offsetof(r35a_paged_attention_desc, use_sinks); d->use_sinks = 77;
+         d->kv_dtype = (r35a_dtype)99; d->kv_scale_per_head = -5, R35A_OK, NULL, false)
+    CASE(83, d->struct_size = offsetof(r35a_paged_attention_desc, use_sinks) - 8, R35A_ERR_STRUCT_SIZE,
+         "struct_size", false)
+    CASE(84, d->struct_size = offsetof(r35a_paged_attention_desc, use_sinks); d->num_kv_heads = 3, INV,
+         "num_kv_heads", true)
     default: return false;
     }
 }
@@ -372,7 +420,7 @@ static bool varlen_desc_case(int k, r35a_varlen_attention_desc *d, desc_case *c)
     CASE(1, d->struct_size = sizeof *d - 1, R35A_ERR_STRUCT_SIZE, "struct_size", false)
     CASE(2, d->struct_size = sizeof *d + 8, R35A_ERR_STRUCT_SIZE, "struct_size", false)
     CASE(3, d->dtype = (r35a_dtype)0, R35A_ERR_UNKNOWN_DTYPE, "dtype", false)
-    CASE(4, d->dtype = (r35a_dtype)4, R35A_ERR_UNKNOWN_DTYPE, "dtype", false)
+    CASE(4, d->dtype = (r35a_dtype)6, R35A_ERR_UNKNOWN_DTYPE, "dtype", false)
     CASE(5, d->dtype = (r35a_dtype)99, R35A_ERR_UNKNOWN_DTYPE, "dtype", false)
     CASE(6, d->num_segments = 0, INV, "num_segments", true)
     CASE(7, d->num_segments = -1, INV, "num_segments", true)
@@ -413,6 +461,16 @@ static bool varlen_desc_case(int k, r35a_varlen_attention_desc *d, desc_case *c)
     CASE(41, d->num_kv_heads = 4, R35A_OK, NULL, false)
     CASE(42, d->logit_softcap = 30.0f, R35A_OK, NULL, false)
     CASE(43, d->max_seqlen = 100000, R35A_OK, NULL, false)
+    /* 0.2 */
+    CASE(44, d->dtype = R35A_DTYPE_FP8_E4M3, INV, "dtype", true)
+    CASE(45, d->dtype = R35A_DTYPE_INT8, INV, "dtype", true)
+    CASE(46, d->use_sinks = 2, INV, "use_sinks", true)
+    CASE(47, d->use_sinks = -1, INV, "use_sinks", true)
+    CASE(48, d->use_sinks = 1; d->causal = 1, R35A_OK, NULL, false)
+    CASE(49, d->struct_size = offsetof(r35a_varlen_attention_desc, use_sinks); d->use_sinks = 99, R35A_OK,
+         NULL, false)
+    CASE(50, d->struct_size = offsetof(r35a_varlen_attention_desc, use_sinks) + 4, R35A_ERR_STRUCT_SIZE,
+         "struct_size", false)
     default: return false;
     }
 }
@@ -515,8 +573,103 @@ static void test_paged_args(void **state)
                      R35A_ERR_NULL_POINTER, "alibi_slopes", NULL);
     r35a_plan_destroy(plan);
     paged_problem_free(&pa);
+
+    /* 0.2 args on a plan without sinks or an 8-bit cache: none may be set */
+    assert_int_equal(r35a_paged_attention_plan(g_ctx, &p.desc, &plan), R35A_OK);
+    static const float one[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+    a = good;
+    a.sinks = one;
+    paged_run_expect("paged args.sinks set with use_sinks = 0", &p, plan, &a, INV, "sinks", NULL);
+    a = good;
+    a.k_scale = one;
+    paged_run_expect("paged args.k_scale set with an f16 cache", &p, plan, &a, INV, "k_scale", NULL);
+    a = good;
+    a.v_scale = one;
+    paged_run_expect("paged args.v_scale set with an f16 cache", &p, plan, &a, INV, "v_scale", NULL);
+    /* 0.1.0's args size: sinks and scales are not read (garbage here) */
+    a = good;
+    a.struct_size = offsetof(r35a_paged_attention_args, sinks);
+    a.sinks = (const float *)(uintptr_t)0x10;
+    a.k_scale = (const float *)(uintptr_t)0x20;
+    paged_run_expect("paged args 0.1.0 struct_size, garbage past it (valid)", &p, plan, &a, R35A_OK, NULL, NULL);
+    a.struct_size = offsetof(r35a_paged_attention_args, sinks) + 8;
+    paged_run_expect("paged args.struct_size between 0.1.0's and 0.2's", &p, plan, &a, R35A_ERR_STRUCT_SIZE,
+                     "struct_size", NULL);
+    r35a_plan_destroy(plan);
+
+    /* sinks and an 8-bit cache: all three pointers needed */
+    paged_problem ps;
+    paged_fixture_ex(&ps, R35A_DTYPE_F16, 0, 0, 1, R35A_DTYPE_FP8_E4M3, 1);
+    assert_int_equal(r35a_paged_attention_plan(g_ctx, &ps.desc, &plan), R35A_OK);
+    const r35a_paged_attention_args sgood = paged_args(&ps);
+    const char *needed[3] = {"sinks", "k_scale", "v_scale"};
+    for (int k = 0; k < 3; ++k) {
+        char what[120];
+        snprintf(what, sizeof what, "paged args.%s = NULL with sinks and an fp8 cache", needed[k]);
+        a = sgood;
+        if (k == 0) {
+            a.sinks = NULL;
+        } else if (k == 1) {
+            a.k_scale = NULL;
+        } else {
+            a.v_scale = NULL;
+        }
+        paged_run_expect(what, &ps, plan, &a, R35A_ERR_NULL_POINTER, needed[k], NULL);
+    }
+    a = sgood;
+    a.struct_size = offsetof(r35a_paged_attention_args, sinks); /* 0.1.0's: sinks default to NULL */
+    paged_run_expect("paged args 0.1.0 struct_size with a plan that needs sinks", &ps, plan, &a,
+                     R35A_ERR_NULL_POINTER, "sinks|k_scale|v_scale", NULL);
+    paged_run_expect("paged run with sinks and an fp8 cache, valid args", &ps, plan, &sgood, R35A_OK, NULL, NULL);
+    r35a_plan_destroy(plan);
+    paged_problem_free(&ps);
     paged_problem_free(&p);
     end_test("paged args");
+}
+
+/* 8-bit KV scales are data: checked on the reference backend, each finite and > 0. */
+static void test_paged_scale_data(void **state)
+{
+    (void)state;
+    begin_test();
+    for (int per_head = 0; per_head < 2; ++per_head) {
+        paged_problem p;
+        paged_fixture_ex(&p, R35A_DTYPE_BF16, 0, 0, 0, R35A_DTYPE_INT8, per_head);
+        r35a_plan *plan = NULL;
+        assert_int_equal(r35a_paged_attention_plan(g_ctx, &p.desc, &plan), R35A_OK);
+        const r35a_paged_attention_args good = paged_args(&p);
+        const float bad_values[5] = {0.0f, -0.0f, -1.0f, NAN, INFINITY};
+        const int32_t n = per_head ? 2 : 1;
+        for (int which = 0; which < 2; ++which) {
+            for (int32_t g = 0; g < n; ++g) {
+                for (int b = 0; b < 5; ++b) {
+                    float scales[2];
+                    memcpy(scales, which ? p.v_scale : p.k_scale, sizeof(float) * (size_t)n);
+                    scales[g] = bad_values[b];
+                    r35a_paged_attention_args a = good;
+                    if (which) {
+                        a.v_scale = scales;
+                    } else {
+                        a.k_scale = scales;
+                    }
+                    char what[120], field[32];
+                    snprintf(field, sizeof field, "%s_scale[%d]", which ? "v" : "k", (int)g);
+                    snprintf(what, sizeof what, "%s %s = %g", per_head ? "per head" : "per tensor", field,
+                             (double)bad_values[b]);
+                    paged_run_expect(what, &p, plan, &a, R35A_ERR_INVALID_DATA, field, NULL);
+                }
+            }
+        }
+        /* tiny and large finite scales are valid */
+        float tiny[2] = {1e-30f, 1e-30f};
+        r35a_paged_attention_args a = good;
+        a.v_scale = tiny;
+        paged_run_expect(per_head ? "per head v_scale 1e-30 (valid)" : "per tensor v_scale 1e-30 (valid)", &p,
+                         plan, &a, R35A_OK, NULL, NULL);
+        r35a_plan_destroy(plan);
+        paged_problem_free(&p);
+    }
+    end_test("paged scale data");
 }
 
 static void test_paged_data(void **state)
@@ -709,8 +862,28 @@ static void test_varlen_args_data(void **state)
                           cases[k].want == R35A_OK ? NULL : "cu_seqlens", NULL);
     }
     varlen_run_expect("varlen run, valid args", &p, plan, &good, R35A_OK, NULL, NULL);
+    static const float one[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+    a = good;
+    a.sinks = one;
+    varlen_run_expect("varlen args.sinks set with use_sinks = 0", &p, plan, &a, INV, "sinks", NULL);
+    a = good;
+    a.struct_size = offsetof(r35a_varlen_attention_args, sinks);
+    a.sinks = (const float *)(uintptr_t)0x10; /* past 0.1.0's struct: not read */
+    varlen_run_expect("varlen args 0.1.0 struct_size, garbage past it (valid)", &p, plan, &a, R35A_OK, NULL, NULL);
     r35a_plan_destroy(plan);
     varlen_problem_free(&p);
+
+    varlen_problem ps;
+    varlen_fixture_ex(&ps, 1);
+    assert_int_equal(r35a_varlen_attention_plan(g_ctx, &ps.desc, &plan), R35A_OK);
+    a = varlen_args(&ps);
+    a.sinks = NULL;
+    varlen_run_expect("varlen args.sinks = NULL with use_sinks = 1", &ps, plan, &a, R35A_ERR_NULL_POINTER, "sinks",
+                      NULL);
+    a = varlen_args(&ps);
+    varlen_run_expect("varlen run with sinks, valid args", &ps, plan, &a, R35A_OK, NULL, NULL);
+    r35a_plan_destroy(plan);
+    varlen_problem_free(&ps);
     end_test("varlen args and data");
 }
 
@@ -889,6 +1062,7 @@ int main(void)
         cmocka_unit_test(test_varlen_desc),
         cmocka_unit_test(test_paged_args),
         cmocka_unit_test(test_paged_data),
+        cmocka_unit_test(test_paged_scale_data),
         cmocka_unit_test(test_paged_unreached_garbage_result),
         cmocka_unit_test(test_varlen_args_data),
         cmocka_unit_test(test_plan_mismatch_and_workspace),

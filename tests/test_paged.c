@@ -2,7 +2,10 @@
  * test_paged.c - paged attention against the float64 oracle: randomized sweeps over head sizes,
  * GQA ratios, query lengths (decode, speculative decode, causal spans), page sizes, partial
  * pages, sliding windows with garbage in unreached block-table entries, padding sequences,
- * mixed batches, dtypes, softcap, ALiBi, padded and NHD strides, and plan reuse.
+ * mixed batches, dtypes, softcap, ALiBi, attention sinks, 8-bit KV caches (fp8 e4m3, int8, scales
+ * per tensor or per kv head) and their combinations, padded and NHD strides, 0.1.0 struct sizes,
+ * and plan reuse. 8-bit caches are compared with the oracle on the same stored bytes (it decodes
+ * and scales them itself), so the tolerance is the Q/O dtype's as for 16-bit caches.
  *
  * Runs on a reference context by default; R35A_TEST_BACKEND=auto|gpu selects another backend
  * (host pointers only for now: a backend that needs device memory is skipped).
@@ -172,6 +175,26 @@ static int run_group(const char *group, int count, paged_gen gen)
     printf("[test_paged] %-12s %4d cases, %d failed (%.2f s cpu)\n", group, ran, failures,
            (double)(clock() - t0) / CLOCKS_PER_SEC);
     return failures;
+}
+
+/* Sinks around the logits' scale (|s| is a few units here): below, inside and above them, so the
+ * sink takes anything from nothing to most of a row's weight; a third of the heads -inf sometimes.
+ * Never so far above that a row's output falls below the f16 normal range (the relative metric
+ * would then measure f16 subnormal rounding). */
+static void random_sinks(paged_spec *s, tu_rng *rng)
+{
+    static const int32_t centers[] = {-20, -3, 0, 0, 2, 5};
+    s->use_sinks = 1;
+    s->sink_center = tu_pick(rng, centers, 6);
+    s->sink_amp = tu_chance(rng, 0.2) ? 0.0 : 3.0;
+    s->sink_some_neg_inf = tu_chance(rng, 0.3);
+}
+
+/* fp8 or int8, per tensor or per kv head. */
+static void random_kv8(paged_spec *s, tu_rng *rng)
+{
+    s->kv_dtype = tu_chance(rng, 0.5) ? R35A_DTYPE_FP8_E4M3 : R35A_DTYPE_INT8;
+    s->kv_scale_per_head = tu_chance(rng, 0.5);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -459,6 +482,235 @@ static void test_features(void **state)
     assert_int_equal(run_group("features", 48, gen_features), 0);
 }
 
+/* Attention sinks: with windows (a window of 1 included: the sink then meets one key), GQA, M 1-8
+ * and longer causal spans, partial pages, padding and mixed batches; every dtype. */
+static void gen_sinks(paged_spec *s, tu_rng *rng, int index)
+{
+    const r35a_dtype dtypes[] = {R35A_DTYPE_F16, R35A_DTYPE_BF16, R35A_DTYPE_F32};
+    int32_t hq, hkv;
+    random_gqa(rng, &hq, &hkv);
+    static const int32_t Ds[] = {64, 128, 80, 256, 33};
+    paged_spec_init(s, dtypes[index % 3], hq, hkv, tu_pick(rng, Ds, 5), random_page_size(rng));
+    random_extras(s, rng);
+    random_sinks(s, rng);
+    switch ((index / 3) % 4) {
+    case 0: break;
+    case 1: /* gpt-oss: a 128-key window */
+        s->window = tu_chance(rng, 0.7) ? 128 : tu_range(rng, 1, 4);
+        s->garbage_unreached = true;
+        break;
+    case 2: s->logit_softcap = 30.0f; s->use_alibi = tu_chance(rng, 0.5); break;
+    default: s->window = tu_range(rng, 1, 700); s->garbage_unreached = true; break;
+    }
+    static const int32_t Ms[] = {0, 1, 1, 2, 4, 8, 9, 17};
+    for (int32_t n = tu_range(rng, 1, 6); n > 0; --n) {
+        int32_t M = tu_pick(rng, Ms, 8);
+        if (M == 0) {
+            paged_spec_add_seq(s, 0, 0);
+        } else {
+            add_seq(s, rng, M, 1, 1300);
+        }
+    }
+}
+
+static void test_sinks(void **state)
+{
+    (void)state;
+    assert_int_equal(run_group("sinks", 36, gen_sinks), 0);
+}
+
+/* 8-bit KV caches: fp8 / int8 x per tensor / per head x Q dtype, over head sizes, GQA, M 1-8 and
+ * longer, page sizes with partial last pages, windows, NHD and padded strides, mixed batches. */
+static void gen_kv8(paged_spec *s, tu_rng *rng, int index)
+{
+    const r35a_dtype dtypes[] = {R35A_DTYPE_F16, R35A_DTYPE_BF16, R35A_DTYPE_F32};
+    int32_t hq, hkv;
+    random_gqa(rng, &hq, &hkv);
+    paged_spec_init(s, dtypes[(index / 4) % 3], hq, hkv, random_head_size(rng), random_page_size(rng));
+    random_extras(s, rng);
+    s->kv_dtype = index % 2 ? R35A_DTYPE_INT8 : R35A_DTYPE_FP8_E4M3;
+    s->kv_scale_per_head = (index / 2) % 2;
+    if (tu_chance(rng, 0.3)) {
+        s->window = tu_range(rng, 1, 600);
+        s->garbage_unreached = true;
+    }
+    if (tu_chance(rng, 0.3)) {
+        s->k_amp = tu_chance(rng, 0.5) ? 0.05 : 6.0; /* scales far from 1 either way */
+    }
+    static const int32_t Ms[] = {0, 1, 1, 1, 2, 3, 5, 8, 12, 30};
+    for (int32_t n = tu_range(rng, 1, 8); n > 0; --n) {
+        int32_t M = tu_pick(rng, Ms, 10);
+        if (M == 0) {
+            paged_spec_add_seq(s, 0, 0);
+        } else {
+            add_seq(s, rng, M, 1, 1500);
+        }
+    }
+}
+
+static void test_kv8(void **state)
+{
+    (void)state;
+    assert_int_equal(run_group("kv8", 48, gen_kv8), 0);
+}
+
+/* Every stored code of both 8-bit dtypes through the library and through the oracle, against a
+ * third derivation (fp8: the code's magnitude bits in an f16's place are value / 2^8; int8: two's
+ * complement): one sequence of one key (its softmax weight is exactly 1), V holding all 256 codes,
+ * f32 output, so out[e] = decode(e) x v_scale exactly; the fp8 NaN codes must come out NaN. The
+ * scale 0.75 keeps every product exact in f32. */
+static void test_kv8_codes_exhaustive(void **state)
+{
+    (void)state;
+    if (!g_ctx) {
+        skip();
+    }
+    const r35a_dtype kv_dtypes[2] = {R35A_DTYPE_FP8_E4M3, R35A_DTYPE_INT8};
+    const float v_scales[2] = {1.0f, 0.75f};
+    for (int kd = 0; kd < 2; ++kd) {
+        for (int sc = 0; sc < 2; ++sc) {
+            r35a_paged_attention_desc d;
+            r35a_paged_attention_desc_init(&d, R35A_DTYPE_F32, 1, 1, 1, 1, 1, 1, 256, 1, 1);
+            d.kv_dtype = kv_dtypes[kd];
+            uint8_t k[256] = {0}, v[256];
+            for (int c = 0; c < 256; ++c) {
+                v[c] = (uint8_t)c;
+            }
+            float q[256] = {0}, out[256], k_scale = 2.0f, v_scale = v_scales[sc];
+            int32_t seq_lens[1] = {1}, qsl[2] = {0, 1}, bt[1] = {0};
+            memset(out, 0xFF, sizeof out);
+            r35a_plan *plan = NULL;
+            assert_int_equal(r35a_paged_attention_plan(g_ctx, &d, &plan), R35A_OK);
+            r35a_paged_attention_args a;
+            memset(&a, 0, sizeof a);
+            a.struct_size = sizeof a;
+            a.q = q;
+            a.k_cache = k;
+            a.v_cache = v;
+            a.out = out;
+            a.seq_lens = seq_lens;
+            a.query_start_loc = qsl;
+            a.block_table = bt;
+            a.k_scale = &k_scale;
+            a.v_scale = &v_scale;
+            assert_int_equal(r35a_paged_attention_run(g_ctx, plan, &a, NULL, 0, NULL), R35A_OK);
+            r35a_plan_destroy(plan);
+
+            oracle_paged o;
+            memset(&o, 0, sizeof o);
+            o.dtype = R35A_DTYPE_F32;
+            o.kv_dtype = d.kv_dtype;
+            o.k_scale = &k_scale;
+            o.v_scale = &v_scale;
+            o.num_seqs = o.num_tokens = o.num_q_heads = o.num_kv_heads = 1;
+            o.head_size = 256;
+            o.page_size = o.num_pages = o.block_table_stride = 1;
+            o.softmax_scale = 1.0;
+            o.q = q;
+            o.k = k;
+            o.v = v;
+            o.q_token_stride = o.q_head_stride = 256;
+            o.k_page_stride = o.k_head_stride = o.k_slot_stride = 256;
+            o.v_page_stride = o.v_head_stride = o.v_slot_stride = 256;
+            o.seq_lens = seq_lens;
+            o.query_start_loc = qsl;
+            o.block_table = bt;
+            double ref[256];
+            /* the oracle refuses non-finite V (a harness guard): give it the NaN codes as 0 */
+            if (kd == 0) {
+                v[0x7F] = v[0xFF] = 0;
+            }
+            assert_int_equal(oracle_paged_attention(&o, ref), 0);
+            int bad = 0;
+            for (int c = 0; c < 256; ++c) {
+                double want;
+                if (kd == 0) {
+                    want = tu_f16_to_double((uint16_t)((c & 0x7F) << 7)) * 256.0 * (c & 0x80 ? -1.0 : 1.0);
+                    if ((c & 0x7F) == 0x7F) {
+                        want = NAN;
+                    }
+                } else {
+                    want = c < 128 ? c : c - 256;
+                }
+                want *= (double)v_scale;
+                bool lib_ok = isnan(want) ? isnan(out[c]) : (double)out[c] == want;
+                bool oracle_ok = isnan(want) ? ref[c] == 0.0 : ref[c] == want;
+                if (!lib_ok || !oracle_ok) {
+                    if (bad++ < 6) {
+                        printf("FAIL kv8 code 0x%02x (%s, v_scale %g): library %.9g oracle %.9g want %.9g\n", c,
+                               tu_dtype_name(d.kv_dtype), (double)v_scale, (double)out[c], ref[c], want);
+                    }
+                }
+            }
+            assert_int_equal(bad, 0);
+        }
+    }
+    printf("[test_paged] kv8 codes: all 256 fp8 e4m3 and int8 codes decode exactly (library and oracle)\n");
+}
+
+/* Everything together: sinks, an 8-bit cache, softcap, ALiBi, windows, GQA, mixed batches. */
+static void gen_model_features(paged_spec *s, tu_rng *rng, int index)
+{
+    (void)index;
+    int32_t hq, hkv;
+    random_gqa(rng, &hq, &hkv);
+    paged_spec_init(s, random_dtype(rng), hq, hkv, random_head_size(rng), random_page_size(rng));
+    random_extras(s, rng);
+    if (tu_chance(rng, 0.7)) {
+        random_sinks(s, rng);
+    }
+    if (tu_chance(rng, 0.7)) {
+        random_kv8(s, rng);
+    }
+    if (tu_chance(rng, 0.5)) {
+        s->logit_softcap = (float)(1.0 + 49.0 * tu_unit(rng));
+    }
+    s->use_alibi = tu_chance(rng, 0.4);
+    if (tu_chance(rng, 0.5)) {
+        s->window = tu_chance(rng, 0.5) ? 128 : tu_range(rng, 1, 900);
+        s->garbage_unreached = true;
+    }
+    static const int32_t Ms[] = {0, 1, 1, 2, 4, 7, 8, 9, 20};
+    for (int32_t n = tu_range(rng, 1, 10); n > 0; --n) {
+        int32_t M = tu_pick(rng, Ms, 9);
+        if (M == 0) {
+            paged_spec_add_seq(s, 0, 0);
+        } else {
+            add_seq(s, rng, M, 1, 1200);
+        }
+    }
+}
+
+static void test_model_features(void **state)
+{
+    (void)state;
+    assert_int_equal(run_group("model_feat", 40, gen_model_features), 0);
+}
+
+/* 0.1.0 struct sizes for the descriptor and the args: the 0.2 fields take their defaults (the
+ * harness leaves them zero here; test_bad_input checks that garbage there is not read). */
+static void gen_struct_sizes_0_1(paged_spec *s, tu_rng *rng, int index)
+{
+    (void)index;
+    int32_t hq, hkv;
+    random_gqa(rng, &hq, &hkv);
+    paged_spec_init(s, random_dtype(rng), hq, hkv, random_head_size(rng), random_page_size(rng));
+    random_extras(s, rng);
+    s->struct_sizes_0_1 = true;
+    if (tu_chance(rng, 0.4)) {
+        s->window = tu_range(rng, 1, 600);
+    }
+    for (int32_t n = tu_range(rng, 1, 5); n > 0; --n) {
+        add_seq(s, rng, tu_range(rng, 1, 12), 1, 900);
+    }
+}
+
+static void test_struct_sizes_0_1(void **state)
+{
+    (void)state;
+    assert_int_equal(run_group("sizes_0_1", 8, gen_struct_sizes_0_1), 0);
+}
+
 /* Strides: HND / NHD for K and V independently, padded at every level, padded Q/O token and head
  * strides, padded block tables and bounds above the actual maxima. */
 static void gen_strides(paged_spec *s, tu_rng *rng, int index)
@@ -529,6 +781,12 @@ static void gen_random_once(paged_spec *s, tu_rng *rng)
         s->logit_softcap = (float)(0.5 + 50.0 * tu_unit(rng));
     }
     s->use_alibi = tu_chance(rng, 0.2);
+    if (tu_chance(rng, 0.2)) {
+        random_sinks(s, rng);
+    }
+    if (tu_chance(rng, 0.2)) {
+        random_kv8(s, rng);
+    }
     static const int32_t Ms[] = {0, 1, 1, 1, 2, 3, 4, 5, 6, 7, 8, 12, 17, 40};
     for (int32_t n = tu_range(rng, 1, 12); n > 0; --n) {
         int32_t M = tu_pick(rng, Ms, 14);
@@ -661,6 +919,9 @@ int main(void)
         cmocka_unit_test(test_query_lens),   cmocka_unit_test(test_page_sizes),
         cmocka_unit_test(test_windows),      cmocka_unit_test(test_padding),
         cmocka_unit_test(test_mixed_batches), cmocka_unit_test(test_features),
+        cmocka_unit_test(test_sinks),        cmocka_unit_test(test_kv8),
+        cmocka_unit_test(test_kv8_codes_exhaustive),
+        cmocka_unit_test(test_model_features), cmocka_unit_test(test_struct_sizes_0_1),
         cmocka_unit_test(test_strides),      cmocka_unit_test(test_long_contexts),
         cmocka_unit_test(test_plan_reuse),   cmocka_unit_test(test_random_sweep),
     };

@@ -322,10 +322,114 @@ static void test_oracle_paged_hand(void **state)
     NEAR(t.out[0], 5.0);
     NEAR(t.out[2], 3.0);
 
+    /* sinks: q = 0 (logits 0), V 2 and 4, sink ln 2 (weight 2): o = (2 + 4) / (1 + 1 + 2) */
+    tiny_init(&t, 4, 2);
+    tiny_seq(&t, 2, 1);
+    t.bt[0] = 0;
+    tiny_set_kv(&t, 0, 0, 0, 2, 0);
+    tiny_set_kv(&t, 1, 0, 0, 4, 0);
+    float sinks[2] = {(float)log(2.0), -INFINITY};
+    t.o.sinks = sinks;
+    assert_int_equal(oracle_paged_attention(&t.o, t.out), 0);
+    NEAR(t.out[0], 6.0 / (2.0 + exp((double)sinks[0]))); /* (float)ln 2: weight ~2 */
+    NEAR(t.out[2], 3.0); /* head 1: a -inf sink is no sink */
+    /* a sink far above the logits takes (nearly) all the weight: o -> 0, never NaN */
+    sinks[0] = 800.0f;
+    assert_int_equal(oracle_paged_attention(&t.o, t.out), 0);
+    NEAR(t.out[0], 0.0);
+    t.o.sinks = NULL;
+
     /* a reached entry out of range is a harness error */
     printf("(an \"oracle: ... reaches block-table entry\" message is expected next)\n");
     t.bt[0] = 4;
     assert_int_equal(oracle_paged_attention(&t.o, t.out), -1);
+}
+
+/* The oracle's 8-bit KV: it decodes the stored bytes itself and scales them (per kv head). */
+static void test_oracle_kv8_hand(void **state)
+{
+    (void)state;
+    /* one sequence L = 2, M = 1, 2 q heads over 2 kv heads, D = 2, page 2, q = 0 (equal weights) */
+    uint8_t k[2 * 2 * 2] = {0}, v[2 * 2 * 2];
+    /* kv head 0: V rows {0x38 = 1.0, 0xB8 = -1.0}, {0x40 = 2.0, 0x01 = 2^-9}; kv head 1 likewise */
+    const uint8_t rows[4] = {0x38, 0xB8, 0x40, 0x01};
+    for (int g = 0; g < 2; ++g) {
+        memcpy(v + g * 4, rows, 4);
+    }
+    float q[2][2] = {{0, 0}, {0, 0}}, k_scale[2] = {1.0f, 1.0f}, v_scale[2] = {0.5f, 4.0f};
+    int32_t seq_lens[1] = {2}, qsl[2] = {0, 1}, bt[1] = {0};
+    double out[4];
+    oracle_paged o;
+    memset(&o, 0, sizeof o);
+    o.dtype = R35A_DTYPE_F32;
+    o.kv_dtype = R35A_DTYPE_FP8_E4M3;
+    o.k_scale = k_scale;
+    o.v_scale = v_scale;
+    o.kv_scale_per_head = 1;
+    o.num_seqs = 1;
+    o.num_tokens = 1;
+    o.num_q_heads = o.num_kv_heads = 2;
+    o.head_size = 2;
+    o.page_size = 2;
+    o.num_pages = 1;
+    o.block_table_stride = 1;
+    o.softmax_scale = 1.0;
+    o.q = q;
+    o.q_token_stride = 4;
+    o.q_head_stride = 2;
+    o.k = k;
+    o.v = v;
+    o.k_page_stride = o.v_page_stride = 8;
+    o.k_head_stride = o.v_head_stride = 4;
+    o.k_slot_stride = o.v_slot_stride = 2;
+    o.seq_lens = seq_lens;
+    o.query_start_loc = qsl;
+    o.block_table = bt;
+    assert_int_equal(oracle_paged_attention(&o, out), 0);
+    NEAR(out[0], 0.5 * (1.0 + 2.0) / 2);
+    NEAR(out[1], 0.5 * (-1.0 + ldexp(1.0, -9)) / 2);
+    NEAR(out[2], 4.0 * (1.0 + 2.0) / 2);
+    NEAR(out[3], 4.0 * (-1.0 + ldexp(1.0, -9)) / 2);
+    /* int8, per tensor: 0x38 = 56, 0xB8 = -72, 0x40 = 64, 0x01 = 1 */
+    o.kv_dtype = R35A_DTYPE_INT8;
+    o.kv_scale_per_head = 0;
+    assert_int_equal(oracle_paged_attention(&o, out), 0);
+    NEAR(out[0], 0.5 * (56.0 + 64.0) / 2);
+    NEAR(out[1], 0.5 * (-72.0 + 1.0) / 2);
+    NEAR(out[2], 0.5 * (56.0 + 64.0) / 2);
+}
+
+/* The tests' fp8 e4m3 coding against a derivation through f16: an e4m3fn code's magnitude bits
+ * shifted into an f16's place (exponent bias 15 instead of 7) are its value / 2^8, subnormals
+ * included; S.1111.111 is NaN. Every code decodes, and every non-NaN code encodes back. */
+static void test_fp8_coding_exhaustive(void **state)
+{
+    (void)state;
+    for (int c = 0; c < 256; ++c) {
+        double via_f16 = tu_f16_to_double((uint16_t)((c & 0x7F) << 7)) * 256.0;
+        if (c & 0x80) {
+            via_f16 = -via_f16;
+        }
+        double got = tu_fp8_e4m3_to_double((uint8_t)c);
+        if ((c & 0x7F) == 0x7F) {
+            assert_true(isnan(got));
+            assert_int_equal(tu_fp8_e4m3_from_double(got) & 0x7F, 0x7F);
+            continue;
+        }
+        assert_true(got == via_f16 && signbit(got) == signbit(via_f16));
+        assert_int_equal(tu_fp8_e4m3_from_double(got), c);
+    }
+    assert_true(tu_fp8_e4m3_to_double(0x7E) == 448.0);
+    assert_true(tu_fp8_e4m3_to_double(0x01) == ldexp(1.0, -9));
+    /* rounding: halfway between 1 and 1.125 goes to even (1); saturation at 448 */
+    assert_int_equal(tu_fp8_e4m3_from_double(1.0625), 0x38);
+    assert_int_equal(tu_fp8_e4m3_from_double(1.0626), 0x39);
+    assert_int_equal(tu_fp8_e4m3_from_double(1e6), 0x7E);
+    assert_int_equal(tu_fp8_e4m3_from_double(-500.0), 0xFE);
+    assert_int_equal(tu_fp8_e4m3_from_double(ldexp(1.0, -10)), 0x00); /* tie to even 0 */
+    assert_int_equal(tu_fp8_e4m3_from_double(ldexp(3.0, -10)), 0x02);
+    assert_int_equal(tu_int8_from_double(-200.0), -128);
+    assert_int_equal(tu_int8_from_double(2.5), 2);
 }
 
 static void test_oracle_varlen_hand(void **state)
@@ -434,6 +538,7 @@ int main(void)
         cmocka_unit_test(test_coding_round_trip),  cmocka_unit_test(test_rng),
         cmocka_unit_test(test_check_detects),      cmocka_unit_test(test_oracle_paged_hand),
         cmocka_unit_test(test_oracle_varlen_hand), cmocka_unit_test(test_harness_build),
+        cmocka_unit_test(test_oracle_kv8_hand),    cmocka_unit_test(test_fp8_coding_exhaustive),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,6 +19,8 @@ double tu_tolerance(r35a_dtype dtype)
     case R35A_DTYPE_F16: return TU_TOL_F16;
     case R35A_DTYPE_BF16: return TU_TOL_BF16;
     case R35A_DTYPE_F32: return TU_TOL_F32;
+    case R35A_DTYPE_FP8_E4M3:
+    case R35A_DTYPE_INT8: break; /* KV only: the Q/O dtype's tolerance applies */
     }
     return 0.0;
 }
@@ -29,6 +31,8 @@ const char *tu_dtype_name(r35a_dtype dtype)
     case R35A_DTYPE_F16: return "f16";
     case R35A_DTYPE_BF16: return "bf16";
     case R35A_DTYPE_F32: return "f32";
+    case R35A_DTYPE_FP8_E4M3: return "fp8_e4m3";
+    case R35A_DTYPE_INT8: return "int8";
     }
     return "?";
 }
@@ -39,6 +43,8 @@ size_t tu_dtype_size(r35a_dtype dtype)
     case R35A_DTYPE_F16:
     case R35A_DTYPE_BF16: return 2;
     case R35A_DTYPE_F32: return 4;
+    case R35A_DTYPE_FP8_E4M3:
+    case R35A_DTYPE_INT8: return 1;
     }
     return 0;
 }
@@ -292,12 +298,61 @@ double tu_bf16_to_double(uint16_t bits)
     return decode_binary(bits, 7, 8);
 }
 
+/* e4m3fn has no infinities and uses exponent 15 for numbers, so it is not encode_binary's
+ * IEEE-style format: rounded here on its own rules (nearest even, saturating at 448). */
+uint8_t tu_fp8_e4m3_from_double(double x)
+{
+    const uint8_t sign = signbit(x) ? 0x80u : 0x00u;
+    if (isnan(x)) {
+        return (uint8_t)(sign | 0x7Fu);
+    }
+    const double a = fabs(x);
+    if (a < 0x1p-6) { /* subnormal: multiples of 2^-9; 8 * 2^-9 is the smallest normal, code 8 */
+        return (uint8_t)(sign | (uint8_t)nearbyint(a * 0x1p9));
+    }
+    int e;
+    const double m = frexp(a, &e); /* a = m * 2^e, m in [0.5, 1) */
+    e -= 1;                        /* a = (2m) * 2^e, 2m in [1, 2) */
+    double q = nearbyint((2.0 * m - 1.0) * 8.0);
+    if (q == 8.0) {
+        q = 0.0;
+        e += 1;
+    }
+    const int field = e + 7;
+    if (field > 15 || (field == 15 && q == 7.0) || isinf(a)) {
+        return (uint8_t)(sign | 0x7Eu); /* 448 */
+    }
+    return (uint8_t)(sign | (uint8_t)(field << 3) | (uint8_t)q);
+}
+
+double tu_fp8_e4m3_to_double(uint8_t bits)
+{
+    const int field = (bits >> 3) & 15, mant = bits & 7;
+    double v;
+    if (field == 15 && mant == 7) {
+        v = NAN;
+    } else if (field == 0) {
+        v = ldexp((double)mant, -9);
+    } else {
+        v = ldexp((double)(8 + mant), field - 10);
+    }
+    return (bits & 0x80u) ? -v : v;
+}
+
+int8_t tu_int8_from_double(double x)
+{
+    const double r = nearbyint(x);
+    return (int8_t)(r > 127.0 ? 127.0 : r < -128.0 ? -128.0 : r);
+}
+
 void tu_store(r35a_dtype dtype, void *base, size_t i, double value)
 {
     switch (dtype) {
     case R35A_DTYPE_F16: ((uint16_t *)base)[i] = tu_f16_from_double(value); break;
     case R35A_DTYPE_BF16: ((uint16_t *)base)[i] = tu_bf16_from_double(value); break;
     case R35A_DTYPE_F32: ((float *)base)[i] = (float)value; break;
+    case R35A_DTYPE_FP8_E4M3: ((uint8_t *)base)[i] = tu_fp8_e4m3_from_double(value); break;
+    case R35A_DTYPE_INT8: ((int8_t *)base)[i] = tu_int8_from_double(value); break;
     }
 }
 
@@ -307,6 +362,8 @@ double tu_load(r35a_dtype dtype, const void *base, size_t i)
     case R35A_DTYPE_F16: return tu_f16_to_double(((const uint16_t *)base)[i]);
     case R35A_DTYPE_BF16: return tu_bf16_to_double(((const uint16_t *)base)[i]);
     case R35A_DTYPE_F32: return (double)((const float *)base)[i];
+    case R35A_DTYPE_FP8_E4M3: return tu_fp8_e4m3_to_double(((const uint8_t *)base)[i]);
+    case R35A_DTYPE_INT8: return (double)((const int8_t *)base)[i];
     }
     return NAN;
 }
@@ -331,6 +388,12 @@ void tu_fill_uniform(r35a_dtype dtype, void *base, size_t first, size_t n, doubl
             ((float *)base)[i] = (float)(offset + amp * tu_sym(rng));
         }
         break;
+    case R35A_DTYPE_FP8_E4M3:
+    case R35A_DTYPE_INT8:
+        for (size_t i = first; i < first + n; ++i) {
+            tu_store(dtype, base, i, offset + amp * tu_sym(rng));
+        }
+        break;
     }
 }
 
@@ -344,6 +407,8 @@ void tu_store_nan(r35a_dtype dtype, void *base, size_t i)
         memcpy((float *)base + i, &bits, 4);
         break;
     }
+    case R35A_DTYPE_FP8_E4M3: ((uint8_t *)base)[i] = 0x7Fu; break;
+    case R35A_DTYPE_INT8: ((int8_t *)base)[i] = -128; break; /* no NaN: the largest magnitude */
     }
 }
 

@@ -63,13 +63,20 @@ double tu_f16_to_double(uint16_t bits);
 uint16_t tu_bf16_from_double(double x);
 double tu_bf16_to_double(uint16_t bits);
 
-/* Element index i of a dtype buffer. */
+/* OCP float8_e4m3fn (round to nearest even, saturating at +-448, NaN kept) and int8 (nearest,
+ * clamped to -128..127): the stored values of an 8-bit KV cache. */
+uint8_t tu_fp8_e4m3_from_double(double x);
+double tu_fp8_e4m3_to_double(uint8_t bits);
+int8_t tu_int8_from_double(double x);
+
+/* Element index i of a dtype buffer (8-bit KV dtypes: the stored value, before any scale). */
 void tu_store(r35a_dtype dtype, void *base, size_t i, double value);
 double tu_load(r35a_dtype dtype, const void *base, size_t i);
 /* Elements first .. first+n-1 := offset + amp * U(-1, 1), coded to dtype. */
 void tu_fill_uniform(r35a_dtype dtype, void *base, size_t first, size_t n, double amp,
                      double offset, tu_rng *rng);
-/* Stores a quiet NaN whose bits differ from the poison pattern (inputs that must not be read). */
+/* Stores a quiet NaN whose bits differ from the poison pattern (inputs that must not be read);
+ * int8 has no NaN and gets -128, the value farthest from the fills. */
 void tu_store_nan(r35a_dtype dtype, void *base, size_t i);
 
 /* ---- poison: every byte 0xFF, a NaN in f16, bf16 and f32 lanes alike ---- */

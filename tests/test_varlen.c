@@ -222,6 +222,48 @@ static void test_causal_softcap(void **state)
     assert_int_equal(run_group("causal_cap", 24, gen_causal_softcap), 0);
 }
 
+/* Attention sinks: causal or not, GQA or not, softcap, fused or separate buffers, empty segments,
+ * every dtype; some calls in 0.1.0's struct sizes (without sinks: their default). */
+static void gen_sinks(varlen_spec *s, tu_rng *rng, int index)
+{
+    const r35a_dtype dtypes[] = {R35A_DTYPE_F16, R35A_DTYPE_BF16, R35A_DTYPE_F32};
+    int32_t hq, hkv;
+    if (index % 2) {
+        hkv = tu_range(rng, 1, 4);
+        hq = hkv * tu_range(rng, 2, 6);
+    } else {
+        hq = hkv = tu_range(rng, 1, 12);
+    }
+    static const int32_t Ds[] = {32, 48, 64, 72, 80, 128, 7};
+    varlen_spec_init(s, dtypes[(index / 2) % 3], hq, hkv, tu_pick(rng, Ds, 7));
+    random_extras(s, rng);
+    s->causal = (index / 6) % 2;
+    if (index % 8 == 7) {
+        s->struct_sizes_0_1 = true;
+    } else {
+        static const int32_t centers[] = {-20, -3, 0, 2, 5};
+        s->use_sinks = 1;
+        s->sink_center = tu_pick(rng, centers, 5);
+        s->sink_amp = 3.0;
+    }
+    if (tu_chance(rng, 0.3)) {
+        s->logit_softcap = 20.0f;
+    }
+    if (tu_chance(rng, 0.3)) {
+        s->layout = VARLEN_FUSED;
+    }
+    add_segments(s, rng, 300, 6, 2e7);
+    if (tu_chance(rng, 0.5)) {
+        varlen_spec_add_segment(s, 0);
+    }
+}
+
+static void test_sinks(void **state)
+{
+    (void)state;
+    assert_int_equal(run_group("sinks", 32, gen_sinks), 0);
+}
+
 /* A fused [tokens][hq + 2*hkv][D] buffer read in place: exact token stride 3*H*D, padded token
  * stride, and the GQA form [tokens][hq + 2*hkv][D]. */
 static void gen_fused(varlen_spec *s, tu_rng *rng, int index)
@@ -339,6 +381,11 @@ static void gen_random(varlen_spec *s, tu_rng *rng, int index)
         s->layout = VARLEN_FUSED;
         s->token_pad[0] = tu_chance(rng, 0.5) ? 0 : tu_range(rng, 1, 16);
     }
+    if (tu_chance(rng, 0.2)) {
+        s->use_sinks = 1;
+        s->sink_center = 4.0 * tu_sym(rng);
+        s->sink_amp = 3.0;
+    }
     add_segments(s, rng, tu_chance(rng, 0.8) ? 200 : 1200, tu_range(rng, 1, 20), 8e6);
 }
 
@@ -452,6 +499,7 @@ int main(void)
         cmocka_unit_test(test_segment_lengths), cmocka_unit_test(test_many_segments),
         cmocka_unit_test(test_head_sizes),      cmocka_unit_test(test_heads),
         cmocka_unit_test(test_causal_softcap),  cmocka_unit_test(test_fused_qkv),
+        cmocka_unit_test(test_sinks),
         cmocka_unit_test(test_strides),         cmocka_unit_test(test_empty_segments),
         cmocka_unit_test(test_design_shapes),   cmocka_unit_test(test_plan_reuse),
         cmocka_unit_test(test_random_sweep),

@@ -16,7 +16,8 @@ HOST, DEVICE, UNKNOWN = "host", "device", "unknown"
 _TYPESTR = {"f2": "float16", "f4": "float32", "f8": "float64", "u2": "uint16", "i2": "int16",
             "i4": "int32", "i8": "int64", "u4": "uint32", "u8": "uint64", "u1": "uint8", "i1": "int8"}
 _ITEMSIZE = {"float16": 2, "bfloat16": 2, "uint16": 2, "int16": 2, "float32": 4, "int32": 4,
-             "uint32": 4, "float64": 8, "int64": 8, "uint64": 8, "uint8": 1, "int8": 1}
+             "uint32": 4, "float64": 8, "int64": 8, "uint64": 8, "uint8": 1, "int8": 1,
+             "float8_e4m3fn": 1}
 
 
 class Buffer:

@@ -65,7 +65,8 @@ class PagedDescC(ctypes.Structure):
                 + [(name, ctypes.c_int32) for name in PAGED_INT_FIELDS]
                 + [("window", ctypes.c_int32), ("softmax_scale", ctypes.c_float),
                    ("logit_softcap", ctypes.c_float), ("use_alibi", ctypes.c_int32)]
-                + [(name, ctypes.c_int64) for name in PAGED_STRIDE_FIELDS])
+                + [(name, ctypes.c_int64) for name in PAGED_STRIDE_FIELDS]
+                + [("use_sinks", ctypes.c_int32), ("kv_dtype", c_enum), ("kv_scale_per_head", ctypes.c_int32)])
 
 
 class PagedArgsC(ctypes.Structure):
@@ -79,6 +80,9 @@ class PagedArgsC(ctypes.Structure):
         ("query_start_loc", ctypes.c_void_p),
         ("block_table", ctypes.c_void_p),
         ("alibi_slopes", ctypes.c_void_p),
+        ("sinks", ctypes.c_void_p),
+        ("k_scale", ctypes.c_void_p),
+        ("v_scale", ctypes.c_void_p),
     ]
 
 
@@ -92,7 +96,8 @@ class VarlenDescC(ctypes.Structure):
     _fields_ = ([("struct_size", ctypes.c_size_t), ("dtype", c_enum)]
                 + [(name, ctypes.c_int32) for name in VARLEN_INT_FIELDS]
                 + [("softmax_scale", ctypes.c_float), ("logit_softcap", ctypes.c_float)]
-                + [(name, ctypes.c_int64) for name in VARLEN_STRIDE_FIELDS])
+                + [(name, ctypes.c_int64) for name in VARLEN_STRIDE_FIELDS]
+                + [("use_sinks", ctypes.c_int32)])
 
 
 class VarlenArgsC(ctypes.Structure):
@@ -103,6 +108,7 @@ class VarlenArgsC(ctypes.Structure):
         ("v", ctypes.c_void_p),
         ("out", ctypes.c_void_p),
         ("cu_seqlens", ctypes.c_void_p),
+        ("sinks", ctypes.c_void_p),
     ]
 
 

@@ -24,17 +24,26 @@ class Backend(enum.IntEnum):
 
 
 class DType(enum.IntEnum):
-    """r35a_dtype. Numpy has no bfloat16: pass bf16 data as uint16 arrays with dtype="bfloat16"."""
+    """r35a_dtype. Numpy has no bfloat16 and no float8: pass bf16 data as uint16 arrays with
+    dtype="bfloat16", and fp8 e4m3 KV caches as uint8 arrays with kv_dtype="fp8_e4m3" (torch's
+    float8_e4m3fn tensors are recognized as they are). FP8_E4M3 and INT8 are KV-cache dtypes only."""
     F16 = 1
     BF16 = 2
     F32 = 3
+    FP8_E4M3 = 4
+    INT8 = 5
 
 
 _DTYPE_NAMES = {"float16": DType.F16, "f16": DType.F16, "half": DType.F16, "fp16": DType.F16,
                 "bfloat16": DType.BF16, "bf16": DType.BF16,
-                "float32": DType.F32, "f32": DType.F32, "float": DType.F32, "fp32": DType.F32}
-# Element types a buffer may have for each r35a_dtype (uint16: the raw bits of f16 or bf16).
-_ELEMENT_TYPES = {DType.F16: ("float16", "uint16"), DType.BF16: ("bfloat16", "uint16"), DType.F32: ("float32",)}
+                "float32": DType.F32, "f32": DType.F32, "float": DType.F32, "fp32": DType.F32,
+                "float8_e4m3fn": DType.FP8_E4M3, "fp8_e4m3": DType.FP8_E4M3, "fp8": DType.FP8_E4M3,
+                "e4m3": DType.FP8_E4M3, "int8": DType.INT8}
+# Element types a buffer may have for each r35a_dtype (uint16: the raw bits of f16 or bf16; uint8:
+# the raw bytes of fp8 e4m3).
+_ELEMENT_TYPES = {DType.F16: ("float16", "uint16"), DType.BF16: ("bfloat16", "uint16"), DType.F32: ("float32",),
+                  DType.FP8_E4M3: ("float8_e4m3fn", "uint8"), DType.INT8: ("int8",)}
+_KNOWN_ELEMENT_TYPES = ("float16", "bfloat16", "float32", "uint16", "float8_e4m3fn", "uint8", "int8")
 _INT32_MIN, _INT32_MAX = -2 ** 31, 2 ** 31 - 1
 _INT64_MIN, _INT64_MAX = -2 ** 63, 2 ** 63 - 1
 
@@ -53,8 +62,16 @@ def resolve_dtype(dtype, what="dtype"):
         name = getattr(dtype, "__name__", None) or str(dtype)
     resolved = _DTYPE_NAMES.get(name.replace("torch.", "").lower())
     if resolved is None:
-        raise UnknownDtypeError("%s: %r is not float16, bfloat16 or float32" % (what, dtype), from_library=False)
+        raise UnknownDtypeError("%s: %r is not float16, bfloat16, float32, float8_e4m3fn or int8" % (what, dtype),
+                                from_library=False)
     return resolved
+
+
+def _resolve_kv_dtype(value):
+    """kv_dtype: 0 or None (= dtype, the default), else a dtype as resolve_dtype() takes it."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value == 0):
+        return 0
+    return resolve_dtype(value, "paged_attention_desc.kv_dtype")
 
 
 def _check_status(lib, status):
@@ -96,6 +113,7 @@ class _Desc:
 
     _C = None
     _NAME = ""
+    _DTYPES = ("dtype",)   # r35a_dtype fields
     _INT32 = ()
     _INT64 = ()
     _FLOAT = ()
@@ -105,12 +123,16 @@ class _Desc:
             setattr(self, name, value)
 
     def __setattr__(self, name, value):
-        if name != "dtype" and name not in self._INT32 + self._INT64 + self._FLOAT:
+        if name not in self._DTYPES + self._INT32 + self._INT64 + self._FLOAT:
             raise AttributeError("%s has no field %r" % (self._NAME, name))
-        object.__setattr__(self, name, resolve_dtype(value, self._NAME + ".dtype") if name == "dtype" else value)
+        if name == "dtype":
+            value = resolve_dtype(value, self._NAME + ".dtype")
+        elif name == "kv_dtype":
+            value = _resolve_kv_dtype(value)
+        object.__setattr__(self, name, value)
 
     def fields(self):
-        return {name: getattr(self, name) for name in ("dtype",) + self._INT32 + self._FLOAT + self._INT64}
+        return {name: getattr(self, name) for name in self._DTYPES + self._INT32 + self._FLOAT + self._INT64}
 
     def __repr__(self):
         return "%s(%s)" % (type(self).__name__, ", ".join("%s=%r" % kv for kv in self.fields().items()))
@@ -122,7 +144,8 @@ class _Desc:
         """The C struct, struct_size set; InvalidArgumentError for values the C fields cannot hold."""
         c = self._C()
         c.struct_size = ctypes.sizeof(c)
-        c.dtype = int(self.dtype)
+        for name in self._DTYPES:
+            setattr(c, name, int(getattr(self, name)))
         for names, lo, hi in ((self._INT32, _INT32_MIN, _INT32_MAX), (self._INT64, _INT64_MIN, _INT64_MAX)):
             for name in names:
                 value = _as_int("%s.%s" % (self._NAME, name), getattr(self, name))
@@ -137,7 +160,9 @@ class _Desc:
     @classmethod
     def _from_c(cls, c):
         desc = cls.__new__(cls)
-        object.__setattr__(desc, "dtype", DType(c.dtype))
+        for name in cls._DTYPES:
+            value = getattr(c, name)
+            object.__setattr__(desc, name, DType(value) if value in DType._value2member_map_ else value)
         for name in cls._INT32 + cls._INT64 + cls._FLOAT:
             object.__setattr__(desc, name, getattr(c, name))
         return desc
@@ -150,7 +175,8 @@ class PagedAttentionDesc(_Desc):
 
     _C = PagedDescC
     _NAME = "paged_attention_desc"
-    _INT32 = PAGED_INT_FIELDS + ("window", "use_alibi")
+    _DTYPES = ("dtype", "kv_dtype")
+    _INT32 = PAGED_INT_FIELDS + ("window", "use_alibi", "use_sinks", "kv_scale_per_head")
     _INT64 = PAGED_STRIDE_FIELDS
     _FLOAT = ("softmax_scale", "logit_softcap")
 
@@ -166,17 +192,24 @@ class PagedAttentionDesc(_Desc):
 
     @classmethod
     def for_tensors(cls, q, k_cache, v_cache, out, block_table, *, max_seq_len, max_query_len, dtype=None,
-                    kv_layout="HND", window=0, softmax_scale=None, logit_softcap=0.0, use_alibi=False):
+                    kv_layout="HND", window=0, softmax_scale=None, logit_softcap=0.0, use_alibi=False,
+                    use_sinks=False, kv_dtype=None, kv_scale_per_head=False):
         """A descriptor whose shape and strides are those of the given buffers (numpy arrays,
         tensors, __cuda_array_interface__ objects; only their shapes, strides and dtypes are read).
 
         q, out: [num_tokens, num_q_heads, head_size]; k_cache, v_cache: [num_pages, num_kv_heads,
         page_size, head_size] for kv_layout="HND" or [num_pages, page_size, num_kv_heads, head_size]
         for "NHD"; block_table: int32 [num_seqs, >= ceil(max_seq_len / page_size)]. max_seq_len and
-        max_query_len are the host-known bounds the plan is made for."""
+        max_query_len are the host-known bounds the plan is made for.
+
+        8-bit KV caches: kv_dtype "fp8_e4m3" (torch.float8_e4m3fn caches are recognized; numpy has no
+        fp8, so pass uint8 arrays and say kv_dtype="fp8_e4m3") or "int8" (int8 arrays are
+        recognized); kv_scale_per_head chooses [num_kv_heads] scales over one per tensor. use_sinks:
+        run() then takes sinks ([num_q_heads] float32)."""
         bufs = {name: _shaped(name, obj) for name, obj in
                 (("q", q), ("k_cache", k_cache), ("v_cache", v_cache), ("out", out), ("block_table", block_table))}
-        dtype = _tensor_dtype([bufs[n] for n in ("q", "k_cache", "v_cache", "out")], dtype)
+        dtype = _tensor_dtype([bufs[n] for n in ("q", "out")], dtype)
+        kv_dtype = _cache_dtype([bufs[n] for n in ("k_cache", "v_cache")], kv_dtype, dtype)
         qb, kb, vb, ob, bt = (bufs[n] for n in ("q", "k_cache", "v_cache", "out", "block_table"))
         _require_ndim(qb, 3, "[num_tokens, num_q_heads, head_size]")
         num_tokens, num_q_heads, head_size = qb.shape
@@ -220,6 +253,9 @@ class PagedAttentionDesc(_Desc):
             desc.softmax_scale = softmax_scale
         desc.logit_softcap = logit_softcap
         desc.use_alibi = 1 if use_alibi else 0
+        desc.use_sinks = 1 if use_sinks else 0
+        desc.kv_dtype = kv_dtype
+        desc.kv_scale_per_head = 1 if kv_scale_per_head else 0
         return desc
 
 
@@ -229,7 +265,7 @@ class VarlenAttentionDesc(_Desc):
 
     _C = VarlenDescC
     _NAME = "varlen_attention_desc"
-    _INT32 = VARLEN_INT_FIELDS
+    _INT32 = VARLEN_INT_FIELDS + ("use_sinks",)
     _INT64 = VARLEN_STRIDE_FIELDS
     _FLOAT = ("softmax_scale", "logit_softcap")
 
@@ -244,11 +280,12 @@ class VarlenAttentionDesc(_Desc):
 
     @classmethod
     def for_tensors(cls, q, k, v, out, cu_seqlens, *, max_seqlen, causal=False, dtype=None,
-                    softmax_scale=None, logit_softcap=0.0):
+                    softmax_scale=None, logit_softcap=0.0, use_sinks=False):
         """A descriptor for q, out: [num_tokens, num_q_heads, head_size] and k, v: [num_tokens,
         num_kv_heads, head_size], any strides with contiguous head vectors (so a fused qkv buffer
         [tokens, 3, heads, D] is passed as qkv[:, 0], qkv[:, 1], qkv[:, 2]). cu_seqlens (int32,
-        num_segments + 1 entries) gives the number of segments; max_seqlen bounds their lengths."""
+        num_segments + 1 entries) gives the number of segments; max_seqlen bounds their lengths.
+        use_sinks: run() then takes sinks ([num_q_heads] float32)."""
         bufs = {name: _shaped(name, obj) for name, obj in
                 (("q", q), ("k", k), ("v", v), ("out", out), ("cu_seqlens", cu_seqlens))}
         dtype = _tensor_dtype([bufs[n] for n in ("q", "k", "v", "out")], dtype)
@@ -275,6 +312,7 @@ class VarlenAttentionDesc(_Desc):
         if softmax_scale is not None:
             desc.softmax_scale = softmax_scale
         desc.logit_softcap = logit_softcap
+        desc.use_sinks = 1 if use_sinks else 0
         return desc
 
 
@@ -292,6 +330,9 @@ def _tensor_dtype(bufs, dtype):
     """The DType of the attention tensors: the explicit one, else q's element type."""
     if dtype is not None:
         dtype = resolve_dtype(dtype)
+        if dtype in (DType.FP8_E4M3, DType.INT8):
+            raise invalid("dtype: %s is a KV-cache dtype (pass it as kv_dtype); q and out are float16, bfloat16 "
+                          "or float32" % dtype.name.lower())
     else:
         first = bufs[0]
         if first.dtype == "uint16":
@@ -306,12 +347,28 @@ def _tensor_dtype(bufs, dtype):
     return dtype
 
 
+def _cache_dtype(bufs, kv_dtype, dtype):
+    """kv_dtype of the caches: the explicit one; else fp8 for float8_e4m3fn tensors, int8 for int8
+    arrays, and 0 (= dtype) otherwise. Every cache buffer must hold that type."""
+    if kv_dtype is not None:
+        kv_dtype = _resolve_kv_dtype(kv_dtype)
+    else:
+        first = bufs[0].dtype
+        if first == "uint8":
+            raise UnknownDtypeError("%s.dtype: uint8 holds raw bytes; say kv_dtype='fp8_e4m3' (numpy has no "
+                                    "float8)" % bufs[0].name, from_library=False)
+        kv_dtype = {"float8_e4m3fn": DType.FP8_E4M3, "int8": DType.INT8}.get(first, 0)
+    for buf in bufs:
+        _require_element_type(buf, kv_dtype or dtype)
+    return kv_dtype
+
+
 def _require_element_type(buf, dtype):
     if buf.dtype is None or buf.dtype in _ELEMENT_TYPES[dtype]:
         return
-    if buf.dtype not in ("float16", "bfloat16", "float32", "uint16"):
-        raise UnknownDtypeError("%s.dtype: %s is not float16, bfloat16 or float32" % (buf.name, buf.dtype),
-                                from_library=False)
+    if buf.dtype not in _KNOWN_ELEMENT_TYPES:
+        raise UnknownDtypeError("%s.dtype: %s is not float16, bfloat16, float32, float8_e4m3fn, uint8 or int8"
+                                % (buf.name, buf.dtype), from_library=False)
     raise invalid("%s.dtype: %s does not hold %s data (expected %s)"
                   % (buf.name, buf.dtype, dtype.name, " or ".join(_ELEMENT_TYPES[dtype])))
 
@@ -355,6 +412,7 @@ class _Checker:
 
     def __init__(self, plan):
         self.dtype = plan.desc.dtype
+        self.kv_dtype = getattr(plan.desc, "kv_dtype", 0) or plan.desc.dtype
         self.backend = plan.context.info.backend
         self.backend_name = plan.context.info.backend_name
 
@@ -392,7 +450,7 @@ class _Checker:
         buf = self.buffer(name, obj)
         if not buf.checked:
             return buf
-        _require_element_type(buf, self.dtype)
+        _require_element_type(buf, self.kv_dtype)
         want = sorted("%s=%d (stride %s=%d)" % (n, size, sn, stride) for n, size, sn, stride in axes)
         ok = len(buf.shape) == 4 and buf.shape[3] == head_size and (head_size <= 1 or buf.strides[3] == 1)
         if ok:
@@ -402,6 +460,19 @@ class _Checker:
         if not ok:
             raise invalid("%s.shape: shape %s strides %s do not match the plan's %s and head_size=%d (stride 1)"
                           % (name, buf.shape, buf.strides, ", ".join(want), head_size))
+        return buf
+
+    def float32_vector(self, name, obj, lengths, why):
+        """An optional contiguous float32 vector of one of the given lengths (a 0-d array counts as
+        length 1); None when obj is None."""
+        buf = self.buffer(name, obj, optional=True)
+        if buf is None or not buf.checked:
+            return buf
+        shape = tuple(buf.shape)
+        length = shape[0] if len(shape) == 1 else 1 if shape == () else None
+        if buf.dtype != "float32" or length not in lengths or (len(shape) == 1 and length > 1 and buf.strides[0] != 1):
+            raise invalid("%s.shape: %s %s, expected contiguous float32 (%s,) (%s)"
+                          % (name, buf.dtype, shape, " or ".join(str(n) for n in sorted(set(lengths))), why))
         return buf
 
     def int32_vector(self, name, obj, length, min_length=None):
@@ -608,9 +679,13 @@ class PagedAttentionPlan(_Plan):
     _PLAN_FN = "r35a_paged_attention_plan"
 
     def run(self, q, k_cache, v_cache, out, seq_lens, query_start_loc, block_table, alibi_slopes=None,
-            workspace=None, workspace_bytes=None, stream=None):
+            workspace=None, workspace_bytes=None, stream=None, sinks=None, k_scale=None, v_scale=None):
         """Checks every buffer against the plan, then runs it; returns out. GPU runs are asynchronous:
-        keep the buffers alive until the stream is synchronized."""
+        keep the buffers alive until the stream is synchronized.
+
+        sinks: [num_q_heads] float32 raw sink logits, required by a plan with use_sinks=1.
+        k_scale, v_scale: float32 scales of an 8-bit KV cache, (1,) per tensor or (num_kv_heads,) per
+        kv head as the plan says; they live where the tensors live (device memory on a GPU)."""
         d, check = self._c_desc, self._checker
         rows = ("num_tokens", "num_q_heads", "head_size")
         qb = check.tensor("q", q, (d.num_tokens, d.num_q_heads, d.head_size), (d.q_token_stride, d.q_head_stride, 1),
@@ -636,9 +711,24 @@ class PagedAttentionPlan(_Plan):
             if ab.dtype != "float32" or ab.shape != (d.num_q_heads,) or (d.num_q_heads > 1 and ab.strides[0] != 1):
                 raise invalid("alibi_slopes.shape: %s %s, expected contiguous float32 (%d,)"
                               % (ab.dtype, ab.shape, d.num_q_heads))
-        _no_overlap(ob, (qb, kb, vb, sb, qsb, btb, ab))
+        sinkb = check.float32_vector("sinks", sinks, (d.num_q_heads,), "one raw logit per query head")
+        if bool(d.use_sinks) != (sinkb is not None):
+            raise invalid("sinks: %s, but the plan has use_sinks=%d" % ("given" if sinkb is not None else "None",
+                                                                        d.use_sinks))
+        eight_bit = d.kv_dtype in (DType.FP8_E4M3, DType.INT8)
+        scale_lengths = (d.num_kv_heads,) if d.kv_scale_per_head else (1,)
+        why = "one per kv head" if d.kv_scale_per_head else "one per tensor"
+        ksb = check.float32_vector("k_scale", k_scale, scale_lengths, why)
+        vsb = check.float32_vector("v_scale", v_scale, scale_lengths, why)
+        for name, buf in (("k_scale", ksb), ("v_scale", vsb)):
+            if eight_bit and buf is None:
+                raise invalid("%s: None, but the plan's KV cache is %s" % (name, DType(d.kv_dtype).name.lower()))
+            if not eight_bit and buf is not None:
+                raise invalid("%s: given, but the plan's KV cache is not 8-bit (kv_dtype fp8_e4m3 or int8)" % name)
+        _no_overlap(ob, (qb, kb, vb, sb, qsb, btb, ab, sinkb, ksb, vsb))
+        ptr = lambda buf: buf.ptr if buf is not None else None  # noqa: E731
         args = PagedArgsC(ctypes.sizeof(PagedArgsC), qb.ptr, kb.ptr, vb.ptr, ob.ptr, sb.ptr, qsb.ptr, btb.ptr,
-                          ab.ptr if ab is not None else None)
+                          ptr(ab), ptr(sinkb), ptr(ksb), ptr(vsb))
         self._call(self._lib.r35a_paged_attention_run, args, workspace, workspace_bytes, stream)
         return out
 
@@ -648,8 +738,9 @@ class VarlenAttentionPlan(_Plan):
 
     _PLAN_FN = "r35a_varlen_attention_plan"
 
-    def run(self, q, k, v, out, cu_seqlens, workspace=None, workspace_bytes=None, stream=None):
-        """Checks every buffer against the plan, then runs it; returns out."""
+    def run(self, q, k, v, out, cu_seqlens, workspace=None, workspace_bytes=None, stream=None, sinks=None):
+        """Checks every buffer against the plan, then runs it; returns out. sinks: [num_q_heads]
+        float32 raw sink logits, required by a plan with use_sinks=1."""
         d, check = self._c_desc, self._checker
         bufs = []
         for name, obj, heads, prefix in (("q", q, "num_q_heads", "q"), ("k", k, "num_kv_heads", "k"),
@@ -660,8 +751,13 @@ class VarlenAttentionPlan(_Plan):
                                      (prefix + "_token_stride", prefix + "_head_stride", "1"), writeable=name == "out"))
         cb = check.int32_vector("cu_seqlens", cu_seqlens, d.num_segments + 1)
         qb, kb, vb, ob = bufs
-        _no_overlap(ob, (qb, kb, vb, cb))
-        args = VarlenArgsC(ctypes.sizeof(VarlenArgsC), qb.ptr, kb.ptr, vb.ptr, ob.ptr, cb.ptr)
+        sinkb = check.float32_vector("sinks", sinks, (d.num_q_heads,), "one raw logit per query head")
+        if bool(d.use_sinks) != (sinkb is not None):
+            raise invalid("sinks: %s, but the plan has use_sinks=%d" % ("given" if sinkb is not None else "None",
+                                                                        d.use_sinks))
+        _no_overlap(ob, (qb, kb, vb, cb, sinkb))
+        args = VarlenArgsC(ctypes.sizeof(VarlenArgsC), qb.ptr, kb.ptr, vb.ptr, ob.ptr, cb.ptr,
+                           sinkb.ptr if sinkb is not None else None)
         self._call(self._lib.r35a_varlen_attention_run, args, workspace, workspace_bytes, stream)
         return out
 
@@ -696,13 +792,15 @@ def _host_max(name, array, fn):
 
 
 def paged_attention(q, k_cache, v_cache, seq_lens, query_start_loc, block_table, *, out=None, max_seq_len=None,
-                    max_query_len=None, context=None, alibi_slopes=None, workspace=None, stream=None, **desc_args):
+                    max_query_len=None, context=None, alibi_slopes=None, sinks=None, k_scale=None, v_scale=None,
+                    workspace=None, stream=None, **desc_args):
     """Plans and runs one paged attention call; returns out (allocated like q for numpy inputs).
 
     context: by default a reference context for host arrays and a GPU context for device buffers.
-    max_seq_len / max_query_len default to the bounds of numpy seq_lens / query_start_loc. Other
-    keywords (dtype, kv_layout, window, softmax_scale, logit_softcap) go to
-    PagedAttentionDesc.for_tensors()."""
+    max_seq_len / max_query_len default to the bounds of numpy seq_lens / query_start_loc. sinks
+    ([num_q_heads] float32) turns sinks on; k_scale / v_scale are an 8-bit cache's float32 scales,
+    per kv head when they hold num_kv_heads > 1 values. Other keywords (dtype, kv_dtype, kv_layout,
+    window, softmax_scale, logit_softcap) go to PagedAttentionDesc.for_tensors()."""
     if out is None:
         out = _empty_like("q", q)
     if max_seq_len is None:
@@ -711,26 +809,30 @@ def paged_attention(q, k_cache, v_cache, seq_lens, query_start_loc, block_table,
         max_query_len = _host_max("query_start_loc", query_start_loc,
                                   lambda a: (a[1:] - a[:-1]).max() if a.size > 1 else 0)
     ctx = _context_for(context, q)
+    if "kv_scale_per_head" not in desc_args and k_scale is not None:
+        scale = _buffers.describe("k_scale", k_scale)
+        desc_args["kv_scale_per_head"] = scale.checked and len(scale.shape) == 1 and scale.shape[0] > 1
     with ctx.plan(PagedAttentionDesc.for_tensors(q, k_cache, v_cache, out, block_table, max_seq_len=max_seq_len,
                                                  max_query_len=max_query_len, use_alibi=alibi_slopes is not None,
-                                                 **desc_args)) as plan:
+                                                 use_sinks=sinks is not None, **desc_args)) as plan:
         return plan.run(q, k_cache, v_cache, out, seq_lens, query_start_loc, block_table, alibi_slopes,
-                        workspace=workspace, stream=stream)
+                        workspace=workspace, stream=stream, sinks=sinks, k_scale=k_scale, v_scale=v_scale)
 
 
-def varlen_attention(q, k, v, cu_seqlens, *, out=None, max_seqlen=None, causal=False, context=None,
+def varlen_attention(q, k, v, cu_seqlens, *, out=None, max_seqlen=None, causal=False, context=None, sinks=None,
                      workspace=None, stream=None, **desc_args):
     """Plans and runs one varlen attention call; returns out (allocated like q for numpy inputs).
-    max_seqlen defaults to the longest segment of a numpy cu_seqlens. Other keywords (dtype,
-    softmax_scale, logit_softcap) go to VarlenAttentionDesc.for_tensors()."""
+    max_seqlen defaults to the longest segment of a numpy cu_seqlens; sinks ([num_q_heads] float32)
+    turns sinks on. Other keywords (dtype, softmax_scale, logit_softcap) go to
+    VarlenAttentionDesc.for_tensors()."""
     if out is None:
         out = _empty_like("q", q)
     if max_seqlen is None:
         max_seqlen = _host_max("cu_seqlens", cu_seqlens, lambda a: (a[1:] - a[:-1]).max() if a.size > 1 else 0)
     ctx = _context_for(context, q)
     with ctx.plan(VarlenAttentionDesc.for_tensors(q, k, v, out, cu_seqlens, max_seqlen=max_seqlen, causal=causal,
-                                                  **desc_args)) as plan:
-        return plan.run(q, k, v, out, cu_seqlens, workspace=workspace, stream=stream)
+                                                  use_sinks=sinks is not None, **desc_args)) as plan:
+        return plan.run(q, k, v, out, cu_seqlens, workspace=workspace, stream=stream, sinks=sinks)
 
 
 def _empty_like(name, q):
@@ -741,7 +843,7 @@ def _empty_like(name, q):
 
 
 def version():
-    """The linked library's version string, e.g. "0.1.0"."""
+    """The linked library's version string, e.g. "0.2.0"."""
     return load().version
 
 

@@ -40,6 +40,27 @@ def make(rng, shape, dtype, scale=1.0):
     return stored, stored.astype(np.float64)
 
 
+def fp8_e4m3_values(codes):
+    """OCP float8_e4m3fn codes (uint8) -> float64, from the format's definition: bias 7, 3 mantissa
+    bits, subnormals, S.1111.111 NaN, no infinities."""
+    codes = np.asarray(codes, dtype=np.uint8).astype(np.int64)
+    sign = np.where(codes & 0x80, -1.0, 1.0)
+    exponent, mantissa = (codes >> 3) & 0xF, codes & 7
+    magnitude = np.where(exponent == 0, mantissa / 8.0 * 2.0 ** -6, (1.0 + mantissa / 8.0) * 2.0 ** (exponent - 7.0))
+    return np.where((codes & 0x7F) == 0x7F, np.nan, sign * magnitude)
+
+
+def make_kv8(rng, shape, kv_dtype):
+    """A random 8-bit cache: fp8 e4m3 codes (stored as uint8) of magnitudes 2^-2 .. 15, or int8 values,
+    and their exact float64 values before scaling."""
+    if kv_dtype == "fp8_e4m3":
+        codes = (rng.integers(0, 2, shape) << 7) | (rng.integers(5, 11, shape) << 3) | rng.integers(0, 8, shape)
+        codes = codes.astype(np.uint8)
+        return codes, fp8_e4m3_values(codes)
+    values = rng.integers(-128, 128, shape).astype(np.int8)
+    return values, values.astype(np.float64)
+
+
 def as_float64(stored, dtype):
     return bf16_values(stored) if dtype == "bfloat16" else np.asarray(stored, dtype=np.float64)
 
@@ -51,18 +72,26 @@ def _scores(q_rows, keys, scale, softcap):
     return s
 
 
-def _softmax_rows(s, visible):
+def _softmax_rows(s, visible, sinks=None):
+    """Softmax of each row over its visible logits; with sinks ([rows] raw logits) each row's sink joins
+    the denominator and gets no column (a row that sees nothing stays zero)."""
     s = np.where(visible, s, -np.inf)
     top = s.max(axis=-1, keepdims=True)
+    seen = np.isfinite(top)
+    if sinks is not None:
+        top = np.maximum(top, np.asarray(sinks, np.float64)[:, None])
     top = np.where(np.isfinite(top), top, 0.0)
     w = np.where(visible, np.exp(s - top), 0.0)
     total = w.sum(axis=-1, keepdims=True)
+    if sinks is not None:
+        total = total + np.where(seen, np.exp(np.asarray(sinks, np.float64)[:, None] - top), 0.0)
     return np.divide(w, total, out=np.zeros_like(w), where=total > 0)
 
 
 def paged_attention(q, k_cache, v_cache, seq_lens, query_start_loc, block_table, *, kv_layout="HND",
-                    window=0, softmax_scale=None, logit_softcap=0.0, alibi_slopes=None):
-    """float64 paged attention. q [T, Hq, D] and the caches are float64 arrays (HND or NHD)."""
+                    window=0, softmax_scale=None, logit_softcap=0.0, alibi_slopes=None, sinks=None):
+    """float64 paged attention. q [T, Hq, D] and the caches are float64 arrays (HND or NHD) of the
+    real (already scaled) values."""
     if kv_layout == "NHD":
         k_cache, v_cache = k_cache.transpose(0, 2, 1, 3), v_cache.transpose(0, 2, 1, 3)
     num_tokens, num_q_heads, head_size = q.shape
@@ -89,12 +118,12 @@ def paged_attention(q, k_cache, v_cache, seq_lens, query_start_loc, block_table,
             s_row = _scores(q[first + i], keys, scale, logit_softcap)
             if alibi_slopes is not None:
                 s_row = s_row + np.asarray(alibi_slopes, np.float64)[:, None] * (j - p)[None, :]
-            w = _softmax_rows(s_row, visible[None, :])
+            w = _softmax_rows(s_row, visible[None, :], sinks)
             out[first + i] = np.einsum("hj,hjd->hd", w, values)
     return out
 
 
-def varlen_attention(q, k, v, cu_seqlens, *, causal=False, softmax_scale=None, logit_softcap=0.0):
+def varlen_attention(q, k, v, cu_seqlens, *, causal=False, softmax_scale=None, logit_softcap=0.0, sinks=None):
     """float64 varlen attention: q [T, Hq, D], k/v [T, Hkv, D] float64."""
     num_q_heads, head_size = q.shape[1], q.shape[2]
     group = num_q_heads // k.shape[1]
@@ -109,7 +138,7 @@ def varlen_attention(q, k, v, cu_seqlens, *, causal=False, softmax_scale=None, l
         j = np.arange(b - a)
         for i in range(b - a):
             visible = j <= i if causal else np.ones_like(j, dtype=bool)
-            w = _softmax_rows(_scores(q[a + i], keys, scale, logit_softcap), visible[None, :])
+            w = _softmax_rows(_scores(q[a + i], keys, scale, logit_softcap), visible[None, :], sinks)
             out[a + i] = np.einsum("hj,hjd->hd", w, values)
     return out
 

@@ -78,7 +78,24 @@ class ErrorTest(unittest.TestCase):
         self.assertRaisesStatus(rdna35attn.InvalidArgumentError, "seq_lens.dtype", False, self.paged, q, k, v,
                                 sl.astype(np.int64), qsl, bt)
         self.assertRaisesStatus(rdna35attn.UnknownDtypeError, "dtype", False, self.paged, q, k, v, sl, qsl, bt,
+                                dtype="int4")
+        # the 8-bit dtypes are KV-cache dtypes: not for q and out
+        self.assertRaisesStatus(rdna35attn.InvalidArgumentError, "dtype", False, self.paged, q, k, v, sl, qsl, bt,
                                 dtype="int8")
+        # numpy has no fp8: uint8 caches need an explicit kv_dtype
+        self.assertRaisesStatus(rdna35attn.UnknownDtypeError, "k_cache.dtype", False, self.paged, q,
+                                np.zeros(k.shape, np.uint8), np.zeros(v.shape, np.uint8), sl, qsl, bt)
+        # an 8-bit cache needs both scales, of the plan's length, float32
+        k8, v8 = np.zeros(k.shape, np.int8), np.zeros(v.shape, np.int8)
+        one = np.ones(1, np.float32)
+        self.assertRaisesStatus(rdna35attn.InvalidArgumentError, "k_scale", False, self.paged, q, k8, v8, sl, qsl,
+                                bt, v_scale=one)
+        self.assertRaisesStatus(rdna35attn.InvalidArgumentError, "v_scale.shape", False, self.paged, q, k8, v8, sl,
+                                qsl, bt, k_scale=one, v_scale=np.ones(1, np.float64))
+        self.assertRaisesStatus(rdna35attn.InvalidArgumentError, "k_scale", False, self.paged, q, k, v, sl, qsl,
+                                bt, k_scale=one, v_scale=one)
+        self.assertRaisesStatus(rdna35attn.InvalidArgumentError, "sinks.shape", False, self.paged, q, k, v, sl, qsl,
+                                bt, sinks=np.zeros(3, np.float32))
 
     def test_strides(self):
         q, k, v, out, sl, qsl, bt = small_paged()

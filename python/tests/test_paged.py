@@ -65,6 +65,63 @@ class PagedAttentionTest(unittest.TestCase):
         _oracle.assert_close(self, _oracle.as_float64(out, dtype), want, dtype, "out")
         return p
 
+    def check_features(self, dtype, kv_dtype=None, per_head=False, sinks=False, window=0, kv_layout="HND"):
+        """Sinks and 8-bit KV caches (stored codes, scales per tensor or per kv head) against the numpy
+        oracle on the same dequantized values."""
+        num_q_heads, num_kv_heads, head_size, page_size = 6, 2, 32, 8
+        p = paged_problem(self.rng, dtype, [9, 30, 0, 17], [1, 4, 0, 12], num_q_heads, num_kv_heads, head_size,
+                          page_size, kv_layout, window)
+        kwargs = {}
+        if kv_dtype is not None:
+            k_codes, k_stored = _oracle.make_kv8(self.rng, p["k"].shape, kv_dtype)
+            v_codes, v_stored = _oracle.make_kv8(self.rng, p["v"].shape, kv_dtype)
+            n = num_kv_heads if per_head else 1
+            k_scale = self.rng.uniform(0.05, 0.3, n).astype(np.float32) / (8.0 if kv_dtype == "int8" else 1.0)
+            v_scale = self.rng.uniform(0.05, 0.3, n).astype(np.float32) / (8.0 if kv_dtype == "int8" else 1.0)
+            head_axis = 1 if kv_layout == "HND" else 2
+            shape = [1, 1, 1, 1]
+            shape[head_axis] = n
+            p["k"], p["v"] = k_codes, v_codes
+            p["k64"] = k_stored * k_scale.astype(np.float64).reshape(shape)
+            p["v64"] = v_stored * v_scale.astype(np.float64).reshape(shape)
+            kwargs.update(k_scale=k_scale, v_scale=v_scale)
+            if kv_dtype == "fp8_e4m3":
+                kwargs["kv_dtype"] = "fp8_e4m3"   # uint8 codes: numpy has no float8
+        sink_values = self.rng.uniform(-2.0, 3.0, num_q_heads).astype(np.float32) if sinks else None
+        out = np.full(p["q"].shape, np.nan if dtype != "bfloat16" else 0x7FC0, p["q"].dtype)
+        got = rdna35attn.paged_attention(
+            p["q"], p["k"], p["v"], p["seq_lens"], p["query_start_loc"], p["block_table"], out=out,
+            context=self.ctx, dtype=dtype, kv_layout=kv_layout, window=window, sinks=sink_values, **kwargs)
+        self.assertIs(got, out)
+        want = _oracle.paged_attention(p["q64"], p["k64"], p["v64"], p["seq_lens"], p["query_start_loc"],
+                                       p["block_table"], kv_layout=kv_layout, window=window, sinks=sink_values)
+        _oracle.assert_close(self, _oracle.as_float64(out, dtype), want, dtype, "out")
+
+    def test_sinks_f16_window(self):
+        self.check_features("float16", sinks=True, window=5)
+
+    def test_fp8_cache_per_tensor_bf16(self):
+        self.check_features("bfloat16", kv_dtype="fp8_e4m3")
+
+    def test_int8_cache_per_head_sinks_nhd_f32(self):
+        self.check_features("float32", kv_dtype="int8", per_head=True, sinks=True, kv_layout="NHD")
+
+    def test_fp8_cache_per_head_sinks_f16(self):
+        self.check_features("float16", kv_dtype="fp8_e4m3", per_head=True, sinks=True, window=9)
+
+    def test_fp8_plan_fields(self):
+        """The descriptor says what the caches are; the plan keeps it."""
+        p = paged_problem(self.rng, "float16", [5], [1], 2, 1, 16, 4)
+        codes = np.zeros(p["k"].shape, np.uint8)
+        with self.ctx.plan_paged_attention(p["q"], codes, codes, np.empty_like(p["q"]), p["block_table"],
+                                           max_seq_len=5, max_query_len=1, kv_dtype="fp8",
+                                           kv_scale_per_head=True, use_sinks=True) as plan:
+            self.assertEqual(plan.desc.kv_dtype, rdna35attn.DType.FP8_E4M3)
+            self.assertEqual(plan.desc.kv_scale_per_head, 1)
+            self.assertEqual(plan.desc.use_sinks, 1)
+        desc = rdna35attn.PagedAttentionDesc("float16", 1, 1, 1, 5, 2, 1, 16, 4, 2)
+        self.assertEqual((desc.kv_dtype, desc.use_sinks, desc.kv_scale_per_head), (0, 0, 0))
+
     def test_decode_gqa_f16(self):
         self.check("float16", seq_lens=[1, 17, 64, 100], query_lens=[1, 1, 1, 1], num_q_heads=8, num_kv_heads=2,
                    head_size=64, page_size=16)

@@ -16,15 +16,16 @@ class VarlenAttentionTest(unittest.TestCase):
     def tearDown(self):
         self.ctx.close()
 
-    def fused(self, dtype, segment_lens, heads, head_size, causal=False, logit_softcap=0.0):
+    def fused(self, dtype, segment_lens, heads, head_size, causal=False, logit_softcap=0.0, sinks=False):
         """A fused qkv buffer [tokens, 3, heads, D] read in place through views."""
         cu = np.concatenate([[0], np.cumsum(segment_lens)]).astype(np.int32)
         qkv, qkv64 = _oracle.make(self.rng, (int(cu[-1]), 3, heads, head_size), dtype)
         out = np.zeros((int(cu[-1]), heads, head_size), qkv.dtype)
+        sink_values = self.rng.uniform(-2.0, 3.0, heads).astype(np.float32) if sinks else None
         rdna35attn.varlen_attention(qkv[:, 0], qkv[:, 1], qkv[:, 2], cu, out=out, causal=causal, dtype=dtype,
-                                    logit_softcap=logit_softcap, context=self.ctx)
+                                    logit_softcap=logit_softcap, context=self.ctx, sinks=sink_values)
         want = _oracle.varlen_attention(qkv64[:, 0], qkv64[:, 1], qkv64[:, 2], cu, causal=causal,
-                                        logit_softcap=logit_softcap)
+                                        logit_softcap=logit_softcap, sinks=sink_values)
         _oracle.assert_close(self, _oracle.as_float64(out, dtype), want, dtype, "out")
 
     def test_fused_qkv_encoder_f16(self):
@@ -32,6 +33,10 @@ class VarlenAttentionTest(unittest.TestCase):
 
     def test_fused_qkv_causal_bf16(self):
         self.fused("bfloat16", [9, 24], heads=2, head_size=64, causal=True)
+
+    def test_sinks_encoder_and_causal(self):
+        self.fused("float16", [5, 0, 12], heads=3, head_size=32, sinks=True)
+        self.fused("bfloat16", [1, 19], heads=2, head_size=64, causal=True, sinks=True)
 
     def test_fused_qkv_softcap_f32(self):
         self.fused("float32", [3, 14], heads=3, head_size=16, logit_softcap=2.0)

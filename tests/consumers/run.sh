@@ -4,7 +4,8 @@
 #   1. configure + build + `cmake --install --prefix <tmp>/prefix` (a prefix other than the configured
 #      one, so the CMake package and the pkg-config file must be relocatable);
 #   2. the installed files, the soname, and the exported symbols (exactly the R35A_API functions of
-#      the header, all under version node R35A_0, matching src/rdna35attn.map);
+#      the header, under version node R35A_0 (the descriptor inits under R35A_0.2, 0.1.0's kept at
+#      R35A_0), matching src/rdna35attn.map);
 #   3. consumer_c (C, find_package, shared library) and consumer_cxx (C++, find_package, static
 #      library) from tests/consumers/cmake_project, and consumer_pkgconfig (consumer.c, built with
 #      only `pkg-config --cflags --libs rdna35attn`); each runs a paged decode on the best available
@@ -85,18 +86,25 @@ if command -v readelf >/dev/null 2>&1 && command -v nm >/dev/null 2>&1; then
   [ "$soname" = "librdna35attn.so.$major" ] || fail "soname is '$soname', not librdna35attn.so.$major"
   # R35A_API declarations of the header, the version script's globals, and what the .so exports.
   sed -n 's/^R35A_API [^(]*[ *]\(r35a_[a-z0-9_]*\)(.*/\1/p' "$src/include/rdna35attn.h" | sort >"$work/header.txt"
-  sed -n '/global:/,/local:/s/^ *\(r35a_[a-z0-9_]*\);.*/\1/p' "$src/src/rdna35attn.map" | sort >"$work/map.txt"
+  sed -n 's/^ *\(r35a_[a-z0-9_]*\);.*/\1/p' "$src/src/rdna35attn.map" | sort -u >"$work/map.txt"
   nm -D --defined-only --with-symbol-versions "$real_so" | awk '$2 ~ /^[TDBRWVi]$/ {print $3}' \
     | sort >"$work/exported.txt"
-  sed 's/@.*//' "$work/exported.txt" >"$work/exported-names.txt"
+  sed 's/@.*//' "$work/exported.txt" | sort -u >"$work/exported-names.txt"
   diff -u "$work/header.txt" "$work/map.txt" >&2 || fail "src/rdna35attn.map does not list exactly the header's R35A_API functions"
-  # The version node's own symbol (R35A_0) is an absolute symbol named after it; drop it.
-  grep -v '^R35A_0$' "$work/exported-names.txt" >"$work/exported-functions.txt" || true
+  # The version nodes' own symbols (R35A_0, R35A_0.2) are absolute symbols named after them; drop them.
+  grep -v '^R35A_' "$work/exported-names.txt" >"$work/exported-functions.txt" || true
   diff -u "$work/header.txt" "$work/exported-functions.txt" >&2 || fail "the library exports other symbols than the header's R35A_API functions"
-  if grep -v '^R35A_0@' "$work/exported.txt" | grep -v '@@R35A_0$' >&2; then
-    fail "exported symbols outside version node R35A_0"
+  # Every function's default version is R35A_0, or R35A_0.2 for the two descriptor inits, which
+  # also keep 0.1.0's version (@R35A_0, not default) for binaries built against 0.1.0.
+  if grep -v '^R35A_0\(\.2\)\?@' "$work/exported.txt" | grep -v '@@R35A_0$' \
+      | grep -v '^r35a_\(paged\|varlen\)_attention_desc_init@\(@R35A_0\.2\|R35A_0\)$' >&2; then
+    fail "exported symbols outside the version nodes R35A_0 and R35A_0.2"
   fi
-  echo "soname $soname; exports $(wc -l <"$work/header.txt") functions, all r35a_* @@R35A_0"
+  for init in r35a_paged_attention_desc_init r35a_varlen_attention_desc_init; do
+    grep -qx "$init@R35A_0" "$work/exported.txt" || fail "$init@R35A_0 (0.1.0's, for old binaries) is missing"
+    grep -qx "$init@@R35A_0.2" "$work/exported.txt" || fail "$init@@R35A_0.2 is missing"
+  done
+  echo "soname $soname; exports $(wc -l <"$work/header.txt") functions, all r35a_* @@R35A_0 (desc inits @@R35A_0.2, 0.1.0's @R35A_0)"
 else
   echo "consumers: readelf/nm (binutils) not found; soname and symbol checks skipped"
 fi

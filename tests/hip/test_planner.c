@@ -591,7 +591,7 @@ static void test_encoder_args(void **state)
     d.softmax_scale = 0.125f;
     static _Alignas(16) uint16_t qkv[3 * 16 * 80 * 4], o[16 * 88 * 4];
     static int32_t cu[4];
-    r35a_varlen_attention_args a = {sizeof a, qkv, qkv + 16 * 80, qkv + 2 * 16 * 80, o, cu};
+    r35a_varlen_attention_args a = {sizeof a, qkv, qkv + 16 * 80, qkv + 2 * 16 * 80, o, cu, NULL};
     r35a_encoder_args ka;
     r35a_fill_encoder_args(&d, &a, &ka);
     assert_ptr_equal(ka.q, qkv);
@@ -639,7 +639,7 @@ static void test_decode_args(void **state)
     static int32_t seq_lens[2], qsl[3], table[2 * 256];
     static _Alignas(16) uint16_t q[8 * 64 * 128], o[8 * 64 * 128], kv[16];
     static _Alignas(16) unsigned char ws[64];
-    r35a_paged_attention_args a = {sizeof a, q, kv, kv, o, seq_lens, qsl, table, NULL};
+    r35a_paged_attention_args a = {sizeof a, q, kv, kv, o, seq_lens, qsl, table, NULL, NULL, NULL, NULL};
     r35a_decode_args ka;
     r35a_fill_decode_args(&d, &a, &l, ws, &ka);
     assert_ptr_equal(ka.q, q);

@@ -6,8 +6,10 @@
  *     byte escape to hostile ones (INT32_MIN/MAX, -1, huge or zero strides, NaN/Inf/negative
  *     scales, unknown dtypes, wrong struct sizes);
  *   - metadata (seq_lens, query_start_loc, block_table / cu_seqlens), valid or with one fault;
- *   - call faults (NULL context/plan/args/pointers, a plan of another context or op, ALiBi
- *     mismatches, odd workspaces);
+ *   - call faults (NULL context/plan/args/pointers, a plan of another context or op, ALiBi, sink
+ *     and 8-bit KV scale mismatches, invalid scale values, odd workspaces);
+ *   - the 0.2 fields: sinks (paged and varlen), 8-bit KV caches (fp8 e4m3, int8; scales per tensor
+ *     or per kv head), and 0.1.0's struct sizes, whose calls mean the later fields' defaults;
  * then plan + run. Every buffer is allocated exactly as large as the descriptor claims, so any
  * out-of-bounds access trips AddressSanitizer, and everything no call may read holds NaN.
  *
@@ -259,11 +261,14 @@ static r35a_dtype f_dtype(reader *r)
     return (r35a_dtype)special_i32(r, (uint8_t)(b - 8));
 }
 
-static size_t f_struct_size(reader *r, size_t natural)
+/* natural: today's size; old: 0.1.0's (also valid). */
+static size_t f_struct_size(reader *r, size_t natural, size_t old)
 {
     uint8_t b = u8(r);
-    if (b < 0xF4)
+    if (b < 0xF0)
         return natural;
+    if (b < 0xF4)
+        return old;
     switch (b - 0xF4) {
     case 0: return 0;
     case 1: return natural - 8;
@@ -276,6 +281,7 @@ static size_t f_struct_size(reader *r, size_t natural)
     case 8: return sizeof(size_t);
     case 9: return natural / 2;
     case 10: return 4096;
+    case 11: return old - 8;
     default: return (size_t)u64(r);
     }
 }
@@ -385,6 +391,8 @@ typedef enum run_fault {
     RF_ARGS_STRUCT_SIZE,
     RF_NULL_POINTER,
     RF_ALIBI_TOGGLE,
+    RF_SINKS_TOGGLE,
+    RF_SCALES_TOGGLE,
 } run_fault;
 
 static run_fault f_run_fault(reader *r, uint8_t *which)
@@ -393,7 +401,22 @@ static run_fault f_run_fault(reader *r, uint8_t *which)
     *which = u8(r);
     if (b < 0xC0)
         return RF_NONE;
-    return (run_fault)(1 + (b - 0xC0) % 8);
+    return (run_fault)(1 + (b - 0xC0) % 10);
+}
+
+/* A non-NULL pointer for a "set but not wanted" fault: the library must reject the call before
+ * reading it. */
+static const float g_unread_floats[1] = {1.0f};
+
+/* Sink logits: moderate values that sometimes dominate a row's softmax, and -inf (no sink). */
+static float *make_sinks(rng *g, int32_t count)
+{
+    float *sinks = malloc(sizeof(float) * (size_t)(count > 0 ? count : 1));
+    if (!sinks)
+        abort();
+    for (int32_t h = 0; h < count; ++h)
+        sinks[h] = (next(g) & 7) == 0 ? -INFINITY : (float)(4.0 * sym(g));
+    return sinks;
 }
 
 static void check_plan_info(const r35a_plan *plan, const char *what)
@@ -425,11 +448,13 @@ static void describe_paged(const r35a_paged_attention_desc *d)
 {
     snprintf(g_case, sizeof g_case,
              "paged ss=%zu dt=%d seqs=%d tok=%d maxM=%d maxL=%d hq=%d hkv=%d D=%d B=%d pages=%d bts=%d "
-             "win=%d scale=%a cap=%a alibi=%d q=%lld/%lld o=%lld/%lld k=%lld/%lld/%lld v=%lld/%lld/%lld",
+             "win=%d scale=%a cap=%a alibi=%d sinks=%d kvdt=%d perhead=%d q=%lld/%lld o=%lld/%lld "
+             "k=%lld/%lld/%lld v=%lld/%lld/%lld",
              d->struct_size, (int)d->dtype, (int)d->num_seqs, (int)d->num_tokens, (int)d->max_query_len,
              (int)d->max_seq_len, (int)d->num_q_heads, (int)d->num_kv_heads, (int)d->head_size,
              (int)d->page_size, (int)d->num_pages, (int)d->block_table_stride, (int)d->window,
-             (double)d->softmax_scale, (double)d->logit_softcap, (int)d->use_alibi,
+             (double)d->softmax_scale, (double)d->logit_softcap, (int)d->use_alibi, (int)d->use_sinks,
+             (int)d->kv_dtype, (int)d->kv_scale_per_head,
              (long long)d->q_token_stride, (long long)d->q_head_stride, (long long)d->o_token_stride,
              (long long)d->o_head_stride, (long long)d->k_page_stride, (long long)d->k_head_stride,
              (long long)d->k_slot_stride, (long long)d->v_page_stride, (long long)d->v_head_stride,
@@ -488,7 +513,7 @@ static void fuzz_paged(reader *r, rng *g)
     static const int32_t page_sizes[] = {1, 2, 3, 4, 5, 7, 8, 16, 32, 33};
     r35a_paged_attention_desc d;
     memset(&d, 0, sizeof d);
-    d.struct_size = f_struct_size(r, sizeof d);
+    d.struct_size = f_struct_size(r, sizeof d, REL_PAGED_DESC_SIZE_0_1);
     d.dtype = f_dtype(r);
     r35a_dtype vdt = rel_dtype_size(d.dtype) ? d.dtype : R35A_DTYPE_F16;
     value_mode vm = f_value_mode(r, vdt);
@@ -511,6 +536,18 @@ static void fuzz_paged(reader *r, rng *g)
     d.logit_softcap = f_softcap(r);
     uint8_t ab = u8(r);
     d.use_alibi = ab < 0xB0 ? 0 : ab < 0xE0 ? 1 : special_i32(r, ab);
+    /* 0.2 fields (with a 0.1.0 struct_size they hold values the library must not read) */
+    uint8_t sb = u8(r);
+    d.use_sinks = sb < 0xA0 ? 0 : sb < 0xE0 ? 1 : special_i32(r, sb);
+    uint8_t kb = u8(r);
+    d.kv_dtype = kb < 0x70 ? (r35a_dtype)0
+                 : kb < 0x80 ? d.dtype
+                 : kb < 0xB0 ? R35A_DTYPE_FP8_E4M3
+                 : kb < 0xE0 ? R35A_DTYPE_INT8
+                             : (r35a_dtype)special_i32(r, kb);
+    bool kv8_asked = rel_dtype_is_8bit(d.kv_dtype);
+    uint8_t hb = u8(r);
+    d.kv_scale_per_head = hb < 0xD0 ? (kv8_asked ? hb & 1 : 0) : hb < 0xE0 ? 1 : special_i32(r, hb);
 
     /* strides: contiguous HND (or NHD) caches and [token][head][D] rows, then perturbed */
     int64_t D = d.head_size, hq = d.num_q_heads, hkv = d.num_kv_heads, B = d.page_size;
@@ -567,11 +604,17 @@ static void fuzz_paged(reader *r, rng *g)
         return;
     }
     check_plan_info(plan, "r35a_plan_get_info (paged)");
+    /* What the accepted descriptor means (0.1.0's size: the later fields at their defaults). */
+    r35a_paged_attention_desc meant_tmp;
+    const r35a_paged_attention_desc *dm = rel_paged_desc_meant(&d, &meant_tmp);
+    const r35a_dtype kvdt = rel_kv_dtype(dm);
+    const bool kv8 = rel_dtype_is_8bit(kvdt);
+    const bool sinks_on = dm->use_sinks == 1;
 
     /* ---- buffers, sized exactly as the descriptor claims ---- */
     rel_paged_extents x;
     rel_paged_extents_of(&d, &x);
-    size_t es = rel_dtype_size(d.dtype);
+    size_t es = rel_dtype_size(d.dtype), kv_es = rel_dtype_size(kvdt);
     if (!small_extent(x.q) || !small_extent(x.o) || !small_extent(x.k) || !small_extent(x.v) ||
         x.block_table > MAX_META_ENTRIES || nseq_meta == 0 || d.num_q_heads > MAX_META_ENTRIES) {
         r35a_plan_destroy(plan);
@@ -618,11 +661,32 @@ static void fuzz_paged(reader *r, rng *g)
         for (int32_t h = 0; h < d.num_q_heads; ++h)
             alibi[h] = (float)(0.5 + 0.5 * sym(g));
     }
+    float *sinks = sinks_on ? make_sinks(g, d.num_q_heads) : NULL;
+    /* 8-bit KV: stored values up to stored_amp, scales that bring K to vm.qk_amp and V to
+     * v_offset + U(-1, 1) at most, so the tolerance below holds as for 16-bit caches */
+    const double stored_amp = kvdt == R35A_DTYPE_FP8_E4M3 ? 8.0 : 40.0;
+    float *k_scale = NULL, *v_scale = NULL;
+    size_t n_scales = dm->kv_scale_per_head == 1 ? (size_t)d.num_kv_heads : 1;
+    if (kv8) {
+        k_scale = alloc_exact(sizeof(float) * n_scales);
+        v_scale = alloc_exact(sizeof(float) * n_scales);
+        for (size_t i = 0; i < n_scales; ++i) {
+            k_scale[i] = (float)(vm.qk_amp / stored_amp * (0.75 + 0.25 * sym(g)));
+            v_scale[i] = (float)(3.0 / stored_amp * (0.75 + 0.25 * sym(g)));
+        }
+        uint8_t sf = u8(r); /* an invalid scale value (R35A_ERR_INVALID_DATA on the reference) */
+        if (sf >= 0xE8) {
+            static const float bad_scales[6] = {0.0f, -1.0f, -0.0f, NAN, INFINITY, -INFINITY};
+            float *target = sf & 1 ? v_scale : k_scale;
+            target[(size_t)u8(r) % n_scales] = bad_scales[(sf >> 1) % 6];
+            append_case(" scale-fault=%lld/%lld", sf & 1, (sf >> 1) % 6);
+        }
+    }
 
     r35a_paged_attention_args a;
     memset(&a, 0, sizeof a);
     a.struct_size = sizeof a;
-    void *q = alloc_exact(nq * es), *k = alloc_exact(nk * es), *v = alloc_exact(nv * es);
+    void *q = alloc_exact(nq * es), *k = alloc_exact(nk * kv_es), *v = alloc_exact(nv * kv_es);
     void *out = alloc_exact(no * es);
     a.q = q;
     a.k_cache = k;
@@ -632,6 +696,9 @@ static void fuzz_paged(reader *r, rng *g)
     a.query_start_loc = qsl;
     a.block_table = bt;
     a.alibi_slopes = alibi;
+    a.sinks = sinks;
+    a.k_scale = k_scale;
+    a.v_scale = v_scale;
 
     /* ---- run-time faults and the expected outcome ---- */
     uint8_t which;
@@ -660,17 +727,19 @@ static void fuzz_paged(reader *r, rng *g)
         rel_expect_add(&e, R35A_ERR_PLAN_MISMATCH, "plan", NULL, NULL);
         break;
     case RF_NULL_ARGS: run_args = NULL; break;
-    case RF_ARGS_STRUCT_SIZE:
-        bad.struct_size = f_struct_size(r, sizeof bad);
+    case RF_ARGS_STRUCT_SIZE: /* 0.1.0's size is valid: then sinks and scales are NULL by default */
+        bad.struct_size = f_struct_size(r, sizeof bad, REL_PAGED_ARGS_SIZE_0_1);
         if (bad.struct_size == sizeof bad)
             bad.struct_size = sizeof bad - 8;
         run_args = &bad;
         break;
     case RF_NULL_POINTER: {
-        const void **slots[8] = {&bad.q, &bad.k_cache, &bad.v_cache, (const void **)&bad.out,
-                                 (const void **)&bad.seq_lens, (const void **)&bad.query_start_loc,
-                                 (const void **)&bad.block_table, (const void **)&bad.alibi_slopes};
-        *slots[which % 8] = NULL;
+        const void **slots[11] = {&bad.q, &bad.k_cache, &bad.v_cache, (const void **)&bad.out,
+                                  (const void **)&bad.seq_lens, (const void **)&bad.query_start_loc,
+                                  (const void **)&bad.block_table, (const void **)&bad.alibi_slopes,
+                                  (const void **)&bad.sinks, (const void **)&bad.k_scale,
+                                  (const void **)&bad.v_scale};
+        *slots[which % 11] = NULL;
         run_args = &bad;
         break;
     }
@@ -678,12 +747,26 @@ static void fuzz_paged(reader *r, rng *g)
         bad.alibi_slopes = bad.alibi_slopes ? NULL : &g_unread_slope; /* non-NULL, never to be read */
         run_args = &bad;
         break;
+    case RF_SINKS_TOGGLE:
+        bad.sinks = bad.sinks ? NULL : g_unread_floats;
+        run_args = &bad;
+        break;
+    case RF_SCALES_TOGGLE:
+        if (which & 1)
+            bad.k_scale = bad.k_scale ? NULL : g_unread_floats;
+        else
+            bad.v_scale = bad.v_scale ? NULL : g_unread_floats;
+        run_args = &bad;
+        break;
     }
     if (rf != RF_NONE)
         append_case(" run-fault=%lld/%lld", rf, which);
     rel_expect_paged_args(&d, run_args, &e);
-    bool meta_readable = run_args && run_args->struct_size == sizeof a && run_args->seq_lens &&
-                         run_args->query_start_loc && run_args->block_table;
+    r35a_paged_attention_args run_meant_tmp;
+    const r35a_paged_attention_args *run_meant = rel_paged_args_meant(run_args, &run_meant_tmp);
+    bool meta_readable = run_meant && run_meant->seq_lens && run_meant->query_start_loc &&
+                         run_meant->block_table && (!kv8 || (run_meant->k_scale == k_scale &&
+                                                             run_meant->v_scale == v_scale && k_scale));
     if (meta_readable)
         rel_expect_paged_data(&d, &a, &e);
 
@@ -705,6 +788,9 @@ static void fuzz_paged(reader *r, rng *g)
         if (!data_valid)
             memset(reached, 1, nq);
         rel_fill_tensor(d.dtype, q, nq, reached, vm.qk_amp, 0.0, &g->s);
+        /* K and V: stored values; 8-bit caches scale them to vm.qk_amp and 3 (see the scales) */
+        const double k_amp = kv8 ? stored_amp : vm.qk_amp;
+        const double v_amp = kv8 ? stored_amp / 3.0 : 1.0, v_off = kv8 ? vm.v_offset * stored_amp / 3.0 : vm.v_offset;
         for (int pass = 0; pass < 2; ++pass) {
             size_t n = pass ? nv : nk;
             int64_t ps = pass ? d.v_page_stride : d.k_page_stride, hs = pass ? d.v_head_stride : d.k_head_stride;
@@ -718,7 +804,7 @@ static void fuzz_paged(reader *r, rng *g)
                     for (int64_t gk = 0; gk < hkv; ++gk)
                         mark_vector(reached, row[j / B] * ps + gk * hs + (j % B) * ss, d.head_size);
             }
-            rel_fill_tensor(d.dtype, pass ? v : k, n, reached, pass ? 1.0 : vm.qk_amp, pass ? vm.v_offset : 0.0, &g->s);
+            rel_fill_tensor(kvdt, pass ? v : k, n, reached, pass ? v_amp : k_amp, pass ? v_off : 0.0, &g->s);
         }
         free(reached);
     }
@@ -728,16 +814,28 @@ static void fuzz_paged(reader *r, rng *g)
     workspace_decode(r, &ws);
     memset(out, 0xFF, no * es);
     uint64_t in_hash = rel_hash(q, nq * es, 1);
-    in_hash = rel_hash(k, nk * es, in_hash);
-    in_hash = rel_hash(v, nv * es, in_hash);
+    in_hash = rel_hash(k, nk * kv_es, in_hash);
+    in_hash = rel_hash(v, nv * kv_es, in_hash);
+    if (sinks)
+        in_hash = rel_hash(sinks, sizeof(float) * (size_t)d.num_q_heads, in_hash);
+    if (kv8) {
+        in_hash = rel_hash(k_scale, sizeof(float) * n_scales, in_hash);
+        in_hash = rel_hash(v_scale, sizeof(float) * n_scales, in_hash);
+    }
     in_hash = rel_hash(seq_lens, sizeof(int32_t) * (size_t)d.num_seqs, in_hash);
     in_hash = rel_hash(qsl, sizeof(int32_t) * ((size_t)d.num_seqs + 1), in_hash);
     in_hash = rel_hash(bt, sizeof(int32_t) * nbt, in_hash);
     st = r35a_paged_attention_run(run_ctx, run_plan, run_args, ws.null ? NULL : ws.g.payload, ws.bytes_arg, NULL);
     check_status("r35a_paged_attention_run", &e, st);
     uint64_t in_hash_after = rel_hash(q, nq * es, 1);
-    in_hash_after = rel_hash(k, nk * es, in_hash_after);
-    in_hash_after = rel_hash(v, nv * es, in_hash_after);
+    in_hash_after = rel_hash(k, nk * kv_es, in_hash_after);
+    in_hash_after = rel_hash(v, nv * kv_es, in_hash_after);
+    if (sinks)
+        in_hash_after = rel_hash(sinks, sizeof(float) * (size_t)d.num_q_heads, in_hash_after);
+    if (kv8) {
+        in_hash_after = rel_hash(k_scale, sizeof(float) * n_scales, in_hash_after);
+        in_hash_after = rel_hash(v_scale, sizeof(float) * n_scales, in_hash_after);
+    }
     in_hash_after = rel_hash(seq_lens, sizeof(int32_t) * (size_t)d.num_seqs, in_hash_after);
     in_hash_after = rel_hash(qsl, sizeof(int32_t) * ((size_t)d.num_seqs + 1), in_hash_after);
     in_hash_after = rel_hash(bt, sizeof(int32_t) * nbt, in_hash_after);
@@ -765,7 +863,7 @@ static void fuzz_paged(reader *r, rng *g)
             bound = d.logit_softcap;
         if (d.use_alibi)
             bound += (double)d.max_seq_len; /* slopes <= 1 */
-        double extra = rel_extra_abs_tolerance(d.head_size, bound, max_keys, vmax);
+        double extra = rel_extra_abs_tolerance(d.head_size, bound, max_keys + (sinks ? 1 : 0), vmax);
         rel_compare c;
         if (!rel_compare_rows(d.dtype, out, no * es, d.num_tokens, d.num_q_heads, d.head_size, d.o_token_stride,
                               d.o_head_stride, ref, rel_tolerance(d.dtype), extra, &c)) {
@@ -798,6 +896,9 @@ done:
     free(qsl);
     free(bt);
     free(alibi);
+    free(sinks);
+    free(k_scale);
+    free(v_scale);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -807,10 +908,10 @@ static void describe_varlen(const r35a_varlen_attention_desc *d, bool fused)
 {
     snprintf(g_case, sizeof g_case,
              "varlen ss=%zu dt=%d segs=%d tok=%d maxlen=%d hq=%d hkv=%d D=%d causal=%d scale=%a cap=%a "
-             "fused=%d q=%lld/%lld k=%lld/%lld v=%lld/%lld o=%lld/%lld",
+             "sinks=%d fused=%d q=%lld/%lld k=%lld/%lld v=%lld/%lld o=%lld/%lld",
              d->struct_size, (int)d->dtype, (int)d->num_segments, (int)d->num_tokens, (int)d->max_seqlen,
              (int)d->num_q_heads, (int)d->num_kv_heads, (int)d->head_size, (int)d->causal,
-             (double)d->softmax_scale, (double)d->logit_softcap, (int)fused, (long long)d->q_token_stride,
+             (double)d->softmax_scale, (double)d->logit_softcap, (int)d->use_sinks, (int)fused, (long long)d->q_token_stride,
              (long long)d->q_head_stride, (long long)d->k_token_stride, (long long)d->k_head_stride,
              (long long)d->v_token_stride, (long long)d->v_head_stride, (long long)d->o_token_stride,
              (long long)d->o_head_stride);
@@ -835,7 +936,7 @@ static void fuzz_varlen(reader *r, rng *g)
     static const int32_t head_sizes[] = {1, 2, 3, 8, 16, 32, 48, 64, 72, 80, 128, 5, 256};
     r35a_varlen_attention_desc d;
     memset(&d, 0, sizeof d);
-    d.struct_size = f_struct_size(r, sizeof d);
+    d.struct_size = f_struct_size(r, sizeof d, REL_VARLEN_DESC_SIZE_0_1);
     d.dtype = f_dtype(r);
     r35a_dtype vdt = rel_dtype_size(d.dtype) ? d.dtype : R35A_DTYPE_F16;
     value_mode vm = f_value_mode(r, vdt);
@@ -850,6 +951,8 @@ static void fuzz_varlen(reader *r, rng *g)
     float natural = d.head_size > 0 ? vm.natural_scale_factor / sqrtf((float)d.head_size) : 1.0f;
     d.softmax_scale = f_scale(r, natural);
     d.logit_softcap = f_softcap(r);
+    uint8_t sb = u8(r);
+    d.use_sinks = sb < 0xA0 ? 0 : sb < 0xE0 ? 1 : special_i32(r, sb);
 
     int64_t D = d.head_size, hq = d.num_q_heads, hkv = d.num_kv_heads;
     bool fused = u8(r) & 1;
@@ -896,6 +999,8 @@ static void fuzz_varlen(reader *r, rng *g)
         return;
     }
     check_plan_info(plan, "r35a_plan_get_info (varlen)");
+    r35a_varlen_attention_desc meant_tmp;
+    const bool sinks_on = rel_varlen_desc_meant(&d, &meant_tmp)->use_sinks == 1;
 
     rel_varlen_extents x;
     rel_varlen_extents_of(&d, &x);
@@ -944,6 +1049,8 @@ static void fuzz_varlen(reader *r, rng *g)
     a.v = fused ? (const uint8_t *)qbuf + (size_t)v_off * es : vbuf;
     a.out = out;
     a.cu_seqlens = cu;
+    float *sinks = sinks_on ? make_sinks(g, d.num_q_heads) : NULL;
+    a.sinks = sinks;
 
     uint8_t which;
     run_fault rf = f_run_fault(r, &which);
@@ -971,24 +1078,32 @@ static void fuzz_varlen(reader *r, rng *g)
         rel_expect_add(&e, R35A_ERR_PLAN_MISMATCH, "plan", NULL, NULL);
         break;
     case RF_NULL_ARGS: run_args = NULL; break;
-    case RF_ARGS_STRUCT_SIZE:
-        bad.struct_size = f_struct_size(r, sizeof bad);
+    case RF_ARGS_STRUCT_SIZE: /* 0.1.0's size is valid: then sinks is NULL by default */
+        bad.struct_size = f_struct_size(r, sizeof bad, REL_VARLEN_ARGS_SIZE_0_1);
         if (bad.struct_size == sizeof bad)
             bad.struct_size = sizeof bad + 8;
         run_args = &bad;
         break;
+    case RF_SINKS_TOGGLE:
+    case RF_SCALES_TOGGLE:
+        bad.sinks = bad.sinks ? NULL : g_unread_floats;
+        run_args = &bad;
+        break;
     case RF_NULL_POINTER:
     case RF_ALIBI_TOGGLE: {
-        const void **slots[5] = {&bad.q, &bad.k, &bad.v, (const void **)&bad.out, (const void **)&bad.cu_seqlens};
-        *slots[which % 5] = NULL;
+        const void **slots[6] = {&bad.q, &bad.k, &bad.v, (const void **)&bad.out, (const void **)&bad.cu_seqlens,
+                                 (const void **)&bad.sinks};
+        *slots[which % 6] = NULL;
         run_args = &bad;
         break;
     }
     }
     if (rf != RF_NONE)
         append_case(" run-fault=%lld/%lld", rf, which);
-    rel_expect_varlen_args(run_args, &e);
-    if (run_args && run_args->struct_size == sizeof a && run_args->cu_seqlens)
+    rel_expect_varlen_args(&d, run_args, &e);
+    r35a_varlen_attention_args run_meant_tmp;
+    const r35a_varlen_attention_args *run_meant = rel_varlen_args_meant(run_args, &run_meant_tmp);
+    if (run_meant && run_meant->cu_seqlens)
         rel_expect_varlen_data(&d, &a, &e);
 
     bool data_valid = e.count == 0;
@@ -1063,7 +1178,7 @@ static void fuzz_varlen(reader *r, rng *g)
         double bound = (double)d.softmax_scale * d.head_size * qmax * vm.qk_amp;
         if (d.logit_softcap > 0.0f && bound > d.logit_softcap)
             bound = d.logit_softcap;
-        double extra = rel_extra_abs_tolerance(d.head_size, bound, max_keys, 1.0 + fabs(vm.v_offset));
+        double extra = rel_extra_abs_tolerance(d.head_size, bound, max_keys + (sinks ? 1 : 0), 1.0 + fabs(vm.v_offset));
         rel_compare c;
         if (!rel_compare_rows(d.dtype, out, no * es, d.num_tokens, d.num_q_heads, d.head_size, d.o_token_stride,
                               d.o_head_stride, ref, rel_tolerance(d.dtype), extra, &c)) {
@@ -1093,6 +1208,7 @@ done:
     free(vbuf);
     free(out);
     free(cu);
+    free(sinks);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -1104,7 +1220,7 @@ static void fuzz_misc(reader *r)
     rel_fuzz_counts[C_MISC]++;
     r35a_context_options opt;
     r35a_context_options_init(&opt);
-    opt.struct_size = f_struct_size(r, sizeof opt);
+    opt.struct_size = f_struct_size(r, sizeof opt, sizeof opt);
     uint8_t bb = u8(r);
     opt.backend = bb < 0xE0 ? (r35a_backend)(bb % 3) : (r35a_backend)special_i32(r, bb);
     opt.device_index = f_range(r, 0, 2);
@@ -1147,7 +1263,7 @@ static void fuzz_misc(reader *r)
     }
     r35a_context_info info;
     memset(&info, 0, sizeof info);
-    info.struct_size = f_struct_size(r, sizeof info);
+    info.struct_size = f_struct_size(r, sizeof info, sizeof info);
     st = r35a_context_get_info((flags & 4) ? NULL : ctx, &info);
     bool info_ok = !(flags & 4) && info.struct_size == sizeof info;
     if ((st == R35A_OK) != info_ok || (st != R35A_OK && r35a_last_error_detail()[0] == '\0'))
@@ -1158,7 +1274,7 @@ static void fuzz_misc(reader *r)
 
     r35a_plan_info pinfo;
     memset(&pinfo, 0, sizeof pinfo);
-    pinfo.struct_size = f_struct_size(r, sizeof pinfo);
+    pinfo.struct_size = f_struct_size(r, sizeof pinfo, sizeof pinfo);
     st = r35a_plan_get_info((flags & 8) ? NULL : g_paged_plan, &pinfo);
     bool pinfo_ok = !(flags & 8) && pinfo.struct_size == sizeof pinfo;
     if ((st == R35A_OK) != pinfo_ok || (st != R35A_OK && r35a_last_error_detail()[0] == '\0'))

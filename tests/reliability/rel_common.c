@@ -84,8 +84,77 @@ size_t rel_dtype_size(r35a_dtype dtype)
     case R35A_DTYPE_F16:
     case R35A_DTYPE_BF16: return 2;
     case R35A_DTYPE_F32: return 4;
+    case R35A_DTYPE_FP8_E4M3:
+    case R35A_DTYPE_INT8: return 1;
     }
     return 0;
+}
+
+bool rel_dtype_is_8bit(r35a_dtype dtype)
+{
+    return dtype == R35A_DTYPE_FP8_E4M3 || dtype == R35A_DTYPE_INT8;
+}
+
+r35a_dtype rel_kv_dtype(const r35a_paged_attention_desc *d)
+{
+    return d->kv_dtype != 0 ? d->kv_dtype : d->dtype;
+}
+
+/* A struct of today's size is itself; 0.1.0's prefix is copied over zeros (every later field's
+ * default is 0 or NULL). */
+static const void *meant(const void *s, size_t size, size_t full_size, size_t old_size, void *tmp)
+{
+    if (!s)
+        return NULL;
+    if (size == full_size)
+        return s;
+    if (size != old_size)
+        return NULL;
+    memset(tmp, 0, full_size);
+    memcpy(tmp, s, old_size);
+    memcpy(tmp, &full_size, sizeof full_size);
+    return tmp;
+}
+
+const r35a_paged_attention_desc *rel_paged_desc_meant(const r35a_paged_attention_desc *d,
+                                                      r35a_paged_attention_desc *tmp)
+{
+    return meant(d, d ? d->struct_size : 0, sizeof *d, REL_PAGED_DESC_SIZE_0_1, tmp);
+}
+
+const r35a_varlen_attention_desc *rel_varlen_desc_meant(const r35a_varlen_attention_desc *d,
+                                                        r35a_varlen_attention_desc *tmp)
+{
+    return meant(d, d ? d->struct_size : 0, sizeof *d, REL_VARLEN_DESC_SIZE_0_1, tmp);
+}
+
+const r35a_paged_attention_args *rel_paged_args_meant(const r35a_paged_attention_args *a,
+                                                      r35a_paged_attention_args *tmp)
+{
+    return meant(a, a ? a->struct_size : 0, sizeof *a, REL_PAGED_ARGS_SIZE_0_1, tmp);
+}
+
+const r35a_varlen_attention_args *rel_varlen_args_meant(const r35a_varlen_attention_args *a,
+                                                        r35a_varlen_attention_args *tmp)
+{
+    return meant(a, a ? a->struct_size : 0, sizeof *a, REL_VARLEN_ARGS_SIZE_0_1, tmp);
+}
+
+/* The Q/O dtype of either op: an r35a_dtype of Q/O (the 8-bit ones are KV-cache dtypes only). */
+static size_t expect_qo_dtype(rel_expect *e, const char *field, r35a_dtype dtype)
+{
+    size_t es = rel_dtype_size(dtype);
+    if (es == 0)
+        rel_expect_add(e, R35A_ERR_UNKNOWN_DTYPE, field, NULL, NULL);
+    else if (rel_dtype_is_8bit(dtype))
+        rel_expect_add(e, R35A_ERR_INVALID_ARGUMENT, field, NULL, NULL);
+    return es;
+}
+
+static void expect_flag(rel_expect *e, const char *field, int32_t value)
+{
+    if (value != 0 && value != 1)
+        rel_expect_add(e, R35A_ERR_INVALID_ARGUMENT, field, NULL, NULL);
 }
 
 __int128 rel_extent(int64_t vector_len, int n, const int64_t *counts, const int64_t *strides)
@@ -122,19 +191,32 @@ void rel_varlen_extents_of(const r35a_varlen_attention_desc *d, rel_varlen_exten
     x->o = rel_extent(d->head_size, 2, qc, os);
 }
 
-void rel_expect_paged_desc(const r35a_paged_attention_desc *d, rel_expect *e)
+void rel_expect_paged_desc(const r35a_paged_attention_desc *given, rel_expect *e)
 {
-    if (!d) {
+    if (!given) {
         rel_expect_add(e, R35A_ERR_NULL_POINTER, PD, NULL, NULL);
         return;
     }
-    if (d->struct_size != sizeof *d) {
+    r35a_paged_attention_desc tmp;
+    const r35a_paged_attention_desc *d = rel_paged_desc_meant(given, &tmp);
+    if (!d) {
         rel_expect_add(e, R35A_ERR_STRUCT_SIZE, PD ".struct_size", NULL, NULL);
         return; /* the rest of the struct is not to be read */
     }
-    size_t es = rel_dtype_size(d->dtype);
-    if (es == 0)
-        rel_expect_add(e, R35A_ERR_UNKNOWN_DTYPE, PD ".dtype", NULL, NULL);
+    size_t es = expect_qo_dtype(e, PD ".dtype", d->dtype);
+    /* kv_dtype: 0, dtype itself, or an 8-bit one; per-head scales only with 8-bit */
+    size_t kv_es = es;
+    if (d->kv_dtype != 0) {
+        kv_es = rel_dtype_size(d->kv_dtype);
+        if (kv_es == 0)
+            rel_expect_add(e, R35A_ERR_UNKNOWN_DTYPE, PD ".kv_dtype", NULL, NULL);
+        else if (!rel_dtype_is_8bit(d->kv_dtype) && d->kv_dtype != d->dtype)
+            rel_expect_add(e, R35A_ERR_INVALID_ARGUMENT, PD ".kv_dtype", NULL, NULL);
+    }
+    expect_flag(e, PD ".kv_scale_per_head", d->kv_scale_per_head);
+    if (d->kv_scale_per_head == 1 && !rel_dtype_is_8bit(rel_kv_dtype(d)))
+        rel_expect_add(e, R35A_ERR_INVALID_ARGUMENT, PD ".kv_scale_per_head", NULL, NULL);
+    expect_flag(e, PD ".use_sinks", d->use_sinks);
     bool shape_ok = at_least(e, PD ".num_seqs", d->num_seqs, 1);
     shape_ok = at_least(e, PD ".num_tokens", d->num_tokens, 0) && shape_ok;
     shape_ok = at_least(e, PD ".max_query_len", d->max_query_len, 0) && shape_ok;
@@ -168,31 +250,32 @@ void rel_expect_paged_desc(const r35a_paged_attention_desc *d, rel_expect *e)
             rel_expect_add(e, R35A_ERR_INVALID_ARGUMENT, names[i], NULL, NULL);
             strides_ok = false;
         }
-    if (strides_ok && es != 0 && d->head_size >= 1 && d->head_size <= 1024) {
+    if (strides_ok && es != 0 && kv_es != 0 && d->head_size >= 1 && d->head_size <= 1024) {
         rel_paged_extents x;
         rel_paged_extents_of(d, &x);
         expect_fits(e, x.q, es, names[0], names[1], NULL);
         expect_fits(e, x.o, es, names[2], names[3], NULL);
-        expect_fits(e, x.k, es, names[4], names[5], names[6]);
-        expect_fits(e, x.v, es, names[7], names[8], names[9]);
+        expect_fits(e, x.k, kv_es, names[4], names[5], names[6]);
+        expect_fits(e, x.v, kv_es, names[7], names[8], names[9]);
         if (d->block_table_stride >= 0)
             expect_fits(e, x.block_table, sizeof(int32_t), PD ".block_table_stride", NULL, NULL);
     }
 }
 
-void rel_expect_varlen_desc(const r35a_varlen_attention_desc *d, rel_expect *e)
+void rel_expect_varlen_desc(const r35a_varlen_attention_desc *given, rel_expect *e)
 {
-    if (!d) {
+    if (!given) {
         rel_expect_add(e, R35A_ERR_NULL_POINTER, VD, NULL, NULL);
         return;
     }
-    if (d->struct_size != sizeof *d) {
+    r35a_varlen_attention_desc tmp;
+    const r35a_varlen_attention_desc *d = rel_varlen_desc_meant(given, &tmp);
+    if (!d) {
         rel_expect_add(e, R35A_ERR_STRUCT_SIZE, VD ".struct_size", NULL, NULL);
         return;
     }
-    size_t es = rel_dtype_size(d->dtype);
-    if (es == 0)
-        rel_expect_add(e, R35A_ERR_UNKNOWN_DTYPE, VD ".dtype", NULL, NULL);
+    size_t es = expect_qo_dtype(e, VD ".dtype", d->dtype);
+    expect_flag(e, VD ".use_sinks", d->use_sinks);
     bool shape_ok = at_least(e, VD ".num_segments", d->num_segments, 1);
     shape_ok = at_least(e, VD ".num_tokens", d->num_tokens, 0) && shape_ok;
     shape_ok = at_least(e, VD ".max_seqlen", d->max_seqlen, 0) && shape_ok;
@@ -225,39 +308,60 @@ void rel_expect_varlen_desc(const r35a_varlen_attention_desc *d, rel_expect *e)
     }
 }
 
-void rel_expect_paged_args(const r35a_paged_attention_desc *d, const r35a_paged_attention_args *a,
+/* A pointer the descriptor asks for (NULL: R35A_ERR_NULL_POINTER) or forbids (set:
+ * R35A_ERR_INVALID_ARGUMENT). */
+static void expect_optional(rel_expect *e, const char *field, const void *p, bool wanted)
+{
+    if (wanted && !p)
+        rel_expect_add(e, R35A_ERR_NULL_POINTER, field, NULL, NULL);
+    if (!wanted && p)
+        rel_expect_add(e, R35A_ERR_INVALID_ARGUMENT, field, NULL, NULL);
+}
+
+void rel_expect_paged_args(const r35a_paged_attention_desc *d_given, const r35a_paged_attention_args *given,
                            rel_expect *e)
 {
-    if (!a) {
+    if (!given) {
         rel_expect_add(e, R35A_ERR_NULL_POINTER, PA, NULL, NULL);
         return;
     }
-    if (a->struct_size != sizeof *a) {
+    r35a_paged_attention_args tmp;
+    const r35a_paged_attention_args *a = rel_paged_args_meant(given, &tmp);
+    if (!a) {
         rel_expect_add(e, R35A_ERR_STRUCT_SIZE, PA ".struct_size", NULL, NULL);
         return;
     }
+    r35a_paged_attention_desc dtmp;
+    const r35a_paged_attention_desc *d = rel_paged_desc_meant(d_given, &dtmp);
     const void *ptrs[7] = {a->q, a->k_cache, a->v_cache, a->out, a->seq_lens, a->query_start_loc, a->block_table};
     static const char *const names[7] = {PA ".q",        PA ".k_cache",         PA ".v_cache",    PA ".out",
                                          PA ".seq_lens", PA ".query_start_loc", PA ".block_table"};
     for (int i = 0; i < 7; ++i)
         if (!ptrs[i])
             rel_expect_add(e, R35A_ERR_NULL_POINTER, names[i], NULL, NULL);
-    if (d->use_alibi && !a->alibi_slopes)
-        rel_expect_add(e, R35A_ERR_NULL_POINTER, PA ".alibi_slopes", NULL, NULL);
-    if (!d->use_alibi && a->alibi_slopes)
-        rel_expect_add(e, R35A_ERR_INVALID_ARGUMENT, PA ".alibi_slopes", NULL, NULL);
+    expect_optional(e, PA ".alibi_slopes", a->alibi_slopes, d->use_alibi != 0);
+    expect_optional(e, PA ".sinks", a->sinks, d->use_sinks != 0);
+    bool scaled = rel_dtype_is_8bit(rel_kv_dtype(d));
+    expect_optional(e, PA ".k_scale", a->k_scale, scaled);
+    expect_optional(e, PA ".v_scale", a->v_scale, scaled);
 }
 
-void rel_expect_varlen_args(const r35a_varlen_attention_args *a, rel_expect *e)
+void rel_expect_varlen_args(const r35a_varlen_attention_desc *d_given, const r35a_varlen_attention_args *given,
+                            rel_expect *e)
 {
-    if (!a) {
+    if (!given) {
         rel_expect_add(e, R35A_ERR_NULL_POINTER, VA, NULL, NULL);
         return;
     }
-    if (a->struct_size != sizeof *a) {
+    r35a_varlen_attention_args tmp;
+    const r35a_varlen_attention_args *a = rel_varlen_args_meant(given, &tmp);
+    if (!a) {
         rel_expect_add(e, R35A_ERR_STRUCT_SIZE, VA ".struct_size", NULL, NULL);
         return;
     }
+    r35a_varlen_attention_desc dtmp;
+    const r35a_varlen_attention_desc *d = rel_varlen_desc_meant(d_given, &dtmp);
+    expect_optional(e, VA ".sinks", a->sinks, d->use_sinks != 0);
     const void *ptrs[5] = {a->q, a->k, a->v, a->out, a->cu_seqlens};
     static const char *const names[5] = {VA ".q", VA ".k", VA ".v", VA ".out", VA ".cu_seqlens"};
     for (int i = 0; i < 5; ++i)
@@ -265,9 +369,22 @@ void rel_expect_varlen_args(const r35a_varlen_attention_args *a, rel_expect *e)
             rel_expect_add(e, R35A_ERR_NULL_POINTER, names[i], NULL, NULL);
 }
 
-void rel_expect_paged_data(const r35a_paged_attention_desc *d, const r35a_paged_attention_args *a,
+void rel_expect_paged_data(const r35a_paged_attention_desc *d_given, const r35a_paged_attention_args *a_given,
                            rel_expect *e)
 {
+    r35a_paged_attention_desc dtmp;
+    r35a_paged_attention_args atmp;
+    const r35a_paged_attention_desc *d = rel_paged_desc_meant(d_given, &dtmp);
+    const r35a_paged_attention_args *a = rel_paged_args_meant(a_given, &atmp);
+    if (rel_dtype_is_8bit(rel_kv_dtype(d))) {
+        int32_t n = d->kv_scale_per_head ? d->num_kv_heads : 1;
+        for (int32_t g = 0; g < n; ++g) {
+            if (!(a->k_scale[g] > 0.0f) || !isfinite(a->k_scale[g]))
+                rel_expect_add(e, R35A_ERR_INVALID_DATA, PA ".k_scale", NULL, NULL);
+            if (!(a->v_scale[g] > 0.0f) || !isfinite(a->v_scale[g]))
+                rel_expect_add(e, R35A_ERR_INVALID_DATA, PA ".v_scale", NULL, NULL);
+        }
+    }
     const int32_t *qsl = a->query_start_loc;
     if (qsl[0] != 0)
         rel_expect_add(e, R35A_ERR_INVALID_DATA, PA ".query_start_loc", NULL, NULL);
@@ -376,11 +493,20 @@ bool rel_expect_explains(const rel_expect *e, r35a_status status, const char *de
 /* ------------------------------------------------------------------------------------------ */
 /* oracle and comparison                                                                        */
 
-int rel_oracle_paged(const r35a_paged_attention_desc *d, const r35a_paged_attention_args *a, double *ref)
+int rel_oracle_paged(const r35a_paged_attention_desc *d_given, const r35a_paged_attention_args *a_given, double *ref)
 {
+    r35a_paged_attention_desc dtmp;
+    r35a_paged_attention_args atmp;
+    const r35a_paged_attention_desc *d = rel_paged_desc_meant(d_given, &dtmp);
+    const r35a_paged_attention_args *a = rel_paged_args_meant(a_given, &atmp);
     oracle_paged o;
     memset(&o, 0, sizeof o);
     o.dtype = d->dtype;
+    o.kv_dtype = d->kv_dtype;
+    o.kv_scale_per_head = d->kv_scale_per_head;
+    o.k_scale = rel_dtype_is_8bit(rel_kv_dtype(d)) ? a->k_scale : NULL;
+    o.v_scale = rel_dtype_is_8bit(rel_kv_dtype(d)) ? a->v_scale : NULL;
+    o.sinks = d->use_sinks ? a->sinks : NULL;
     o.num_seqs = d->num_seqs;
     o.num_tokens = d->num_tokens;
     o.num_q_heads = d->num_q_heads;
@@ -410,11 +536,16 @@ int rel_oracle_paged(const r35a_paged_attention_desc *d, const r35a_paged_attent
     return oracle_paged_attention(&o, ref);
 }
 
-int rel_oracle_varlen(const r35a_varlen_attention_desc *d, const r35a_varlen_attention_args *a, double *ref)
+int rel_oracle_varlen(const r35a_varlen_attention_desc *d_given, const r35a_varlen_attention_args *a_given, double *ref)
 {
+    r35a_varlen_attention_desc dtmp;
+    r35a_varlen_attention_args atmp;
+    const r35a_varlen_attention_desc *d = rel_varlen_desc_meant(d_given, &dtmp);
+    const r35a_varlen_attention_args *a = rel_varlen_args_meant(a_given, &atmp);
     oracle_varlen o;
     memset(&o, 0, sizeof o);
     o.dtype = d->dtype;
+    o.sinks = d->use_sinks ? a->sinks : NULL;
     o.num_segments = d->num_segments;
     o.num_tokens = d->num_tokens;
     o.num_q_heads = d->num_q_heads;
@@ -486,6 +617,8 @@ double rel_tolerance(r35a_dtype dtype)
     case R35A_DTYPE_F16: return 2e-3;
     case R35A_DTYPE_BF16: return 1e-2;
     case R35A_DTYPE_F32: return 1e-5;
+    case R35A_DTYPE_FP8_E4M3:
+    case R35A_DTYPE_INT8: break; /* KV only: outputs have the Q/O dtype */
     }
     return 0.0;
 }

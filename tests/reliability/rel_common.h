@@ -40,15 +40,39 @@ void rel_expect_init(rel_expect *e);
 /* Records a violated check; p1 and p2 may be NULL. */
 void rel_expect_add(rel_expect *e, r35a_status status, const char *p0, const char *p1, const char *p2);
 
+/* The struct sizes of 0.1.0, which the library still accepts (the header: the struct up to the
+ * first field added in 0.2). */
+#define REL_PAGED_DESC_SIZE_0_1 offsetof(r35a_paged_attention_desc, use_sinks)
+#define REL_PAGED_ARGS_SIZE_0_1 offsetof(r35a_paged_attention_args, sinks)
+#define REL_VARLEN_DESC_SIZE_0_1 offsetof(r35a_varlen_attention_desc, use_sinks)
+#define REL_VARLEN_ARGS_SIZE_0_1 offsetof(r35a_varlen_attention_args, sinks)
+
+/* What a struct means: itself (today's struct_size), or its 0.1.0 prefix with the later fields at
+ * their documented defaults (copied into *tmp); NULL for a NULL struct or another struct_size. */
+const r35a_paged_attention_desc *rel_paged_desc_meant(const r35a_paged_attention_desc *d,
+                                                      r35a_paged_attention_desc *tmp);
+const r35a_varlen_attention_desc *rel_varlen_desc_meant(const r35a_varlen_attention_desc *d,
+                                                        r35a_varlen_attention_desc *tmp);
+const r35a_paged_attention_args *rel_paged_args_meant(const r35a_paged_attention_args *a,
+                                                      r35a_paged_attention_args *tmp);
+const r35a_varlen_attention_args *rel_varlen_args_meant(const r35a_varlen_attention_args *a,
+                                                        r35a_varlen_attention_args *tmp);
+/* The dtype of a paged call's K and V (kv_dtype, or dtype when kv_dtype is 0), and whether it is
+ * an 8-bit one (fp8_e4m3, int8: stored x scale). */
+r35a_dtype rel_kv_dtype(const r35a_paged_attention_desc *d);
+bool rel_dtype_is_8bit(r35a_dtype dtype);
+
 /* Plan-time checks of a descriptor (desc may be NULL). */
 void rel_expect_paged_desc(const r35a_paged_attention_desc *d, rel_expect *e);
 void rel_expect_varlen_desc(const r35a_varlen_attention_desc *d, rel_expect *e);
-/* Run-time checks of the args struct (pointers, struct_size, ALiBi) against a valid desc. */
+/* Run-time checks of the args struct (pointers, struct_size, ALiBi, sinks, scales) against a
+ * valid desc. */
 void rel_expect_paged_args(const r35a_paged_attention_desc *d, const r35a_paged_attention_args *a,
                            rel_expect *e);
-void rel_expect_varlen_args(const r35a_varlen_attention_args *a, rel_expect *e);
-/* Run-time checks of host metadata contents against a valid desc; the args' metadata pointers
- * must be non-NULL and hold the documented number of entries. */
+void rel_expect_varlen_args(const r35a_varlen_attention_desc *d, const r35a_varlen_attention_args *a,
+                            rel_expect *e);
+/* Run-time checks of host metadata contents (and 8-bit KV scale values) against a valid desc; the
+ * args' metadata (and scale) pointers must be non-NULL and hold the documented number of entries. */
 void rel_expect_paged_data(const r35a_paged_attention_desc *d, const r35a_paged_attention_args *a,
                            rel_expect *e);
 void rel_expect_varlen_data(const r35a_varlen_attention_desc *d, const r35a_varlen_attention_args *a,
@@ -80,7 +104,7 @@ typedef struct rel_varlen_extents {
 void rel_paged_extents_of(const r35a_paged_attention_desc *d, rel_paged_extents *x);
 void rel_varlen_extents_of(const r35a_varlen_attention_desc *d, rel_varlen_extents *x);
 
-size_t rel_dtype_size(r35a_dtype dtype); /* 0 for an unknown dtype */
+size_t rel_dtype_size(r35a_dtype dtype); /* 0 for an unknown dtype; 1 for the 8-bit KV dtypes */
 
 /* ---- oracle and comparison ---- */
 
