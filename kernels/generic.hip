@@ -2,18 +2,25 @@
  * generic.hip - the portable attention kernel: plain HIP, no matrix instructions, correct before
  * fast. It serves everything the tuned decode variants do not:
  *   - paged attention with any head size up to the kernel's dmax, any page size >= 1, logit
- *     softcap, ALiBi, sliding windows, and any query length M (causal among the M query tokens:
+ *     softcap, ALiBi, attention sinks, sliding windows, 8-bit KV caches (fp8 e4m3 / int8 with
+ *     scales per tensor or per kv head) and any query length M (causal among the M query tokens:
  *     chunked prefill), skipping sequences a decode kernel of the same call serves
  *     (M <= min_query_len);
- *   - varlen attention over packed segments, causal or not, GQA, arbitrary token/head strides
- *     (a fused qkv buffer is read in place).
+ *   - varlen attention over packed segments, causal or not, GQA, sinks, arbitrary token/head
+ *     strides (a fused qkv buffer is read in place).
  *
  * One workgroup of 4 waves per (query token, query head) row. The waves take keys round-robin,
  * each with its own online softmax (base 2); a key's logit is a dot product over the head split
  * across the 32 lanes (lane l holds d = l, l + 32, ...), reduced with DPP / permlanex16. The four
- * partial softmaxes merge through LDS at the end. Rows that see no key are written as zeros.
- * Lanes past the head size read element D-1 again and discard it (no divergent branches around
- * loads, and every lane's address is a real one).
+ * partial softmaxes merge through LDS at the end, where the row's sink joins the denominator.
+ * Rows that see no key are written as zeros. Lanes past the head size read element D-1 again and
+ * discard it (no divergent branches around loads, and every lane's address is a real one).
+ *
+ * The KV element type is a run-time argument of the paged kernel: a uniform switch picks one of
+ * three instantiations of the same row loop (the Q/O dtype, fp8 e4m3, int8), which share the LDS
+ * of the merge. 8-bit elements are dequantized in registers (device.h); the kv head's K scale is
+ * folded into the softmax scale and its V scale into the output normalization, so the loop does
+ * no per-element multiply for them.
  */
 #include "common/device.h"
 #include "common/generic_args.h"
@@ -21,38 +28,64 @@
 namespace r35a {
 
 constexpr int GEN_WAVES = R35A_GENERIC_THREADS / R35A_WAVE;
+constexpr float LOG2E_F = 1.4426950408889634f;
 
-/* Logit post-processing shared by both ops: softcap then ALiBi, then base 2. */
+/* Logit post-processing shared by both ops: softcap then ALiBi, then base 2. The sink (base 2,
+ * -inf without one) joins at the merge. */
 struct logit_rule {
     float scale, softcap, alibi_slope;
-    int pos;   /* the query's position: ALiBi adds slope * (j - pos) */
+    float sink2;   /* the row's sink logit x log2(e); -inf: no sink */
+    int pos;       /* the query's position: ALiBi adds slope * (j - pos) */
     __device__ inline float base2(float dot, int j) const {
         float s = dot * scale;
         if (softcap > 0.f) s = softcap * tanh_fast(s * rcp_fast(softcap));
         s += alibi_slope * (float)(j - pos);
-        return s * 1.4426950408889634f;
+        return s * LOG2E_F;
     }
 };
 
-/* Online softmax of one row over keys [lo, hi] given by key_at(j) -> (k row, v row) pointers, and
- * the normalized result written to orow. DPL = elements per lane = dmax / 32. */
-template <class E, int DPL, class KeyAt>
-R35A_DEV void attend_row(const u16 *qrow, u16 *orow, int D, int lo, int hi, const logit_rule &rule, KeyAt key_at) {
-    __shared__ float red_m[GEN_WAVES], red_l[GEN_WAVES];
-    __shared__ float red_acc[GEN_WAVES][DPL * R35A_WAVE];
+/* How one element of a K or V row is read, before its scale. Rows are addressed in bytes. */
+template <class E>
+struct kv_as_q {        /* K and V in the Q/O dtype */
+    static constexpr u32 bytes = 2;
+    R35A_DEV float load(const void *row, u32 element) { return E::to_f32(load_u16_off(row, 2u * element)); }
+};
+struct kv_fp8_e4m3 {
+    static constexpr u32 bytes = 1;
+    R35A_DEV float load(const void *row, u32 element) { return fp8_e4m3_to_f32(load_u8_off(row, element)); }
+};
+struct kv_int8 {
+    static constexpr u32 bytes = 1;
+    R35A_DEV float load(const void *row, u32 element) { return int8_to_f32(load_u8_off(row, element)); }
+};
+
+/* The four waves' partial softmaxes, merged at the end of a row: declared once per kernel so every
+ * KV element path shares it. */
+template <int DPL>
+struct merge_lds {
+    float m[GEN_WAVES], l[GEN_WAVES];
+    float acc[GEN_WAVES][DPL * R35A_WAVE];
+};
+
+/* Online softmax of one row over keys [lo, hi] given by key_at(j) -> (K row, V row) byte
+ * addresses, and the normalized result (times v_scale) written to orow. DPL = elements per lane =
+ * dmax / 32. */
+template <class E, class KV, int DPL, class KeyAt>
+R35A_DEV void attend_row(merge_lds<DPL> &lds, const u16 *qrow, u16 *orow, int D, int lo, int hi,
+                         const logit_rule &rule, float v_scale, KeyAt key_at) {
     const int lane = lane_id(), w = wave_id();
     constexpr int CH = DPL > 16 ? 8 : DPL;
 
-    /* Byte offset of the lane's i-th element within a row; lanes past D read element D-1 (32-bit,
-     * shared by Q, K and V rows, whose bases are wave-uniform). */
-    u32 boff[DPL];
-    for (int i = 0; i < DPL; ++i) boff[i] = 2u * (u32)imin(lane + R35A_WAVE * i, D - 1);
+    /* Index of the lane's i-th element within a row; lanes past D read element D-1 (32-bit, shared
+     * by Q, K and V rows, whose bases are wave-uniform). */
+    u32 eidx[DPL];
+    for (int i = 0; i < DPL; ++i) eidx[i] = (u32)imin(lane + R35A_WAVE * i, D - 1);
     /* q stays in its 16-bit storage format (no precision lost), two elements per register, 0 past D. */
     u32 q2[(DPL + 1) / 2];
     float acc[DPL];
     for (int i = 0; i < DPL; ++i) {
         const int d = lane + R35A_WAVE * i;
-        const u32 x = load_u16_off(qrow, boff[i]);
+        const u32 x = load_u16_off(qrow, 2u * eidx[i]);
         const u32 h = d < D ? x : 0u;
         if (i & 1) q2[i >> 1] |= h << 16;
         else q2[i >> 1] = h;
@@ -60,11 +93,11 @@ R35A_DEV void attend_row(const u16 *qrow, u16 *orow, int D, int lo, int hi, cons
     }
     float m = neg_inf(), l = 0.f;
     for (int j = lo + w; j <= hi; j += GEN_WAVES) {
-        const u16 *krow, *vrow;
+        const void *krow, *vrow;
         key_at(j, krow, vrow);
         /* Wide heads (dmax > 512) must fit 128 VGPRs without spilling: the loads go out in chunks of
          * CH fenced by scheduling barriers, q stays packed (an empty asm makes it opaque, so its
-         * conversion is not hoisted out of the loop as 32 floats) and the element offsets are
+         * conversion is not hoisted out of the loop as 32 floats) and the element indices are
          * recomputed per key instead of held. More round trips per key: fine for this fallback. */
         constexpr bool WIDE = CH < DPL;
         int lane_o = lane;
@@ -72,12 +105,12 @@ R35A_DEV void attend_row(const u16 *qrow, u16 *orow, int D, int lo, int hi, cons
             for (int i = 0; i < (DPL + 1) / 2; ++i) opaque(q2[i]);
             opaque(lane_o);
         }
-        auto off = [&](int i) -> u32 { return WIDE ? 2u * (u32)imin(lane_o + R35A_WAVE * i, D - 1) : boff[i]; };
+        auto idx = [&](int i) -> u32 { return WIDE ? (u32)imin(lane_o + R35A_WAVE * i, D - 1) : eidx[i]; };
         float dot = 0.f;
         for (int c0 = 0; c0 < DPL; c0 += CH) {
             for (int i = c0; i < c0 + CH && i < DPL; ++i) {
                 const float qi = E::to_f32((u16)(i & 1 ? q2[i >> 1] >> 16 : q2[i >> 1]));
-                dot = __builtin_fmaf(qi, E::to_f32(load_u16_off(krow, off(i))), dot);   /* q = 0 past D */
+                dot = __builtin_fmaf(qi, KV::load(krow, idx(i)), dot);   /* q = 0 past D */
             }
             if constexpr (WIDE) sched_barrier();
         }
@@ -88,29 +121,31 @@ R35A_DEV void attend_row(const u16 *qrow, u16 *orow, int D, int lo, int hi, cons
         for (int c0 = 0; c0 < DPL; c0 += CH) {
             /* past D this accumulates a copy of element D-1 that is never stored */
             for (int i = c0; i < c0 + CH && i < DPL; ++i)
-                acc[i] = __builtin_fmaf(p, E::to_f32(load_u16_off(vrow, off(i))), acc[i] * corr);
+                acc[i] = __builtin_fmaf(p, KV::load(vrow, idx(i)), acc[i] * corr);
             if constexpr (WIDE) sched_barrier();
         }
         m = mn;
     }
 
-    /* Merge the waves' partial softmaxes. */
+    /* Merge the waves' partial softmaxes, and the sink (one more logit, no value). */
     if (lane == 0) {
-        red_m[w] = m;
-        red_l[w] = l;
+        lds.m[w] = m;
+        lds.l[w] = l;
     }
-    for (int i = 0; i < DPL; ++i) red_acc[w][lane + R35A_WAVE * i] = acc[i];
+    for (int i = 0; i < DPL; ++i) lds.acc[w][lane + R35A_WAVE * i] = acc[i];
     block_sync();
     if (w != 0) return;
     float mx = neg_inf();
-    for (int k = 0; k < GEN_WAVES; ++k) mx = fmax(mx, red_m[k]);
-    const float mu = mx == neg_inf() ? 0.f : mx;
-    float lsum = 0.f, wk[GEN_WAVES];
+    for (int k = 0; k < GEN_WAVES; ++k) mx = fmax(mx, lds.m[k]);
+    const bool seen = mx != neg_inf();              /* else no key: zeros, whatever the sink */
+    const float mu = seen ? fmax(mx, rule.sink2) : 0.f;
+    float lsum = exp2_fast(rule.sink2 - mu), wk[GEN_WAVES];   /* 0 without a sink; NaN sink: NaN */
     for (int k = 0; k < GEN_WAVES; ++k) {
-        wk[k] = exp2_fast(red_m[k] - mu);
-        lsum += red_l[k] * wk[k];
+        wk[k] = exp2_fast(lds.m[k] - mu);
+        lsum += lds.l[k] * wk[k];
     }
-    const float inv = lsum > 0.f ? rcp_fast(lsum) : 0.f;   /* no key seen: zeros */
+    /* lsum >= 1 when seen: the largest logit (or the sink above it) contributes exp2(0) */
+    const float inv = seen ? rcp_fast(lsum) * v_scale : 0.f;
     /* (kept rolled: unrolled, the wide kernel would read all 4 x DPL partials into registers) */
 R35A_NO_UNROLL
     for (int i = 0; i < DPL; ++i) {
@@ -119,7 +154,7 @@ R35A_NO_UNROLL
          * that same value to the same place: no divergent branch around the LDS reads. */
         const int d = lane + R35A_WAVE * i;
         float o = 0.f;
-        for (int k = 0; k < GEN_WAVES; ++k) o += red_acc[k][d] * wk[k];
+        for (int k = 0; k < GEN_WAVES; ++k) o += lds.acc[k][d] * wk[k];
         store_u16(orow + imin(d, D - 1), E::from_f32(o * inv));
     }
 }
@@ -136,8 +171,13 @@ R35A_DEV int find_owner(const int32_t *starts, int n, int t) {
     return lo;
 }
 
+/* The row's sink logit in base 2, -inf without sinks. */
+R35A_DEV float sink_base2(const float *sinks, int h) { return sinks ? load_f32(sinks + h) * LOG2E_F : neg_inf(); }
+
 template <class E, int DMAX>
 R35A_DEV void generic_paged(const r35a_generic_paged_args &a) {
+    constexpr int DPL = DMAX / R35A_WAVE;
+    __shared__ merge_lds<DPL> lds;
     const int t = block_x(), h = block_y();
     const int s = find_owner(a.query_start_loc, a.num_seqs, t);
     const int q0 = a.query_start_loc[s];
@@ -148,27 +188,41 @@ R35A_DEV void generic_paged(const r35a_generic_paged_args &a) {
     const int hi = imin(p, L - 1);
     const int lo = (int)r35a_window_first_key(p, a.window);
     const int G = a.num_q_heads / a.num_kv_heads, g = h / G;
+    /* 8-bit KV: real = stored x scale; K's scale joins the softmax scale, V's the normalization */
+    const bool scaled = a.kv_dtype != R35A_GENERIC_KV_AS_Q;
+    const int si = a.kv_scale_per_head ? g : 0;
+    const float k_scale = scaled ? load_f32(a.k_scale + si) : 1.f;
+    const float v_scale = scaled ? load_f32(a.v_scale + si) : 1.f;
     logit_rule rule;
-    rule.scale = a.softmax_scale;
+    rule.scale = a.softmax_scale * k_scale;
     rule.softcap = a.logit_softcap;
     rule.alibi_slope = a.alibi_slopes ? load_f32(a.alibi_slopes + h) : 0.f;
+    rule.sink2 = sink_base2(a.sinks, h);
     rule.pos = p;
     const u16 *qrow = (const u16 *)a.q + (i64)t * a.q_token_stride + (i64)h * a.q_head_stride;
     u16 *orow = (u16 *)a.out + (i64)t * a.o_token_stride + (i64)h * a.o_head_stride;
     const int32_t *bt = a.block_table + (i64)s * a.block_table_stride;
-    const u16 *kh = (const u16 *)a.k_cache + (i64)g * a.k_head_stride;
-    const u16 *vh = (const u16 *)a.v_cache + (i64)g * a.v_head_stride;
     const int B = a.page_size;
-    attend_row<E, DMAX / R35A_WAVE>(qrow, orow, a.head_size, lo, hi, rule, [&](int j, const u16 *&kr, const u16 *&vr) {
-        const int pi = j / B, slot = j - pi * B;
-        const i64 page = load_i32_uniform(bt + pi);
-        kr = kh + page * a.k_page_stride + (i64)slot * a.k_slot_stride;
-        vr = vh + page * a.v_page_stride + (i64)slot * a.v_slot_stride;
-    });
+    auto run = [&](auto kv) {
+        using KV = decltype(kv);
+        const char *kh = (const char *)a.k_cache + (i64)g * a.k_head_stride * KV::bytes;
+        const char *vh = (const char *)a.v_cache + (i64)g * a.v_head_stride * KV::bytes;
+        attend_row<E, KV>(lds, qrow, orow, a.head_size, lo, hi, rule, v_scale,
+                          [&](int j, const void *&kr, const void *&vr) {
+            const int pi = j / B, slot = j - pi * B;
+            const i64 page = load_i32_uniform(bt + pi);
+            kr = kh + (page * a.k_page_stride + (i64)slot * a.k_slot_stride) * KV::bytes;
+            vr = vh + (page * a.v_page_stride + (i64)slot * a.v_slot_stride) * KV::bytes;
+        });
+    };
+    if (a.kv_dtype == R35A_GENERIC_KV_FP8_E4M3) run(kv_fp8_e4m3{});   /* uniform branches */
+    else if (a.kv_dtype == R35A_GENERIC_KV_INT8) run(kv_int8{});
+    else run(kv_as_q<E>{});
 }
 
 template <class E, int DMAX>
 R35A_DEV void generic_varlen(const r35a_generic_varlen_args &a) {
+    __shared__ merge_lds<DMAX / R35A_WAVE> lds;
     const int t = block_x(), h = block_y();
     const int s = find_owner(a.cu_seqlens, a.num_segments, t);
     const int t0 = a.cu_seqlens[s], len = a.cu_seqlens[s + 1] - t0;
@@ -179,12 +233,14 @@ R35A_DEV void generic_varlen(const r35a_generic_varlen_args &a) {
     rule.scale = a.softmax_scale;
     rule.softcap = a.logit_softcap;
     rule.alibi_slope = 0.f;
+    rule.sink2 = sink_base2(a.sinks, h);
     rule.pos = i;
     const u16 *qrow = (const u16 *)a.q + (i64)t * a.q_token_stride + (i64)h * a.q_head_stride;
     u16 *orow = (u16 *)a.out + (i64)t * a.o_token_stride + (i64)h * a.o_head_stride;
     const u16 *kh = (const u16 *)a.k + (i64)t0 * a.k_token_stride + (i64)g * a.k_head_stride;
     const u16 *vh = (const u16 *)a.v + (i64)t0 * a.v_token_stride + (i64)g * a.v_head_stride;
-    attend_row<E, DMAX / R35A_WAVE>(qrow, orow, a.head_size, 0, hi, rule, [&](int j, const u16 *&kr, const u16 *&vr) {
+    attend_row<E, kv_as_q<E>>(lds, qrow, orow, a.head_size, 0, hi, rule, 1.f,
+                              [&](int j, const void *&kr, const void *&vr) {
         kr = kh + (i64)j * a.k_token_stride;
         vr = vh + (i64)j * a.v_token_stride;
     });

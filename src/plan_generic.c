@@ -4,6 +4,11 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The kernel's KV dtype codes are the public r35a_dtype values (generic_args.h cannot include the
+ * public header). */
+_Static_assert(R35A_GENERIC_KV_FP8_E4M3 == R35A_DTYPE_FP8_E4M3 && R35A_GENERIC_KV_INT8 == R35A_DTYPE_INT8,
+               "generic_args.h's KV dtype codes must be rdna35attn.h's r35a_dtype values");
+
 /* ---- the portable kernel ---- */
 
 static bool plan_generic(r35a_op op, r35a_dtype dtype, int32_t head_size, int32_t num_tokens, int32_t num_q_heads,
@@ -65,11 +70,7 @@ static bool plan_generic(r35a_op op, r35a_dtype dtype, int32_t head_size, int32_
 bool r35a_plan_generic_paged(const r35a_paged_attention_desc *d, const char *arch, const char *only,
                              r35a_gpu_launch *out, char *reason, size_t cap)
 {
-    reason[0] = '\0';
-    if (d->use_sinks || r35a_dtype_is_kv8(r35a_paged_kv_dtype(d))) { /* until the kernel reads them */
-        r35a_text_append(reason, cap, ", ", "%s", d->use_sinks ? "attention sinks" : "8-bit KV cache");
-        return false;
-    }
+    /* every KV dtype the API accepts is a run-time argument of the one paged kernel */
     return plan_generic(R35A_OP_PAGED, d->dtype, d->head_size, d->num_tokens, d->num_q_heads, arch, only, out,
                         reason, cap);
 }
@@ -77,11 +78,6 @@ bool r35a_plan_generic_paged(const r35a_paged_attention_desc *d, const char *arc
 bool r35a_plan_generic_varlen(const r35a_varlen_attention_desc *d, const char *arch, const char *only,
                               r35a_gpu_launch *out, char *reason, size_t cap)
 {
-    reason[0] = '\0';
-    if (d->use_sinks) { /* until the kernel reads them */
-        r35a_text_append(reason, cap, ", ", "attention sinks");
-        return false;
-    }
     return plan_generic(R35A_OP_VARLEN, d->dtype, d->head_size, d->num_tokens, d->num_q_heads, arch, only, out,
                         reason, cap);
 }
@@ -98,6 +94,12 @@ void r35a_fill_generic_paged_args(const r35a_paged_attention_desc *d, const r35a
     out->query_start_loc = a->query_start_loc;
     out->block_table = a->block_table;
     out->alibi_slopes = d->use_alibi ? a->alibi_slopes : NULL;
+    out->sinks = d->use_sinks ? a->sinks : NULL;
+    const r35a_dtype kv = r35a_paged_kv_dtype(d);
+    out->kv_dtype = r35a_dtype_is_kv8(kv) ? (int32_t)kv : R35A_GENERIC_KV_AS_Q;
+    out->kv_scale_per_head = d->kv_scale_per_head;
+    out->k_scale = r35a_dtype_is_kv8(kv) ? a->k_scale : NULL;
+    out->v_scale = r35a_dtype_is_kv8(kv) ? a->v_scale : NULL;
     out->q_token_stride = d->q_token_stride;
     out->q_head_stride = d->q_head_stride;
     out->o_token_stride = d->o_token_stride;
@@ -130,6 +132,7 @@ void r35a_fill_generic_varlen_args(const r35a_varlen_attention_desc *d, const r3
     out->v = a->v;
     out->out = a->out;
     out->cu_seqlens = a->cu_seqlens;
+    out->sinks = d->use_sinks ? a->sinks : NULL;
     out->q_token_stride = d->q_token_stride;
     out->q_head_stride = d->q_head_stride;
     out->k_token_stride = d->k_token_stride;

@@ -120,6 +120,7 @@ class GenericPagedArgs(ctypes.Structure):   # mirrors r35a_generic_paged_args
     _fields_ = [("q", ctypes.c_uint64), ("k_cache", ctypes.c_uint64), ("v_cache", ctypes.c_uint64),
                 ("out", ctypes.c_uint64), ("seq_lens", ctypes.c_uint64), ("query_start_loc", ctypes.c_uint64),
                 ("block_table", ctypes.c_uint64), ("alibi_slopes", ctypes.c_uint64),
+                ("sinks", ctypes.c_uint64), ("k_scale", ctypes.c_uint64), ("v_scale", ctypes.c_uint64),
                 ("q_token_stride", ctypes.c_int64), ("q_head_stride", ctypes.c_int64),
                 ("o_token_stride", ctypes.c_int64), ("o_head_stride", ctypes.c_int64),
                 ("k_page_stride", ctypes.c_int64), ("k_head_stride", ctypes.c_int64), ("k_slot_stride", ctypes.c_int64),
@@ -128,12 +129,13 @@ class GenericPagedArgs(ctypes.Structure):   # mirrors r35a_generic_paged_args
                 ("num_seqs", ctypes.c_int32), ("num_tokens", ctypes.c_int32), ("num_q_heads", ctypes.c_int32),
                 ("num_kv_heads", ctypes.c_int32), ("head_size", ctypes.c_int32), ("page_size", ctypes.c_int32),
                 ("window", ctypes.c_int32), ("min_query_len", ctypes.c_int32),
-                ("softmax_scale", ctypes.c_float), ("logit_softcap", ctypes.c_float)]
+                ("softmax_scale", ctypes.c_float), ("logit_softcap", ctypes.c_float),
+                ("kv_dtype", ctypes.c_int32), ("kv_scale_per_head", ctypes.c_int32)]
 
 
 class GenericVarlenArgs(ctypes.Structure):   # mirrors r35a_generic_varlen_args
     _fields_ = [("q", ctypes.c_uint64), ("k", ctypes.c_uint64), ("v", ctypes.c_uint64), ("out", ctypes.c_uint64),
-                ("cu_seqlens", ctypes.c_uint64),
+                ("cu_seqlens", ctypes.c_uint64), ("sinks", ctypes.c_uint64),
                 ("q_token_stride", ctypes.c_int64), ("q_head_stride", ctypes.c_int64),
                 ("k_token_stride", ctypes.c_int64), ("k_head_stride", ctypes.c_int64),
                 ("v_token_stride", ctypes.c_int64), ("v_head_stride", ctypes.c_int64),
@@ -238,6 +240,22 @@ def from_bits(b, dtype):
 
 POISON = 0xFFFF   # NaN in f16 and bf16
 
+
+def fp8_e4m3_values(codes):
+    """OCP float8_e4m3fn bytes -> float64, from the format's definition (bias 7, 3 mantissa bits,
+    subnormals, S.1111.111 NaN, no infinities); independent of the kernels' bit tricks."""
+    c = np.asarray(codes, dtype=np.int64)
+    e, m = (c >> 3) & 15, c & 7
+    mag = np.where(e == 0, m / 8.0 * 2.0 ** -6, (1.0 + m / 8.0) * 2.0 ** (e - 7.0))
+    return np.where((c & 0x7F) == 0x7F, np.nan, np.where(c & 0x80, -mag, mag))
+
+
+def kv8_values(codes, kv_dtype):
+    """Stored 8-bit KV bytes -> their values before the scale."""
+    if kv_dtype == "fp8":
+        return fp8_e4m3_values(codes)
+    return np.asarray(codes, dtype=np.uint8).view(np.int8).astype(np.float64)
+
 # --------------------------------------------------------------------------------- host memory
 
 
@@ -285,9 +303,10 @@ def np_view(ptr, count, dtype):
 # ------------------------------------------------------------------------------------ the oracle
 
 
-def oracle_paged(q, kpos, vpos, seqs, G, window, scale, softcap=0.0, alibi=None):
+def oracle_paged(q, kpos, vpos, seqs, G, window, scale, softcap=0.0, alibi=None, sinks=None):
     """float64 paged attention from the public header's semantics.
     q: [tokens][Hq][D] float64; kpos/vpos(s, g) -> [L][D] float64 keys/values of sequence s, kv head g
+    (real values: 8-bit caches already decoded and scaled); sinks: [Hq] raw sink logits or None.
     seqs: list of (L, M, q_start). Returns out [tokens][Hq][D] (rows of M=0 sequences absent)."""
     T, Hq, D = q.shape
     out = np.zeros((T, Hq, D))
@@ -310,12 +329,18 @@ def oracle_paged(q, kpos, vpos, seqs, G, window, scale, softcap=0.0, alibi=None)
                         sc = softcap * np.tanh(sc / softcap)
                     if alibi is not None:
                         sc = sc + alibi[h] * (j - p)
-                    w = np.exp(sc - sc.max())
-                    out[q0 + i, h] = (w / w.sum()) @ V[lo:p + 1]
+                    out[q0 + i, h] = softmax_with_sink(sc, None if sinks is None else sinks[h]) @ V[lo:p + 1]
     return out
 
 
-def oracle_varlen(q, k, v, cu, G, causal, scale, softcap=0.0):
+def softmax_with_sink(sc, sink):
+    """Softmax over the logits and the sink, the sink's column dropped (gpt-oss)."""
+    top = sc.max() if sink is None else max(sc.max(), sink)
+    w = np.exp(sc - top)
+    return w / (w.sum() + (0.0 if sink is None else np.exp(sink - top)))
+
+
+def oracle_varlen(q, k, v, cu, G, causal, scale, softcap=0.0, sinks=None):
     T, Hq, D = q.shape
     out = np.zeros((T, Hq, D))
     for s in range(len(cu) - 1):
@@ -328,8 +353,7 @@ def oracle_varlen(q, k, v, cu, G, causal, scale, softcap=0.0):
                 sc = scale * (K[:n] @ q[a + i, h])
                 if softcap > 0:
                     sc = softcap * np.tanh(sc / softcap)
-                w = np.exp(sc - sc.max())
-                out[a + i, h] = (w / w.sum()) @ V[:n]
+                out[a + i, h] = softmax_with_sink(sc, None if sinks is None else sinks[h]) @ V[:n]
     return out
 
 # ------------------------------------------------------------------------------- paged problems
@@ -341,8 +365,20 @@ class PagedProblem:
     the slots past each sequence's end hold garbage (out-of-range page numbers, NaN/Inf bits)."""
 
     def __init__(self, mem, rng, dtype, D, Hkv, G, B, seqs, window=0, pad_slot=0, pad_head=0, pad_page=0,
-                 q_pad=0, o_pad=0, sparse_top=False, garbage_table=True):
+                 q_pad=0, o_pad=0, sparse_top=False, garbage_table=True, kv8=None, per_head=False, v_codes=None):
+        """kv8: None (K and V in dtype), "fp8" (e4m3fn bytes) or "int8", with scales k_scale / v_scale
+        per tensor or per kv head (per_head); v_codes: every V row holds these bytes (8-bit only)."""
         self.dtype, self.D, self.Hkv, self.G, self.B, self.window = dtype, D, Hkv, G, B, window
+        self.kv8, self.per_head = kv8, per_head
+        esize = 1 if kv8 else 2
+        if kv8:
+            n = Hkv if per_head else 1
+            self.k_scale = rng.uniform(0.05, 0.4, n).astype(np.float32) / (16.0 if kv8 == "int8" else 1.0)
+            self.v_scale = rng.uniform(0.05, 0.4, n).astype(np.float32) / (16.0 if kv8 == "int8" else 1.0)
+            if v_codes is not None:
+                self.v_scale[:] = 1.0
+            self.k_scale_buf = mem.from_array(self.k_scale, "k_scale")
+            self.v_scale_buf = mem.from_array(self.v_scale, "v_scale")
         self.Hq = Hkv * G
         self.seqs_lm = seqs
         q_start, t = [], 0
@@ -383,7 +419,7 @@ class PagedProblem:
                 kpos_rows[(s, i)] = page
         self.page_of = kpos_rows
         elems = self.num_pages * self.k_page_stride
-        nbytes = elems * 2
+        nbytes = elems * esize
         if sparse_top:
             self.k_ptr = mem.sparse(nbytes, "k_cache (sparse)")
             self.v_ptr = mem.sparse(nbytes, "v_cache (sparse)")
@@ -401,19 +437,38 @@ class PagedProblem:
         for (s, i), page in kpos_rows.items():
             L = seqs[s][0]
             for cache, store, ptr in (("k", self.K, self.k_ptr), ("v", self.V, self.v_ptr)):
-                pv = np_view(ptr + page * self.k_page_stride * 2, self.k_page_stride, np.uint16)
-                garbage = rng.choice(np.array([0x7C00, 0xFC00, 0x7E00, 0xFFFF, 0x7F80], dtype=np.uint16), size=pv.shape)
-                pv[:] = garbage
+                if kv8:
+                    # garbage: NaN codes (fp8), the extreme -128 / 127 (int8: no NaN)
+                    pv = np_view(ptr + page * self.k_page_stride, self.k_page_stride, np.uint8)
+                    junk = [0x7F, 0xFF] if kv8 == "fp8" else [0x80, 0x7F]
+                    pv[:] = rng.choice(np.array(junk, dtype=np.uint8), size=pv.shape)
+                else:
+                    pv = np_view(ptr + page * self.k_page_stride * 2, self.k_page_stride, np.uint16)
+                    garbage = rng.choice(np.array([0x7C00, 0xFC00, 0x7E00, 0xFFFF, 0x7F80], dtype=np.uint16), size=pv.shape)
+                    pv[:] = garbage
                 for g in range(Hkv):
                     for slot in range(B):
                         j = i * B + slot
                         if j >= L:
                             continue
+                        off = g * self.k_head_stride + slot * self.k_slot_stride
+                        if kv8:
+                            scale = (self.k_scale if cache == "k" else self.v_scale)[g if per_head else 0]
+                            if cache == "v" and v_codes is not None:
+                                codes = np.asarray(v_codes, dtype=np.uint8)
+                            elif kv8 == "fp8":   # magnitudes 2^-3 .. 30, subnormals now and then
+                                e = rng.integers(4, 12, D)
+                                e[rng.random(D) < 0.05] = 0
+                                codes = ((rng.integers(0, 2, D) << 7) | (e << 3) | rng.integers(0, 8, D)).astype(np.uint8)
+                            else:
+                                codes = rng.integers(-128, 128, D).astype(np.int8).view(np.uint8)
+                            pv[off:off + D] = codes
+                            store[(s, g)][j] = kv8_values(codes, kv8) * float(scale)
+                            continue
                         x = rng.standard_normal(D).astype(np.float32)
                         if cache == "k":
                             x *= 1.5   # spread of the logits
                         bits = to_bits(x, dtype)
-                        off = g * self.k_head_stride + slot * self.k_slot_stride
                         pv[off:off + D] = bits
                         store[(s, g)][j] = from_bits(bits, dtype)
         # Q / O with optional padding between heads
@@ -447,9 +502,9 @@ class PagedProblem:
                 rows[tok, h] = o[a:a + self.D]
         return rows
 
-    def reference(self, scale, softcap=0.0, alibi=None):
+    def reference(self, scale, softcap=0.0, alibi=None, sinks=None):
         return oracle_paged(self.qf, lambda s, g: self.K[(s, g)], lambda s, g: self.V[(s, g)], self.seqs, self.G,
-                            self.window, scale, softcap, alibi)
+                            self.window, scale, softcap, alibi, sinks)
 
 
 def compare(out_bits, ref, dtype, must_write, tol):
@@ -591,7 +646,62 @@ def generic_paged_cases(v):
         cases.append((f"window_mixed_d{D}", dict(D=D, Hkv=2, G=1, B=13, seqs=[(90, 12), (50, 3), (21, 1)], window=17,
                                                  pad_slot=3, q_pad=5, o_pad=2),
                       dict(min_query_len=2, softcap=5.0, alibi=True, bounds=True)))
+    # sinks and 8-bit KV caches (the kernel's run-time KV dtype), on the largest head size and one
+    # below it: per tensor / per kv head, with windows, GQA, M 1-8 and longer, partial pages
+    D, Dlo = Ds[-1], Ds[0]
+    cases.append((f"sinks_window_d{Dlo}", dict(D=Dlo, Hkv=2, G=3, B=16, seqs=[(130, 1), (40, 8), (0, 0), (29, 17)],
+                                                window=128),
+                  dict(sinks=True, bounds=True)))
+    cases.append((f"fp8_tensor_d{D}", dict(D=D, Hkv=2, G=2, B=16, seqs=[(37, 1), (70, 4), (0, 0)], kv8="fp8"),
+                  dict(bounds=True)))
+    cases.append((f"int8_head_sinks_d{Dlo}", dict(D=Dlo, Hkv=3, G=2, B=7, seqs=[(45, 2), (18, 18), (9, 1)], window=20,
+                                                   kv8="int8", per_head=True, pad_slot=5),
+                  dict(sinks=True, softcap=10.0, bounds=True)))
+    cases.append((f"fp8_head_sinks_alibi_d{Dlo}", dict(D=Dlo, Hkv=2, G=4, B=32, seqs=[(100, 8), (33, 3)], kv8="fp8",
+                                                        per_head=True),
+                  dict(sinks=True, alibi=True, min_query_len=3)))
     return cases
+
+
+def run_fp8_codes_case(G_, co, v, rng):
+    """Every e4m3fn byte through the kernel's dequantization: one key (its weight is exactly 1),
+    V = the 256 codes, v_scale 1: out[e] must be the code's value exactly (all fit f16 and bf16 is
+    not asked for: the f16 kernel only), NaN for S.1111.111."""
+    mem = Mem(G_)
+    try:
+        P = PagedProblem(mem, rng, v["dtype"], 256, Hkv=1, G=1, B=16, seqs=[(1, 1)], kv8="fp8",
+                         v_codes=np.arange(256, dtype=np.uint8))
+        a = generic_paged_args(P, 256, 1.0 / 16, 0.0, None, None, 0)
+        P.poison_out()
+        st = G_.launch(co.kernels[v["name"]], grid=(1, 1), block=(128,), args=[bytes(a)], check_bounds=True)
+        got = from_bits(P.out_rows()[0, 0], v["dtype"])
+        want = fp8_e4m3_values(np.arange(256))
+        bad = [c for c in range(256) if not (np.isnan(want[c]) and np.isnan(got[c])) and got[c] != want[c]]
+        msg = "; ".join(f"code 0x{c:02x}: got {got[c]!r} want {want[c]!r}" for c in bad[:4])
+        return not bad, float(len(bad)), msg or "all 256 codes exact", st.seconds
+    finally:
+        mem.close()
+
+
+def generic_paged_args(P, D, scale, softcap, alibi_buf, sinks_buf, minq):
+    a = GenericPagedArgs()
+    a.q, a.k_cache, a.v_cache, a.out = P.q_buf.ptr, P.k_ptr, P.v_ptr, P.o_buf.ptr
+    a.seq_lens, a.query_start_loc, a.block_table = P.seq_lens_buf.ptr, P.qsl_buf.ptr, P.bt_buf.ptr
+    a.alibi_slopes = alibi_buf.ptr if alibi_buf else 0
+    a.sinks = sinks_buf.ptr if sinks_buf else 0
+    if P.kv8:
+        a.kv_dtype = 4 if P.kv8 == "fp8" else 5   # R35A_GENERIC_KV_FP8_E4M3 / _INT8
+        a.kv_scale_per_head = 1 if P.per_head else 0
+        a.k_scale, a.v_scale = P.k_scale_buf.ptr, P.v_scale_buf.ptr
+    a.q_token_stride, a.q_head_stride = P.q_token_stride, P.q_head_stride
+    a.o_token_stride, a.o_head_stride = P.o_token_stride, P.o_head_stride
+    a.k_page_stride, a.k_head_stride, a.k_slot_stride = P.k_page_stride, P.k_head_stride, P.k_slot_stride
+    a.v_page_stride, a.v_head_stride, a.v_slot_stride = P.k_page_stride, P.k_head_stride, P.k_slot_stride
+    a.block_table_stride = P.bt_stride
+    a.num_seqs, a.num_tokens, a.num_q_heads, a.num_kv_heads = len(P.seqs), P.num_tokens, P.Hq, P.Hkv
+    a.head_size, a.page_size, a.window, a.min_query_len = D, P.B, P.window, minq
+    a.softmax_scale, a.logit_softcap = scale, softcap
+    return a
 
 
 def run_generic_paged_case(G_, co, v, label, pk, rk, rng):
@@ -606,24 +716,20 @@ def run_generic_paged_case(G_, co, v, label, pk, rk, rng):
         if rk.get("alibi"):
             alibi = (2.0 ** (-8.0 * (np.arange(P.Hq) + 1) / P.Hq)).astype(np.float32)
             alibi_buf = mem.from_array(alibi, "alibi")
-        ref = P.reference(scale, softcap, alibi.astype(np.float64) if alibi is not None else None)
+        sinks = sinks_buf = None
+        if rk.get("sinks"):
+            # around the logits (a few units): from nearly no weight to most of a row's; one -inf
+            sinks = rng.uniform(-3.0, 4.0, P.Hq).astype(np.float32)
+            sinks[0] = -np.inf
+            sinks_buf = mem.from_array(sinks, "sinks")
+        ref = P.reference(scale, softcap, alibi.astype(np.float64) if alibi is not None else None,
+                          sinks.astype(np.float64) if sinks is not None else None)
         minq = rk.get("min_query_len", 0)
         must = np.zeros(P.num_tokens, dtype=bool)
         for L, M, q0 in P.seqs:
             if M > minq:
                 must[q0:q0 + M] = True
-        a = GenericPagedArgs()
-        a.q, a.k_cache, a.v_cache, a.out = P.q_buf.ptr, P.k_ptr, P.v_ptr, P.o_buf.ptr
-        a.seq_lens, a.query_start_loc, a.block_table = P.seq_lens_buf.ptr, P.qsl_buf.ptr, P.bt_buf.ptr
-        a.alibi_slopes = alibi_buf.ptr if alibi_buf else 0
-        a.q_token_stride, a.q_head_stride = P.q_token_stride, P.q_head_stride
-        a.o_token_stride, a.o_head_stride = P.o_token_stride, P.o_head_stride
-        a.k_page_stride, a.k_head_stride, a.k_slot_stride = P.k_page_stride, P.k_head_stride, P.k_slot_stride
-        a.v_page_stride, a.v_head_stride, a.v_slot_stride = P.k_page_stride, P.k_head_stride, P.k_slot_stride
-        a.block_table_stride = P.bt_stride
-        a.num_seqs, a.num_tokens, a.num_q_heads, a.num_kv_heads = len(P.seqs), P.num_tokens, P.Hq, P.Hkv
-        a.head_size, a.page_size, a.window, a.min_query_len = D, P.B, P.window, minq
-        a.softmax_scale, a.logit_softcap = scale, softcap
+        a = generic_paged_args(P, D, scale, softcap, alibi_buf, sinks_buf, minq)
         P.poison_out()
         st = G_.launch(co.kernels[v["name"]], grid=(P.num_tokens, P.Hq), block=(128,), args=[bytes(a)],
                        check_bounds=True if rk.get("bounds") else None)
@@ -641,6 +747,10 @@ def generic_varlen_cases(v):
         cases.append((f"encoder_d{D}", dict(D=D, Hq=3, Hkv=3, segs=[33, 0, 17, 5]), dict(causal=0)))
         cases.append((f"causal_gqa_d{D}", dict(D=D, Hq=4, Hkv=2, segs=[21, 40]), dict(causal=1, softcap=8.0)))
         cases.append((f"fused_qkv_d{D}", dict(D=D, Hq=2, Hkv=2, segs=[12, 30], fused=True), dict(causal=0, bounds=True)))
+    D = Ds[0]
+    cases.append((f"sinks_encoder_d{D}", dict(D=D, Hq=3, Hkv=3, segs=[19, 0, 6]), dict(causal=0, sinks=True)))
+    cases.append((f"sinks_causal_gqa_d{D}", dict(D=D, Hq=4, Hkv=2, segs=[1, 27]), dict(causal=1, sinks=True,
+                                                                                         bounds=True)))
     return cases
 
 
@@ -671,10 +781,12 @@ def run_generic_varlen_case(G_, co, v, label, pk, rk, rng):
         ctypes.memset(ob.ptr, 0xFF, max(T, 1) * o_tok * 2)
         scale = 1.0 / math.sqrt(D)
         softcap = rk.get("softcap", 0.0)
+        sinks = rng.uniform(-3.0, 4.0, Hq).astype(np.float32) if rk.get("sinks") else None
         ref = oracle_varlen(from_bits(qb, dtype), from_bits(kb, dtype), from_bits(vb, dtype), cu, Hq // Hkv,
-                            rk["causal"], scale, softcap)
+                            rk["causal"], scale, softcap, sinks.astype(np.float64) if sinks is not None else None)
         a = GenericVarlenArgs()
         a.q, a.k, a.v, a.out = qp, kp, vp, ob.ptr
+        a.sinks = mem.from_array(sinks, "sinks").ptr if sinks is not None else 0
         a.cu_seqlens = mem.from_array(cu, "cu_seqlens").ptr
         a.q_token_stride, a.q_head_stride = qts, D
         a.k_token_stride, a.k_head_stride = kts, D
@@ -831,6 +943,9 @@ def main():
             cases = generic_paged_cases(v) if v["op"] == "paged" else generic_varlen_cases(v)
             fn = run_generic_paged_case if v["op"] == "paged" else run_generic_varlen_case
             jobs += [(v, c, fn, "generic") for c in cases]
+            if v["op"] == "paged" and v["dtype"] == "f16" and v["dmax"] >= 256:
+                jobs.append((v, ("fp8_all_codes", {}, {}),
+                             lambda G_, co, v, label, pk, rk, rng: run_fp8_codes_case(G_, co, v, rng), "generic"))
     for i, (v, (label, pk, rk), fn, src) in enumerate(jobs):
         if not csel(label):
             continue

@@ -180,6 +180,7 @@ R35A_DEV float fmax_nonan(float a, float b) { return __builtin_amdgcn_fmed3f(a, 
 R35A_DEV int imin(int a, int b) { return a < b ? a : b; }
 R35A_DEV int imax(int a, int b) { return a > b ? a : b; }
 R35A_DEV float neg_inf() { return -__builtin_inff(); }
+R35A_DEV float quiet_nan() { return __builtin_bit_cast(float, 0x7fc00000u); }
 /* tanh from exp2 (no libm on the device): tanh|x| = (1 - e^-2|x|) / (1 + e^-2|x|), abs error ~1e-7. */
 R35A_DEV float tanh_fast(float x) {
     float t = exp2_fast(-2.8853900817779268f * __builtin_fabsf(x)); /* e^(-2|x|) */
@@ -232,6 +233,10 @@ R35A_DEV u16 load_u16(const void *p) { return *(const R35A_GLOBAL u16 *)p; }
  * in SGPRs (saddr) and only the 32-bit offset in a VGPR. */
 R35A_DEV u16 load_u16_off(const void *uniform_base, u32 byte_offset) {
     return *(const R35A_GLOBAL u16 *)((const char *)uniform_base + byte_offset);
+}
+/* 8 bits (an 8-bit KV element), zero-extended, addressed like load_u16_off. */
+R35A_DEV u32 load_u8_off(const void *uniform_base, u32 byte_offset) {
+    return *(const R35A_GLOBAL unsigned char *)((const char *)uniform_base + byte_offset);
 }
 R35A_DEV void store_u16(void *p, u16 v) { *(R35A_GLOBAL u16 *)p = v; }
 R35A_DEV float load_f32(const void *p) { return *(const R35A_GLOBAL float *)p; }
@@ -371,6 +376,7 @@ R35A_DEV float fmax_nonan(float a, float b) { return fmaxf(a, b); }
 R35A_DEV int imin(int a, int b) { return a < b ? a : b; }
 R35A_DEV int imax(int a, int b) { return a > b ? a : b; }
 R35A_DEV float neg_inf() { return __int_as_float((int)0xff800000u); }
+R35A_DEV float quiet_nan() { return __int_as_float(0x7fc00000); }
 R35A_DEV float tanh_fast(float x) {
     float t = exp2_fast(-2.8853900817779268f * fabsf(x)); /* e^(-2|x|) */
     float r = (1.0f - t) * rcp_fast(1.0f + t);
@@ -417,6 +423,9 @@ R35A_DEV u16 load_u16(const void *p) { return *(const u16 *)p; }
 R35A_DEV u16 load_u16_off(const void *uniform_base, u32 byte_offset) {
     return *(const u16 *)((const char *)uniform_base + byte_offset);
 }
+R35A_DEV u32 load_u8_off(const void *uniform_base, u32 byte_offset) {
+    return *(const unsigned char *)((const char *)uniform_base + byte_offset);
+}
 R35A_DEV void store_u16(void *p, u16 v) { *(u16 *)p = v; }
 R35A_DEV float load_f32(const void *p) { return *(const float *)p; }
 R35A_DEV void store_f32(void *p, float v) { *(float *)p = v; }
@@ -433,5 +442,38 @@ R35A_DEV const P *byte_offset(const P *p, i64 bytes) { return (const P *)((const
 #else
 #error "device.h: compile kernels with a HIP (AMDGPU) or CUDA device compiler"
 #endif
+
+/* ---- 8-bit KV elements (both targets) -------------------------------------------------------
+ * gfx11 has no fp8 hardware (nor int8 conversions into f16), so these are register arithmetic on
+ * the bits, written once on top of the layer above. A cache's real value is element x scale; the
+ * scale is the caller's (one multiply per row, or folded into the softmax scale for K and into the
+ * output normalization for V, as the portable kernel does). */
+namespace r35a {
+
+/* An OCP float8_e4m3fn byte as the f16 bits of its value / 2^8: e4m3's exponent (bias 7) and
+ * mantissa drop into f16's fields (bias 15) one bit lower, which divides the value by 2^(15-7);
+ * fp8 subnormals land on f16 subnormals, exactly. The all-ones S.1111.111 (NaN) comes out as the
+ * finite 480 / 2^8: a caller that must keep NaN (the non-finite contract) checks the byte, as
+ * fp8_e4m3_to_f32 does. */
+R35A_DEV u32 fp8_e4m3_to_f16_bits_div256(u32 b) { return ((b & 0x80u) << 8) | ((b & 0x7fu) << 7); }
+
+/* Bytes 0 and 1 of x at once, as an f16x2 (byte 0 in bits 0-15) of value / 2^8: the same rule on a
+ * pair, 5 bit operations per 2 elements, no conversion instruction. (A b128 load holds 16 elements:
+ * bytes 2-3 are (x >> 16).) */
+R35A_DEV u32 fp8_e4m3x2_to_f16x2_div256(u32 x) {
+    const u32 t = ((x & 0xffu) << 8) | ((x & 0xff00u) << 16); /* byte 0 at bits 8-15, byte 1 at 24-31 */
+    return (t & 0x80008000u) | ((t & 0x7f007f00u) >> 1);
+}
+
+/* The exact value of an e4m3fn byte; NaN for S.1111.111. */
+R35A_DEV float fp8_e4m3_to_f32(u32 b) {
+    const float v = f16_to_f32((u16)fp8_e4m3_to_f16_bits_div256(b)) * 256.0f;
+    return (b & 0x7fu) == 0x7fu ? quiet_nan() : v;
+}
+
+/* A two's-complement int8 byte (bits 0-7 of b) as its value. */
+R35A_DEV float int8_to_f32(u32 b) { return (float)((int)(b << 24) >> 24); }
+
+} /* namespace r35a */
 
 #endif /* R35A_DEVICE_H */

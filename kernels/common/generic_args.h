@@ -1,14 +1,17 @@
 /*
  * generic_args.h - the portable kernel (kernels/generic.hip: plain HIP, no WMMA): its by-value
  * arguments for the paged and the varlen op, the launch grid, and the rules a call must meet.
- * It serves any head size up to the kernel's dmax, any page size, softcap, ALiBi, windows, causal
- * chunked prefill, and varlen (causal or not, GQA, any strides).
+ * It serves any head size up to the kernel's dmax, any page size, softcap, ALiBi, attention sinks,
+ * windows, causal chunked prefill, 8-bit KV caches (fp8 e4m3, int8; scales per tensor or per kv
+ * head, dequantized in registers), and varlen (causal or not, GQA, sinks, any strides). The KV
+ * dtype is a run-time argument: one paged kernel per (Q/O dtype, dmax) serves every KV dtype.
  *
  * Kernels: generic_paged_<dtype>_dmax<N>, generic_varlen_<dtype>_dmax<N>   (R35A_GENERIC_KERNEL)
  *
  * One workgroup of R35A_GENERIC_THREADS threads per (query token, query head):
  *     grid = { num_tokens, num_q_heads, 1 }.
- * Included by C11 host code and by the device code. Strides in ELEMENTS of the dtype.
+ * Included by C11 host code and by the device code. Strides in ELEMENTS of the dtype (K and V:
+ * of the KV dtype, one byte for the 8-bit ones).
  */
 #ifndef R35A_GENERIC_ARGS_H
 #define R35A_GENERIC_ARGS_H
@@ -22,11 +25,19 @@ extern "C" {
 
 #define R35A_GENERIC_THREADS 128
 
+/* r35a_generic_paged_args.kv_dtype: the r35a_dtype values of include/rdna35attn.h (the kernels do
+ * not include the public header; plan_generic.c checks that they agree). */
+#define R35A_GENERIC_KV_AS_Q 0        /* K and V have the Q/O dtype */
+#define R35A_GENERIC_KV_FP8_E4M3 4    /* OCP float8_e4m3fn bytes x scale */
+#define R35A_GENERIC_KV_INT8 5        /* int8 x scale */
+
 typedef struct r35a_generic_paged_args {
     const void *q, *k_cache, *v_cache;
     void *out;
     const int32_t *seq_lens, *query_start_loc, *block_table;
     const float *alibi_slopes;       /* [num_q_heads] or NULL */
+    const float *sinks;              /* [num_q_heads] raw sink logits, or NULL */
+    const float *k_scale, *v_scale;  /* 8-bit KV: [1] or [num_kv_heads]; NULL otherwise */
     int64_t q_token_stride, q_head_stride;
     int64_t o_token_stride, o_head_stride;
     int64_t k_page_stride, k_head_stride, k_slot_stride;
@@ -43,12 +54,15 @@ typedef struct r35a_generic_paged_args {
                                         kernel of the same call serves the others */
     float softmax_scale;
     float logit_softcap;             /* 0 = off */
+    int32_t kv_dtype;                /* R35A_GENERIC_KV_* */
+    int32_t kv_scale_per_head;       /* 8-bit KV: scales indexed by kv head (1) or not (0) */
 } r35a_generic_paged_args;
 
 typedef struct r35a_generic_varlen_args {
     const void *q, *k, *v;
     void *out;
     const int32_t *cu_seqlens;       /* [num_segments + 1] */
+    const float *sinks;              /* [num_q_heads] raw sink logits, or NULL */
     int64_t q_token_stride, q_head_stride;
     int64_t k_token_stride, k_head_stride;
     int64_t v_token_stride, v_head_stride;

@@ -145,6 +145,51 @@ class GpuTest(unittest.TestCase):
         want = _oracle.varlen_attention(qkv64[:, 0], qkv64[:, 1], qkv64[:, 2], cu)
         _oracle.assert_close(self, out.numpy().astype(np.float64), want, "float16", "out")
 
+    def test_sinks_and_int8_cache_device_buffers(self):
+        """Sinks and an int8 cache with per-kv-head scales, all in device memory (the portable kernel
+        serves them); the scales and sinks are device buffers too (graph-capture safe)."""
+        p = paged_problem(self.rng, "float16", [1, 130, 40], [1, 4, 1], 8, 2, 64, 16, window=128)
+        k8, k_stored = _oracle.make_kv8(self.rng, p["k"].shape, "int8")
+        v8, v_stored = _oracle.make_kv8(self.rng, p["v"].shape, "int8")
+        k_scale = np.array([0.01, 0.02], np.float32)
+        v_scale = np.array([0.015, 0.005], np.float32)
+        sinks = self.rng.uniform(-2.0, 3.0, 8).astype(np.float32)
+        out = self.device(np.full(p["q"].shape, np.nan, np.float16))
+        d = {name: self.device(p[name]) for name in ("q", "seq_lens", "query_start_loc", "block_table")}
+        rdna35attn.paged_attention(d["q"], self.device(k8), self.device(v8), d["seq_lens"], d["query_start_loc"],
+                                   d["block_table"], out=out, max_seq_len=130, max_query_len=4, window=128,
+                                   context=self.ctx, sinks=self.device(sinks), k_scale=self.device(k_scale),
+                                   v_scale=self.device(v_scale))
+        want = _oracle.paged_attention(p["q64"], k_stored * k_scale.reshape(1, 2, 1, 1),
+                                       v_stored * v_scale.reshape(1, 2, 1, 1), p["seq_lens"], p["query_start_loc"],
+                                       p["block_table"], window=128, sinks=sinks)
+        _oracle.assert_close(self, out.numpy().astype(np.float64), want, "float16", "out")
+
+    def test_torch_float8_cache(self):
+        """A torch.float8_e4m3fn cache is recognized as fp8 without naming kv_dtype."""
+        try:
+            import torch
+        except ImportError:
+            self.skipTest("torch is not installed")
+        if not torch.cuda.is_available() or not hasattr(torch, "float8_e4m3fn"):
+            self.skipTest("torch sees no GPU or has no float8_e4m3fn")
+        p = paged_problem(self.rng, "float16", [70, 9], [1, 2], 8, 2, 128, 16)
+        codes_k, k_stored = _oracle.make_kv8(self.rng, p["k"].shape, "fp8_e4m3")
+        codes_v, v_stored = _oracle.make_kv8(self.rng, p["v"].shape, "fp8_e4m3")
+        dev = "cuda:%d" % self.ctx.info.device_index
+        k = torch.from_numpy(codes_k).to(dev).view(torch.float8_e4m3fn)
+        v = torch.from_numpy(codes_v).to(dev).view(torch.float8_e4m3fn)
+        t = {name: torch.from_numpy(p[name]).to(dev) for name in ("q", "seq_lens", "query_start_loc", "block_table")}
+        scales = torch.tensor([0.25], dtype=torch.float32, device=dev)
+        out = torch.empty_like(t["q"])
+        rdna35attn.paged_attention(t["q"], k, v, t["seq_lens"], t["query_start_loc"], t["block_table"], out=out,
+                                   max_seq_len=70, max_query_len=2, context=self.ctx, k_scale=scales,
+                                   v_scale=scales)
+        torch.cuda.synchronize()
+        want = _oracle.paged_attention(p["q64"], k_stored * 0.25, v_stored * 0.25, p["seq_lens"],
+                                       p["query_start_loc"], p["block_table"])
+        _oracle.assert_close(self, out.cpu().numpy().astype(np.float64), want, "float16", "out")
+
     def test_host_arrays_are_refused(self):
         q, out, cu = np.zeros((1, 1, 8), np.float16), np.zeros((1, 1, 8), np.float16), np.array([0, 1], np.int32)
         with self.ctx.plan_varlen_attention(q, q, q, out, cu, max_seqlen=1) as plan:  # shapes only

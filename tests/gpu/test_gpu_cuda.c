@@ -13,7 +13,9 @@
  *              over garbage table entries, padded and NHD strides, two row groups, L == M, mixed
  *              batches (decode + portable kernel in one call)
  *   generic    the portable kernel: softcap, ALiBi, odd page sizes, head sizes no variant has,
- *              chunked prefill, varlen causal / GQA / fused qkv
+ *              chunked prefill, varlen causal / GQA / fused qkv; attention sinks (paged and
+ *              varlen) and 8-bit KV caches (fp8 e4m3, int8; scales per tensor and per kv head),
+ *              which the decode variants decline for now, on decode-shaped and mixed batches
  *   encoder    every encoder variant: mixed segment lengths, fused qkv with an empty segment, long
  *              segments over several row and key blocks
  *   graph      a decode call captured in a CUDA graph; seq_lens, block table, Q (and K/V) then
@@ -22,7 +24,7 @@
  * Exit status: 0 all passed, 1 a failure, 77 skipped (no CUDA GPU, or a library without cubins
  * for it): ctest reports 77 as "skipped".
  * Options: --quick (fewer cases: the sanitizer runs), --fragments native|gfx11emu|both,
- *          --only decode|generic|encoder|graph.
+ *          --only decode|generic|features|encoder|graph (features: the sinks / 8-bit KV cases).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "cuda_dl.h"
@@ -402,6 +404,77 @@ static void generic_cases(r35a_context *ctx)
         varlen_spec_init(&v, dt, 2, 2, 300);
         varlen_spec_add_segment(&v, 50);
         run_varlen(ctx, &v, "generic_varlen", index++, "generic_varlen");
+
+        /* sinks: non-causal (the encoder declines sinks) and causal GQA */
+        varlen_spec_init(&v, dt, 4, 4, 64);
+        varlen_spec_add_segment(&v, 77);
+        varlen_spec_add_segment(&v, 0);
+        varlen_spec_add_segment(&v, 19);
+        v.use_sinks = 1;
+        v.sink_center = 2.0;
+        v.sink_amp = 3.0;
+        run_varlen(ctx, &v, "generic_sinks", index++, "generic_varlen");
+        varlen_spec_init(&v, dt, 8, 2, 128);
+        varlen_spec_add_segment(&v, 130);
+        v.causal = 1;
+        v.use_sinks = 1;
+        v.sink_center = -1.0;
+        v.sink_amp = 4.0;
+        run_varlen(ctx, &v, "generic_sinks", index++, "generic_varlen");
+    }
+}
+
+/* Sinks and 8-bit KV caches on decode-shaped calls: the decode variants decline them for now, so
+ * the portable kernel serves them (its run-time KV dtype), whole calls and mixed batches alike. */
+static void model_feature_cases(r35a_context *ctx)
+{
+    int index = 0;
+    paged_spec s;
+    const r35a_dtype dts[2] = {R35A_DTYPE_F16, R35A_DTYPE_BF16};
+    const r35a_dtype kvs[3] = {(r35a_dtype)0, R35A_DTYPE_FP8_E4M3, R35A_DTYPE_INT8};
+    for (int di = 0; di < 2; ++di) {
+        for (int ki = 0; ki < 3; ++ki) {
+            for (int per_head = 0; per_head < (ki ? 2 : 1); ++per_head) {
+                if (g_quick && di == 1 && per_head)
+                    continue;
+                /* gpt-oss-like: 64 q heads over 8 kv heads, D 64, a 128-key window, sinks; M 1 and 4 */
+                paged_spec_init(&s, dts[di], 64, 8, 64, 16);
+                s.use_sinks = 1;
+                s.sink_center = 1.0;
+                s.sink_amp = 3.0;
+                s.sink_some_neg_inf = true;
+                s.kv_dtype = kvs[ki];
+                s.kv_scale_per_head = per_head;
+                s.window = 128;
+                s.garbage_unreached = true;
+                s.shuffle_pages = true;
+                paged_spec_add_seq(&s, 1000, 1);
+                paged_spec_add_seq(&s, 0, 0);
+                paged_spec_add_seq(&s, 300, 4);
+                paged_spec_add_seq(&s, 90, 1);
+                run_paged(ctx, &s, "generic_sinks_kv8", index++, "generic_paged");
+                if (ki == 0)
+                    continue;
+                /* 8-bit cache without sinks: D 128, GQA 4, long context, partial last page, NHD */
+                paged_spec_init(&s, dts[di], 16, 4, 128, 32);
+                s.kv_dtype = kvs[ki];
+                s.kv_scale_per_head = per_head;
+                s.k_layout.nhd = s.v_layout.nhd = per_head != 0;
+                paged_spec_add_seq(&s, g_quick ? 1500 : 4099, 1);
+                paged_spec_add_seq(&s, 61, 8);
+                run_paged(ctx, &s, "generic_kv8", index++, "generic_paged");
+                /* mixed batch with an 8-bit cache and softcap: everything on the portable kernel */
+                paged_spec_init(&s, dts[di], 8, 2, 256, 16);
+                s.kv_dtype = kvs[ki];
+                s.kv_scale_per_head = per_head;
+                s.logit_softcap = 30.f;
+                paged_spec_add_seq(&s, 200, 1);
+                paged_spec_add_seq(&s, 64, 20);
+                paged_spec_add_seq(&s, 0, 0);
+                paged_spec_add_seq(&s, 333, 8);
+                run_paged(ctx, &s, "generic_kv8", index++, "generic_paged");
+            }
+        }
     }
 }
 
@@ -618,7 +691,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
             only = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--quick] [--fragments native|gfx11emu|both] [--only decode|generic|encoder|graph]\n",
+            fprintf(stderr, "usage: %s [--quick] [--fragments native|gfx11emu|both] [--only decode|generic|features|encoder|graph]\n",
                     argv[0]);
             return 2;
         }
@@ -652,6 +725,8 @@ int main(int argc, char **argv)
             decode_cases(ctx, arch);
         if (!only || strcmp(only, "generic") == 0)
             generic_cases(ctx);
+        if (!only || strcmp(only, "generic") == 0 || strcmp(only, "features") == 0)
+            model_feature_cases(ctx);
         if (!only || strcmp(only, "encoder") == 0)
             encoder_cases(ctx, arch);
         if (!only || strcmp(only, "graph") == 0) {
