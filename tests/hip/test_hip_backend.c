@@ -327,9 +327,16 @@ static void expect_generic(r35a_context *ctx, const r35a_paged_attention_desc *d
     assert_int_equal(pi.grid[1], (uint32_t)d->num_q_heads);
     fake.reset();
     r35a_paged_attention_args a = paged_args();
-    float slopes[64];
+    float slopes[64], sinks[64], scales[2][64];
     if (d->use_alibi)
         a.alibi_slopes = slopes;
+    if (d->use_sinks)
+        a.sinks = sinks;
+    const int kv8 = d->kv_dtype == R35A_DTYPE_FP8_E4M3 || d->kv_dtype == R35A_DTYPE_INT8;
+    if (kv8) {
+        a.k_scale = scales[0];
+        a.v_scale = scales[1];
+    }
     assert_int_equal(r35a_paged_attention_run(ctx, plan, &a, NULL, 0, &stream_token), R35A_OK);
     assert_int_equal(fake.num_launches(), 1);
     const fake_launch *l = fake.launch(0);
@@ -341,6 +348,11 @@ static void expect_generic(r35a_context *ctx, const r35a_paged_attention_desc *d
     assert_int_equal(ka.min_query_len, 0);
     assert_true(ka.logit_softcap == d->logit_softcap);
     assert_ptr_equal(ka.alibi_slopes, d->use_alibi ? slopes : NULL);
+    assert_ptr_equal(ka.sinks, d->use_sinks ? sinks : NULL);
+    assert_int_equal(ka.kv_dtype, kv8 ? (int32_t)d->kv_dtype : R35A_GENERIC_KV_AS_Q);
+    assert_ptr_equal(ka.k_scale, kv8 ? scales[0] : NULL);
+    assert_ptr_equal(ka.v_scale, kv8 ? scales[1] : NULL);
+    assert_int_equal(ka.kv_scale_per_head, d->kv_scale_per_head);
     r35a_plan_destroy(plan);
 }
 
@@ -359,6 +371,20 @@ static void test_gpu_fallbacks(void **state)
     r35a_paged_attention_desc alibi = d;
     alibi.use_alibi = 1;
     expect_generic(ctx, &alibi, "generic_paged_f16_dmax256", "decode: ALiBi");
+
+    r35a_paged_attention_desc sinks = d;
+    sinks.use_sinks = 1;
+    expect_generic(ctx, &sinks, "generic_paged_f16_dmax256", "decode: attention sinks");
+
+    r35a_paged_attention_desc fp8 = d;
+    fp8.kv_dtype = R35A_DTYPE_FP8_E4M3;
+    fp8.kv_scale_per_head = 1;
+    expect_generic(ctx, &fp8, "generic_paged_f16_dmax256", "decode: fp8_e4m3 KV cache");
+
+    r35a_paged_attention_desc int8 = d;
+    int8.kv_dtype = R35A_DTYPE_INT8;
+    int8.use_sinks = 1;
+    expect_generic(ctx, &int8, "generic_paged_f16_dmax256", "decode: attention sinks, int8 KV cache");
 
     r35a_paged_attention_desc page8;
     r35a_paged_attention_desc_init(&page8, R35A_DTYPE_BF16, 2, 2, 1, 4096, 32, 8, 128, 8, 1024);
@@ -539,7 +565,8 @@ static void expect_varlen_generic(r35a_context *ctx, const r35a_varlen_attention
     r35a_plan_info pi = plan_info_of(plan);
     assert_string_equal(pi.implementation, kernel);
     expect_contains(pi.fallback_reason, reason);
-    r35a_varlen_attention_args va = {sizeof va, q_buf, kv_buf, kv_buf, o_buf, meta, NULL};
+    static float sinks[64];
+    r35a_varlen_attention_args va = {sizeof va, q_buf, kv_buf, kv_buf, o_buf, meta, d->use_sinks ? sinks : NULL};
     fake.reset();
     assert_int_equal(r35a_varlen_attention_run(ctx, plan, &va, NULL, 0, &stream_token), R35A_OK);
     assert_int_equal(fake.num_launches(), 1);
@@ -549,6 +576,7 @@ static void expect_varlen_generic(r35a_context *ctx, const r35a_varlen_attention
     r35a_generic_varlen_args vk;
     memcpy(&vk, fake.launch(0)->args, sizeof vk);
     assert_int_equal(vk.causal, d->causal);
+    assert_ptr_equal(vk.sinks, d->use_sinks ? sinks : NULL);
     assert_int_equal(vk.num_kv_heads, d->num_kv_heads);
     r35a_plan_destroy(plan);
 }
@@ -655,6 +683,10 @@ static void test_gpu_encoder(void **state)
     r35a_varlen_attention_desc softcap = v;
     softcap.logit_softcap = 50.0f;
     expect_varlen_generic(ctx, &softcap, "generic_varlen_bf16_dmax256", "encoder: logit softcap");
+
+    r35a_varlen_attention_desc sinks = v;
+    sinks.use_sinks = 1;
+    expect_varlen_generic(ctx, &sinks, "generic_varlen_bf16_dmax256", "encoder: attention sinks");
     r35a_varlen_attention_desc d96;
     r35a_varlen_attention_desc_init(&d96, R35A_DTYPE_F16, 3, 600, 256, 8, 8, 96);
     expect_varlen_generic(ctx, &d96, "generic_varlen_f16_dmax256",

@@ -355,6 +355,24 @@ static void test_decode_declines(void **state)
     both.logit_softcap = 50.0f;
     both.use_alibi = 1;
     expect_decode_declines(&both, NULL, "logit softcap, ALiBi, page_size 8");
+
+    /* Sinks and 8-bit KV caches: the portable kernel serves them until the decode kernels do. */
+    r35a_paged_attention_desc sinks = d;
+    sinks.use_sinks = 1;
+    expect_decode_declines(&sinks, NULL, "attention sinks");
+    r35a_paged_attention_desc fp8 = d;
+    fp8.kv_dtype = R35A_DTYPE_FP8_E4M3;
+    expect_decode_declines(&fp8, NULL, "fp8_e4m3 KV cache");
+    r35a_paged_attention_desc int8 = d;
+    int8.kv_dtype = R35A_DTYPE_INT8;
+    int8.kv_scale_per_head = 1;
+    int8.use_sinks = 1;
+    expect_decode_declines(&int8, NULL, "attention sinks, int8 KV cache");
+    r35a_paged_attention_desc same = d; /* kv_dtype naming the Q/O dtype is the default */
+    same.kv_dtype = R35A_DTYPE_F16;
+    r35a_gpu_launch l;
+    char why[256];
+    assert_true(r35a_plan_decode(&same, ARCH, 40, NULL, &l, why, sizeof why));
 }
 
 static void test_decode_forced_variant(void **state)
@@ -396,6 +414,67 @@ static void test_generic_paged(void **state)
     assert_true(r35a_plan_generic_paged(&d, ARCH, "generic_paged_f16_dmax1024", &l, why, sizeof why));
     assert_string_equal(r35a_generic_kernels[l.kernel].name, "generic_paged_f16_dmax1024");
     assert_false(r35a_plan_generic_paged(&d, ARCH, "generic_varlen_f16_dmax256", &l, why, sizeof why));
+
+    /* Sinks and every KV dtype on the same kernels (the KV dtype is a run-time argument). */
+    r35a_paged_attention_desc kv8 = d;
+    kv8.use_sinks = 1;
+    kv8.kv_dtype = R35A_DTYPE_INT8;
+    kv8.kv_scale_per_head = 1;
+    expect_generic_paged(&kv8, "generic_paged_f16_dmax256");
+    r35a_paged_attention_desc f32_fp8 = f32;   /* f32 Q/O stays a reference-only dtype */
+    f32_fp8.kv_dtype = R35A_DTYPE_FP8_E4M3;
+    assert_false(r35a_plan_generic_paged(&f32_fp8, ARCH, NULL, &l, why, sizeof why));
+    assert_non_null(strstr(why, "dtype f32"));
+}
+
+/* The portable kernel's arguments carry sinks, the KV dtype code and the scales, and only when the
+ * descriptor asks for them. */
+static void test_generic_args_features(void **state)
+{
+    (void)state;
+    static int32_t seq_lens[2], qsl[3], table[2 * 256];
+    static uint16_t q[64], o[64];
+    static uint8_t kv[64];
+    static float sinks[32], k_scale[8], v_scale[8];
+    r35a_paged_attention_desc d = paged(R35A_DTYPE_BF16, 2, 2, 4096, 32, 8, 128, 16);
+    r35a_paged_attention_args a = {sizeof a, q, kv, kv, o, seq_lens, qsl, table, NULL, NULL, NULL, NULL};
+    r35a_generic_paged_args ka;
+    r35a_fill_generic_paged_args(&d, &a, 0, &ka);
+    assert_int_equal(ka.kv_dtype, R35A_GENERIC_KV_AS_Q);
+    assert_null(ka.sinks);
+    assert_null(ka.k_scale);
+
+    d.use_sinks = 1;
+    d.kv_dtype = R35A_DTYPE_FP8_E4M3;
+    d.kv_scale_per_head = 1;
+    a.sinks = sinks;
+    a.k_scale = k_scale;
+    a.v_scale = v_scale;
+    r35a_fill_generic_paged_args(&d, &a, 8, &ka);
+    assert_int_equal(ka.kv_dtype, R35A_GENERIC_KV_FP8_E4M3);
+    assert_int_equal(ka.kv_scale_per_head, 1);
+    assert_ptr_equal(ka.sinks, sinks);
+    assert_ptr_equal(ka.k_scale, k_scale);
+    assert_ptr_equal(ka.v_scale, v_scale);
+    assert_int_equal(ka.min_query_len, 8);
+    d.kv_dtype = R35A_DTYPE_INT8;
+    r35a_fill_generic_paged_args(&d, &a, 0, &ka);
+    assert_int_equal(ka.kv_dtype, R35A_GENERIC_KV_INT8);
+    d.kv_dtype = R35A_DTYPE_BF16; /* the Q/O dtype named explicitly: no scales */
+    d.kv_scale_per_head = 0;
+    r35a_fill_generic_paged_args(&d, &a, 0, &ka);
+    assert_int_equal(ka.kv_dtype, R35A_GENERIC_KV_AS_Q);
+    assert_null(ka.k_scale);
+
+    r35a_varlen_attention_desc v = varlen(R35A_DTYPE_F16, 1, 4, 4, 32, 32, 64);
+    r35a_varlen_attention_args va = {sizeof va, q, q, q, o, qsl, sinks};
+    v.use_sinks = 1;
+    r35a_generic_varlen_args kva;
+    r35a_fill_generic_varlen_args(&v, &va, &kva);
+    assert_ptr_equal(kva.sinks, sinks);
+    v.use_sinks = 0;
+    r35a_fill_generic_varlen_args(&v, &va, &kva);
+    assert_null(kva.sinks);
 }
 
 static void test_generic_varlen(void **state)
@@ -465,6 +544,9 @@ static void test_mixed_batch_declines(void **state)
     r35a_paged_attention_desc alibi = d;
     alibi.use_alibi = 1;
     expect_mixed_declines(&alibi, "ALiBi");
+    r35a_paged_attention_desc kv8 = d; /* a mixed batch with an 8-bit cache: all on the portable kernel */
+    kv8.kv_dtype = R35A_DTYPE_FP8_E4M3;
+    expect_mixed_declines(&kv8, "fp8_e4m3 KV cache");
     r35a_paged_attention_desc page8 = paged(R35A_DTYPE_F16, 2, 12, 4096, 32, 8, 128, 8);
     expect_mixed_declines(&page8, "page_size 8 is not a multiple of 16");
     const int32_t unbuilt = unbuilt_decode_head(R35A_DTYPE_BF16);
@@ -539,6 +621,10 @@ static void test_encoder_declines(void **state)
     r35a_varlen_attention_desc softcap = d;
     softcap.logit_softcap = 50.0f;
     expect_encoder_declines(&softcap, NULL, "logit softcap");
+
+    r35a_varlen_attention_desc sinks = d;
+    sinks.use_sinks = 1;
+    expect_encoder_declines(&sinks, NULL, "attention sinks");
 
     r35a_varlen_attention_desc d96 = varlen(R35A_DTYPE_F16, 4, 1000, 400, 16, 16, 96);
     expect_encoder_declines(&d96, NULL, "head_size 96 not built (gfx1151 f16: 32, 48, 64, 72, 80, 128)");
@@ -680,6 +766,7 @@ int main(void)
         cmocka_unit_test(test_decode_forced_variant),
         cmocka_unit_test(test_generic_paged),
         cmocka_unit_test(test_generic_varlen),
+        cmocka_unit_test(test_generic_args_features),
         cmocka_unit_test(test_decode_args),
         cmocka_unit_test(test_mixed_batch),
         cmocka_unit_test(test_mixed_batch_declines),
