@@ -350,7 +350,7 @@ static void test_bf16_dot_overflow(void **state)
 /* ------------------------------------------------------------------------------------------ */
 /* 2. NaN and Inf inputs                                                                        */
 
-typedef enum poison_site { IN_K, IN_V, IN_Q, IN_SLOPE } poison_site;
+typedef enum poison_site { IN_K, IN_V, IN_Q, IN_SLOPE, IN_SINK } poison_site;
 
 /* One sequence L = 40, M = 4, window 16, so the first query row (pos 36) sees keys 21..36 and key
  * 37 is seen by rows 1..3 only; key 10 is seen by nobody. */
@@ -362,6 +362,7 @@ static void nan_inf_case(poison_site site, double value, int32_t key, int32_t el
     contiguous_desc(&d, R35A_DTYPE_F16, 1, M, M, L, HQ, 1, D, 16, 3);
     d.window = 16;
     d.use_alibi = site == IN_SLOPE;
+    d.use_sinks = site == IN_SINK;
     int32_t Ls = L, Ms = M, pages[3] = {2, 0, 1};
     tu_rng rng;
     tu_rng_init(&rng, tu_case_seed("nan_inf", 0));
@@ -374,6 +375,12 @@ static void nan_inf_case(poison_site site, double value, int32_t key, int32_t el
         clean.a.alibi_slopes = slopes;
         bad.a.alibi_slopes = bad_slopes;
         bad_slopes[0] = (float)value;
+    }
+    float sinks[HQ] = {0.25f, 0.5f}, bad_sinks[HQ] = {0.25f, 0.5f};
+    if (site == IN_SINK) {
+        clean.a.sinks = sinks;
+        bad.a.sinks = bad_sinks;
+        bad_sinks[0] = (float)value;
     }
     int64_t page = pages[key / 16], slot = key % 16;
     size_t at = site == IN_Q ? (size_t)(key * d.q_token_stride + elem) /* key = token here */
@@ -396,7 +403,7 @@ static void nan_inf_case(poison_site site, double value, int32_t key, int32_t el
             bool sees;
             if (site == IN_Q)
                 sees = t == key && h == 0;
-            else if (site == IN_SLOPE)
+            else if (site == IN_SLOPE || site == IN_SINK)
                 sees = h == 0;
             else
                 sees = key <= pos && pos - key < d.window;
@@ -461,6 +468,45 @@ static void test_nan_inf(void **state)
     nan_inf_case(IN_SLOPE, NAN, 0, 0, "NaN ALiBi slope of head 0", r, sizeof r);
     if (strchr(r, '0'))
         known_issue("a NaN ALiBi slope gives its head's rows all zeros instead of NaN (%s)", r);
+    /* sinks: a NaN or +inf sink is a non-finite logit (its head's rows all NaN); a huge finite one
+     * takes all the weight (zeros, not NaN); -inf is no sink (test_sink_neg_inf_is_no_sink) */
+    nan_inf_case(IN_SINK, NAN, 0, 0, "NaN sink of head 0", r, sizeof r);
+    for (int t = 0; t < 4; ++t)
+        if (r[t * 2] != 'N' || r[t * 2 + 1] != '=')
+            fail_msg("a NaN sink must make its head's rows (only) all NaN: %s", r);
+    nan_inf_case(IN_SINK, INFINITY, 0, 0, "+Inf sink of head 0", r, sizeof r);
+    for (int t = 0; t < 4; ++t)
+        if (r[t * 2] != 'N')
+            fail_msg("a +Inf sink must make its head's rows all NaN: %s", r);
+    nan_inf_case(IN_SINK, 3e38, 0, 0, "sink 3e38 (finite) on head 0", r, sizeof r);
+    for (int t = 0; t < 4; ++t)
+        if (r[t * 2] != '0')
+            fail_msg("a sink far above every logit takes all the weight: zeros, never NaN: %s", r);
+}
+
+/* A sink of -inf is no sink: bit-identical to the same call without sinks. */
+static void test_sink_neg_inf_is_no_sink(void **state)
+{
+    (void)state;
+    enum { D = 40, HQ = 4, L = 70, M = 3 };
+    r35a_paged_attention_desc d;
+    contiguous_desc(&d, R35A_DTYPE_BF16, 1, M, M, L, HQ, 2, D, 16, 5);
+    int32_t Ls = L, Ms = M, pages[5] = {4, 1, 3, 0, 2};
+    tu_rng rng;
+    tu_rng_init(&rng, tu_case_seed("sink_neg_inf", 0));
+    direct plain, with;
+    direct_build(&plain, &d, &Ls, &Ms, pages, false, &rng);
+    tu_rng_init(&rng, tu_case_seed("sink_neg_inf", 0));
+    d.use_sinks = 1;
+    direct_build(&with, &d, &Ls, &Ms, pages, false, &rng);
+    const float sinks[HQ] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    with.a.sinks = sinks;
+    assert_int_equal(direct_run(&plain), R35A_OK);
+    assert_int_equal(direct_run(&with), R35A_OK);
+    assert_memory_equal(plain.out, with.out, plain.out_bytes);
+    printf("  %-58s bit-identical to no sinks\n", "sinks of -inf");
+    direct_free(&plain);
+    direct_free(&with);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -813,6 +859,7 @@ int main(void)
         cmocka_unit_test(test_large_logits),
         cmocka_unit_test(test_bf16_dot_overflow),
         cmocka_unit_test(test_nan_inf),
+        cmocka_unit_test(test_sink_neg_inf_is_no_sink),
         cmocka_unit_test(test_empty_rows),
         cmocka_unit_test(test_window_one_and_context_one),
         cmocka_unit_test(test_m8_seq8),
