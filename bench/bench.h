@@ -17,7 +17,7 @@
 enum {
     BENCH_MAX_ROWS = 64,         /* contexts (paged) or segment lists (encoder) per run */
     BENCH_MAX_SEGMENTS = 4096,   /* segments over all encoder rows */
-    BENCH_MAX_BUFFERS = 8        /* buffers one call touches */
+    BENCH_MAX_BUFFERS = 12       /* buffers one call touches */
 };
 
 /* Process exit codes. */
@@ -48,6 +48,11 @@ typedef struct bench_options {
     int32_t batch;
     int32_t query_len;           /* M: query tokens per sequence */
     int32_t window;              /* 0 = none */
+    r35a_dtype kv_dtype;         /* 0 = dtype; R35A_DTYPE_FP8_E4M3 / R35A_DTYPE_INT8: 8-bit cache */
+    bool alibi;
+    /* both ops */
+    bool sinks;
+    double softcap;              /* 0 = off */
     int32_t contexts[BENCH_MAX_ROWS];
     int num_contexts;
     /* encoder: row r has segments segment_lens[segment_row_start[r] .. segment_row_start[r+1]-1] */

@@ -59,10 +59,16 @@ static void print_usage(FILE *f)
         "  --batch N                sequences per call, all of length L (default 1)\n"
         "  --m N                    query tokens per sequence (default 1; speculative decode: 2..8)\n"
         "  --window N               sliding window in keys (default 0 = none)\n"
+        "  --kv-dtype fp8|int8|same KV cache dtype (default same as --dtype; fp8 = e4m3fn; scales\n"
+        "                           per tensor; bytes moved count the 8-bit elements)\n"
+        "  --alibi                  ALiBi slopes 2^(-8(h+1)/q_heads)\n"
         "encoder only:\n"
         "  --segments A,B,...       segment lengths of one call = one row; repeat for more rows\n"
         "                           (default rows: %s | %s | %s | %s)\n"
         "  --causal                 causal instead of non-causal\n"
+        "both:\n"
+        "  --sinks                  attention sinks (random logits in [-2, 2), one per q head)\n"
+        "  --softcap X              logit softcap (default 0 = off)\n"
         "measurement:\n"
         "  --backend auto|gpu|reference   context backend (default auto: GPU if served, else reference)\n"
         "  --min-working-set-mb N   rotate through enough independent copies of all buffers (KV cache\n"
@@ -235,6 +241,40 @@ static int on_window(parse_state *st, const char *flag, const char *v)
     return parse_i32(flag, v, 0, INT32_MAX, &st->opt->window);
 }
 
+static int on_kv_dtype(parse_state *st, const char *flag, const char *v)
+{
+    if (strcmp(v, "fp8") == 0 || strcmp(v, "fp8_e4m3") == 0)
+        st->opt->kv_dtype = R35A_DTYPE_FP8_E4M3;
+    else if (strcmp(v, "int8") == 0)
+        st->opt->kv_dtype = R35A_DTYPE_INT8;
+    else if (strcmp(v, "same") == 0)
+        st->opt->kv_dtype = (r35a_dtype)0;
+    else
+        return usage_error("%s: expected fp8, int8 or same, got '%s'", flag, v);
+    return BENCH_EXIT_OK;
+}
+
+static int on_alibi(parse_state *st, const char *flag, const char *v)
+{
+    (void)flag;
+    (void)v;
+    st->opt->alibi = true;
+    return BENCH_EXIT_OK;
+}
+
+static int on_sinks(parse_state *st, const char *flag, const char *v)
+{
+    (void)flag;
+    (void)v;
+    st->opt->sinks = true;
+    return BENCH_EXIT_OK;
+}
+
+static int on_softcap(parse_state *st, const char *flag, const char *v)
+{
+    return parse_double(flag, v, 0.0, 1e30, &st->opt->softcap);
+}
+
 static int on_segments(parse_state *st, const char *flag, const char *v)
 {
     bench_options *o = st->opt;
@@ -337,6 +377,10 @@ static const flag_spec flags[] = {
     {"--batch", true, SCOPE_PAGED, on_batch},
     {"--m", true, SCOPE_PAGED, on_m},
     {"--window", true, SCOPE_PAGED, on_window},
+    {"--kv-dtype", true, SCOPE_PAGED, on_kv_dtype},
+    {"--alibi", false, SCOPE_PAGED, on_alibi},
+    {"--sinks", false, SCOPE_ANY, on_sinks},
+    {"--softcap", true, SCOPE_ANY, on_softcap},
     {"--segments", true, SCOPE_ENCODER, on_segments},
     {"--causal", false, SCOPE_ENCODER, on_causal},
     {"--backend", true, SCOPE_ANY, on_backend},

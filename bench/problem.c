@@ -10,8 +10,9 @@
 #include <string.h>
 
 enum { PAGED_Q, PAGED_K, PAGED_V, PAGED_OUT, PAGED_SEQ_LENS, PAGED_QUERY_START, PAGED_BLOCK_TABLE,
-       PAGED_NUM_BUFFERS };
-enum { VARLEN_Q, VARLEN_K, VARLEN_V, VARLEN_OUT, VARLEN_CU_SEQLENS, VARLEN_NUM_BUFFERS };
+       PAGED_ALIBI, PAGED_SINKS, PAGED_K_SCALE, PAGED_V_SCALE, PAGED_NUM_BUFFERS };
+enum { VARLEN_Q, VARLEN_K, VARLEN_V, VARLEN_OUT, VARLEN_CU_SEQLENS, VARLEN_SINKS, VARLEN_NUM_BUFFERS };
+/* The optional buffers (ALiBi, sinks, scales) are 0 bytes when the problem has no such feature. */
 
 /* Buffers start on this boundary inside a slab (the fast paths want 16-byte aligned rows; 256
  * keeps every buffer on its own cache lines). */
@@ -43,7 +44,7 @@ static uint32_t rng_below(uint64_t *state, uint32_t n)
 
 static size_t dtype_size(r35a_dtype dtype)
 {
-    return dtype == R35A_DTYPE_F32 ? 4 : 2;
+    return dtype == R35A_DTYPE_F32 ? 4 : dtype == R35A_DTYPE_FP8_E4M3 || dtype == R35A_DTYPE_INT8 ? 1 : 2;
 }
 
 static uint32_t float_bits(float f)
@@ -188,6 +189,23 @@ static void poison_output(bench_problem *p)
     memset(host_buffer(p, p->out_buffer), 0xff, p->size[p->out_buffer]);
 }
 
+/* 8-bit KV elements: fp8 e4m3fn codes of magnitudes 2^-3 .. 30 (no NaN codes), or any int8. */
+static void fill_random_kv8(void *dst, size_t count, r35a_dtype dtype, uint64_t *state)
+{
+    unsigned char *p = dst;
+    for (size_t i = 0; i < count; i++) {
+        uint32_t r = (uint32_t)rng_next(state);
+        p[i] = dtype == R35A_DTYPE_INT8 ? (unsigned char)r
+                                        : (unsigned char)((r & 0x80u) | ((4u + (r >> 8) % 7u) << 3) | (r & 7u));
+    }
+}
+
+static void fill_floats(float *p, size_t count, float lo, float hi, uint64_t *state)
+{
+    for (size_t i = 0; i < count; i++)
+        p[i] = lo + (hi - lo) * 0.5f * (rng_uniform(state) + 1.0f);
+}
+
 /* ---- paged decode ---------------------------------------------------------------------------- */
 
 /* Bytes a paged call must move at least; every sequence has L = context and M query tokens.
@@ -196,13 +214,14 @@ static void poison_output(bench_problem *p)
 static void paged_traffic(const r35a_paged_attention_desc *d, int32_t context, double *bytes, double *flops)
 {
     const double es = (double)dtype_size(d->dtype);
+    const double kv_es = (double)dtype_size(d->kv_dtype ? d->kv_dtype : d->dtype);
     const int64_t L = context, M = d->max_query_len, B = d->page_size, W = d->window;
     int64_t first_key = 0;
     if (W > 0 && L - M - W + 1 > 0)
         first_key = L - M - W + 1;
     const int64_t keys = L - first_key;
     const int64_t pages = (L - 1) / B - first_key / B + 1;
-    double kv = 2.0 * (double)keys * d->num_kv_heads * d->head_size * es;
+    double kv = 2.0 * (double)keys * d->num_kv_heads * d->head_size * kv_es;
     double q_and_o = 2.0 * (double)M * d->num_q_heads * d->head_size * es;
     double metadata = 4.0 /* seq_lens[s] */ + 4.0 * (double)pages;
     *bytes = d->num_seqs * (kv + q_and_o + metadata) + 4.0 * (d->num_seqs + 1) /* query_start_loc */;
@@ -233,7 +252,7 @@ static int paged_sizes(const bench_options *opt, int32_t context, bench_problem 
     const int64_t pages_per_seq = ((int64_t)context + opt->page_size - 1) / opt->page_size;
     const int64_t num_pages = pages_per_seq * opt->batch;
     const int64_t num_tokens = (int64_t)opt->batch * opt->query_len;
-    const size_t es = dtype_size(opt->dtype);
+    const size_t es = dtype_size(opt->dtype), kv_es = dtype_size(opt->kv_dtype ? opt->kv_dtype : opt->dtype);
     if (num_pages > INT32_MAX || num_tokens > INT32_MAX) {
         snprintf(why, why_len, "context %d x batch %d needs more than 2^31 pages or tokens",
                  (int)context, (int)opt->batch);
@@ -244,11 +263,15 @@ static int paged_sizes(const bench_options *opt, int32_t context, bench_problem 
                                    context, opt->num_q_heads, opt->num_kv_heads, opt->head_size,
                                    opt->page_size, (int32_t)num_pages);
     d->window = opt->window;
+    d->kv_dtype = opt->kv_dtype;
+    d->use_alibi = opt->alibi;
+    d->use_sinks = opt->sinks;
+    d->logit_softcap = (float)opt->softcap;
     p->num_buffers = PAGED_NUM_BUFFERS;
     p->out_buffer = PAGED_OUT;
     bool ok = mul4((size_t)num_tokens, (size_t)opt->num_q_heads, (size_t)opt->head_size, es, &p->size[PAGED_Q]) &&
               mul4((size_t)num_pages, (size_t)opt->num_kv_heads, (size_t)opt->page_size,
-                   (size_t)opt->head_size * es, &p->size[PAGED_K]);
+                   (size_t)opt->head_size * kv_es, &p->size[PAGED_K]);
     if (!ok) {
         snprintf(why, why_len, "the problem's buffers do not fit in memory");
         return -1;
@@ -258,6 +281,9 @@ static int paged_sizes(const bench_options *opt, int32_t context, bench_problem 
     p->size[PAGED_SEQ_LENS] = sizeof(int32_t) * (size_t)opt->batch;
     p->size[PAGED_QUERY_START] = sizeof(int32_t) * ((size_t)opt->batch + 1);
     p->size[PAGED_BLOCK_TABLE] = sizeof(int32_t) * (size_t)num_pages;
+    p->size[PAGED_ALIBI] = opt->alibi ? sizeof(float) * (size_t)opt->num_q_heads : 0;
+    p->size[PAGED_SINKS] = opt->sinks ? sizeof(float) * (size_t)opt->num_q_heads : 0;
+    p->size[PAGED_K_SCALE] = p->size[PAGED_V_SCALE] = opt->kv_dtype ? sizeof(float) : 0;
     return 0;
 }
 
@@ -266,8 +292,21 @@ static void paged_fill(const bench_options *opt, int32_t context, bench_problem 
     const r35a_paged_attention_desc *d = &p->desc.paged;
     const size_t es = dtype_size(d->dtype);
     fill_random(host_buffer(p, PAGED_Q), p->size[PAGED_Q] / es, d->dtype, rng);
-    fill_random(host_buffer(p, PAGED_K), p->size[PAGED_K] / es, d->dtype, rng);
-    fill_random(host_buffer(p, PAGED_V), p->size[PAGED_V] / es, d->dtype, rng);
+    if (d->kv_dtype) {   /* 8-bit: stored values of a few units, scaled back to about [-1, 1] */
+        fill_random_kv8(host_buffer(p, PAGED_K), p->size[PAGED_K], d->kv_dtype, rng);
+        fill_random_kv8(host_buffer(p, PAGED_V), p->size[PAGED_V], d->kv_dtype, rng);
+        const float scale = d->kv_dtype == R35A_DTYPE_INT8 ? 1.0f / 128.0f : 0.125f;
+        memcpy(host_buffer(p, PAGED_K_SCALE), &scale, sizeof scale);
+        memcpy(host_buffer(p, PAGED_V_SCALE), &scale, sizeof scale);
+    } else {
+        fill_random(host_buffer(p, PAGED_K), p->size[PAGED_K] / es, d->dtype, rng);
+        fill_random(host_buffer(p, PAGED_V), p->size[PAGED_V] / es, d->dtype, rng);
+    }
+    float *slopes = host_buffer(p, PAGED_ALIBI);
+    for (int32_t h = 0; d->use_alibi && h < d->num_q_heads; h++)
+        slopes[h] = powf(2.0f, -8.0f * (float)(h + 1) / (float)d->num_q_heads);
+    if (d->use_sinks)
+        fill_floats(host_buffer(p, PAGED_SINKS), (size_t)d->num_q_heads, -2.0f, 2.0f, rng);
     int32_t *seq_lens = host_buffer(p, PAGED_SEQ_LENS);
     int32_t *query_start = host_buffer(p, PAGED_QUERY_START);
     for (int32_t s = 0; s < opt->batch; s++) {
@@ -338,6 +377,8 @@ static int varlen_sizes(const bench_options *opt, const int32_t *lens, int count
     r35a_varlen_attention_desc_init(d, opt->dtype, count, tokens, max_len, opt->num_q_heads,
                                     opt->num_kv_heads, opt->head_size);
     d->causal = opt->causal ? 1 : 0;
+    d->use_sinks = opt->sinks;
+    d->logit_softcap = (float)opt->softcap;
     const size_t es = dtype_size(opt->dtype);
     p->num_buffers = VARLEN_NUM_BUFFERS;
     p->out_buffer = VARLEN_OUT;
@@ -351,6 +392,7 @@ static int varlen_sizes(const bench_options *opt, const int32_t *lens, int count
     p->size[VARLEN_V] = p->size[VARLEN_K];
     p->size[VARLEN_OUT] = p->size[VARLEN_Q];
     p->size[VARLEN_CU_SEQLENS] = sizeof(int32_t) * ((size_t)count + 1);
+    p->size[VARLEN_SINKS] = opt->sinks ? sizeof(float) * (size_t)opt->num_q_heads : 0;
     return 0;
 }
 
@@ -365,6 +407,8 @@ static void varlen_fill(const int32_t *lens, int count, bench_problem *p, uint64
     cu[0] = 0;
     for (int i = 0; i < count; i++)
         cu[i + 1] = cu[i] + lens[i];
+    if (d->use_sinks)
+        fill_floats(host_buffer(p, VARLEN_SINKS), (size_t)d->num_q_heads, -2.0f, 2.0f, rng);
     poison_output(p);
 }
 
@@ -426,6 +470,15 @@ r35a_status bench_problem_run(r35a_context *context, const r35a_plan *plan,
         a.seq_lens = (const int32_t *)(const void *)(base + at[PAGED_SEQ_LENS]);
         a.query_start_loc = (const int32_t *)(const void *)(base + at[PAGED_QUERY_START]);
         a.block_table = (const int32_t *)(const void *)(base + at[PAGED_BLOCK_TABLE]);
+        const r35a_paged_attention_desc *d = &problem->desc.paged;
+        if (d->use_alibi)
+            a.alibi_slopes = (const float *)(const void *)(base + at[PAGED_ALIBI]);
+        if (d->use_sinks)
+            a.sinks = (const float *)(const void *)(base + at[PAGED_SINKS]);
+        if (d->kv_dtype) {
+            a.k_scale = (const float *)(const void *)(base + at[PAGED_K_SCALE]);
+            a.v_scale = (const float *)(const void *)(base + at[PAGED_V_SCALE]);
+        }
         return r35a_paged_attention_run(context, plan, &a, workspace, workspace_bytes, stream);
     }
     r35a_varlen_attention_args a;
@@ -436,6 +489,8 @@ r35a_status bench_problem_run(r35a_context *context, const r35a_plan *plan,
     a.v = base + at[VARLEN_V];
     a.out = out;
     a.cu_seqlens = (const int32_t *)(const void *)(base + at[VARLEN_CU_SEQLENS]);
+    if (problem->desc.varlen.use_sinks)
+        a.sinks = (const float *)(const void *)(base + at[VARLEN_SINKS]);
     return r35a_varlen_attention_run(context, plan, &a, workspace, workspace_bytes, stream);
 }
 

@@ -53,10 +53,15 @@ static void table_begin(const bench_options *o, const bench_machine *m)
            r35a_version_string(), op_name(o), bench_dtype_name(o->dtype),
            (int)o->head_size, (int)o->num_q_heads, (int)o->num_kv_heads);
     if (o->op == BENCH_OP_PAGED)
-        printf("  page %d  batch %d  M %d  window %d\n", (int)o->page_size, (int)o->batch,
-               (int)o->query_len, (int)o->window);
+        printf("  page %d  batch %d  M %d  window %d  kv %s%s", (int)o->page_size, (int)o->batch,
+               (int)o->query_len, (int)o->window, o->kv_dtype ? bench_dtype_name(o->kv_dtype) : "same",
+               o->alibi ? "  alibi" : "");
     else
-        printf("  %s\n", o->causal ? "causal" : "non-causal");
+        printf("  %s", o->causal ? "causal" : "non-causal");
+    printf("%s", o->sinks ? "  sinks" : "");
+    if (o->softcap > 0.0)
+        printf("  softcap %g", o->softcap);
+    printf("\n");
     printf("backend %s (asked: %s): %s\n", m->context.backend_name, bench_backend_name(o->backend),
            m->context.reason[0] ? m->context.reason : "-");
     printf("seed 0x%016llx  ", (unsigned long long)o->seed);
@@ -198,10 +203,14 @@ static void json_problem(const bench_options *o)
     printf("\"head_size\": %d, \"num_q_heads\": %d, \"num_kv_heads\": %d, ", (int)o->head_size,
            (int)o->num_q_heads, (int)o->num_kv_heads);
     if (o->op == BENCH_OP_PAGED)
-        printf("\"page_size\": %d, \"batch\": %d, \"query_len\": %d, \"window\": %d",
-               (int)o->page_size, (int)o->batch, (int)o->query_len, (int)o->window);
+        printf("\"page_size\": %d, \"batch\": %d, \"query_len\": %d, \"window\": %d, \"kv_dtype\": \"%s\", "
+               "\"alibi\": %s",
+               (int)o->page_size, (int)o->batch, (int)o->query_len, (int)o->window,
+               o->kv_dtype ? bench_dtype_name(o->kv_dtype) : bench_dtype_name(o->dtype), o->alibi ? "true" : "false");
     else
         json_segments(o);
+    printf(", \"sinks\": %s, ", o->sinks ? "true" : "false");
+    json_key_number("softcap", o->softcap, "");
     printf(", \"seed\": \"0x%016llx\", ", (unsigned long long)o->seed);
     json_key_number("min_working_set_mb", o->min_working_set_mb, ", ");
     json_key_string("bytes_model", bytes_model(o), "},\n");
