@@ -46,6 +46,9 @@
  * sizes of every earlier release: the struct as that release declared it is the prefix of today's,
  * and the fields past it take their defaults (documented at each field). 0.1.0 callers pass
  * sizes that end before the fields marked "since 0.2"; each struct's comment names that size.
+ * r35a_*_desc_init write today's whole struct; on ELF systems a binary built against 0.1.0's
+ * header keeps calling 0.1.0's version of them (symbol version R35A_0: it fills only 0.1.0's
+ * struct and sets its size), while programs linked now get today's (R35A_0.2).
  */
 #ifndef RDNA35ATTN_H
 #define RDNA35ATTN_H
@@ -220,8 +223,8 @@ R35A_API void r35a_plan_destroy(r35a_plan *plan);
  *     k = x * k_scale[kv_scale_per_head ? g : 0],   v = x * v_scale[kv_scale_per_head ? g : 0]
  * (fp8: x is the decoded e4m3 value; int8: x is the integer -128 .. 127), and the call is exactly
  * the attention of Q over those real values: scales and dequantization happen in fp32 inside the
- * kernel, no 16-bit rounding of k or v in between. Q and O keep dtype (f16 or bf16; f32 on the
- * reference).
+ * kernel, no 16-bit rounding of k or v in between (the products must be finite in fp32). Q and O
+ * keep dtype (f16 or bf16; f32 on the reference).
  *
  * Empty-sequence rule: a sequence with L = 0 (a padding slot; it must then have M = 0) writes
  * nothing because it has no rows; a query row that sees no key writes zeros.
@@ -245,7 +248,8 @@ typedef struct r35a_paged_attention_desc {
     size_t struct_size;            /* sizeof(r35a_paged_attention_desc); 0.1.0's size,
                                       offsetof(r35a_paged_attention_desc, use_sinks), is accepted */
     r35a_dtype dtype;              /* of Q and O, and of K and V unless kv_dtype says otherwise:
-                                      f16, bf16 (f32 on the reference) */
+                                      f16, bf16 (f32 on the reference); the 8-bit dtypes are
+                                      R35A_ERR_INVALID_ARGUMENT here */
 
     /* Host-known shape. These fix the plan; run() reads the device data only on the device. */
     int32_t num_seqs;              /* >= 1: entries of seq_lens; query_start_loc has num_seqs + 1 */
