@@ -393,6 +393,29 @@ static void test_paged_desc(void **state)
         n++;
     }
     printf("[test_bad_input] %d paged descriptor cases\n", n);
+    /* 0.1.0's struct in an allocation of exactly its size: nothing past it is read (ASan builds
+     * catch any overread), and the plan runs like today's struct without the 0.2 fields */
+    {
+        const size_t old = offsetof(r35a_paged_attention_desc, use_sinks);
+        r35a_paged_attention_desc prefix = p.desc;
+        prefix.struct_size = old;
+        void *small = malloc(old);
+        assert_non_null(small);
+        memcpy(small, &prefix, old);
+        paged_plan_expect("paged desc in a heap block of 0.1.0's size", small, R35A_OK, NULL, NULL);
+        r35a_plan *plan = NULL;
+        assert_int_equal(r35a_paged_attention_plan(g_ctx, small, &plan), R35A_OK);
+        const size_t old_args = offsetof(r35a_paged_attention_args, sinks);
+        r35a_paged_attention_args full = paged_args(&p);
+        full.struct_size = old_args;
+        void *args = malloc(old_args);
+        assert_non_null(args);
+        memcpy(args, &full, old_args);
+        paged_run_expect("paged args in a heap block of 0.1.0's size", &p, plan, args, R35A_OK, NULL, NULL);
+        free(args);
+        r35a_plan_destroy(plan);
+        free(small);
+    }
     /* NULL pointers */
     static int sentinel;
     r35a_plan *plan = (r35a_plan *)(void *)&sentinel;
