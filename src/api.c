@@ -134,52 +134,110 @@ void r35a_context_destroy(r35a_context *context)
     free(context);
 }
 
-r35a_status r35a_context_get_info(const r35a_context *context, r35a_context_info *info)
+/* The checks of a get_info call: its object and output struct exist, the struct's size is ours. */
+static r35a_status check_info_call(const void *object, const char *object_name, const void *info, size_t struct_size,
+                                   size_t expected, const char *info_name)
 {
     r35a_clear_error();
-    if (!context)
-        return r35a_fail(R35A_ERR_NULL_POINTER, "context: NULL");
+    if (!object)
+        return r35a_fail(R35A_ERR_NULL_POINTER, "%s: NULL", object_name);
     if (!info)
         return r35a_fail(R35A_ERR_NULL_POINTER, "info: NULL");
-    if (info->struct_size != sizeof(r35a_context_info))
-        return r35a_fail(R35A_ERR_STRUCT_SIZE, "context_info.struct_size: %zu is not %zu", info->struct_size,
-                         sizeof(r35a_context_info));
-    *info = context->info;
+    if (struct_size != expected)
+        return r35a_fail(R35A_ERR_STRUCT_SIZE, "%s.struct_size: %zu is not %zu", info_name, struct_size, expected);
     return R35A_OK;
+}
+
+r35a_status r35a_context_get_info(const r35a_context *context, r35a_context_info *info)
+{
+    r35a_status st = check_info_call(context, "context", info, info ? info->struct_size : 0, sizeof *info,
+                                     "context_info");
+    if (st == R35A_OK)
+        *info = context->info;
+    return st;
 }
 
 /* ---- plans ---- */
 
 r35a_status r35a_plan_get_info(const r35a_plan *plan, r35a_plan_info *info)
 {
-    r35a_clear_error();
-    if (!plan)
-        return r35a_fail(R35A_ERR_NULL_POINTER, "plan: NULL");
-    if (!info)
-        return r35a_fail(R35A_ERR_NULL_POINTER, "info: NULL");
-    if (info->struct_size != sizeof(r35a_plan_info))
-        return r35a_fail(R35A_ERR_STRUCT_SIZE, "plan_info.struct_size: %zu is not %zu", info->struct_size,
-                         sizeof(r35a_plan_info));
-    *info = plan->info;
-    return R35A_OK;
+    r35a_status st = check_info_call(plan, "plan", info, info ? info->struct_size : 0, sizeof *info, "plan_info");
+    if (st == R35A_OK)
+        *info = plan->info;
+    return st;
 }
 
 void r35a_plan_destroy(r35a_plan *plan) { free(plan); }
 
-/* Validated desc -> a new plan through dispatch. */
-static r35a_status make_plan(r35a_context *context, r35a_op op, const void *desc, r35a_plan **out)
+/* ---- what differs between the two ops at the API: upgrading and checking the caller's structs ---- */
+
+typedef union full_args {
+    r35a_paged_attention_args paged;
+    r35a_varlen_attention_args varlen;
+} full_args;
+
+typedef struct op_calls {
+    r35a_op op;
+    const char *name;
+    r35a_status (*upgrade_desc)(const void *desc, r35a_op_desc *full);
+    r35a_status (*validate_desc)(const r35a_op_desc *full);
+    r35a_status (*upgrade_args)(const void *args, full_args *full);
+    r35a_status (*validate_args)(const r35a_op_desc *desc, const full_args *args);
+    r35a_status (*validate_data)(const r35a_op_desc *desc, const full_args *args);   /* host-visible metadata */
+} op_calls;
+
+static r35a_status paged_upgrade_desc(const void *d, r35a_op_desc *f) { return r35a_upgrade_paged_desc(d, &f->paged); }
+static r35a_status paged_validate_desc(const r35a_op_desc *f) { return r35a_validate_paged_desc(&f->paged); }
+static r35a_status paged_upgrade_args(const void *a, full_args *f) { return r35a_upgrade_paged_args(a, &f->paged); }
+static r35a_status paged_validate_args(const r35a_op_desc *d, const full_args *a)
 {
+    return r35a_validate_paged_args(&d->paged, &a->paged);
+}
+static r35a_status paged_validate_data(const r35a_op_desc *d, const full_args *a)
+{
+    return r35a_validate_paged_data(&d->paged, &a->paged);
+}
+static r35a_status varlen_upgrade_desc(const void *d, r35a_op_desc *f) { return r35a_upgrade_varlen_desc(d, &f->varlen); }
+static r35a_status varlen_validate_desc(const r35a_op_desc *f) { return r35a_validate_varlen_desc(&f->varlen); }
+static r35a_status varlen_upgrade_args(const void *a, full_args *f) { return r35a_upgrade_varlen_args(a, &f->varlen); }
+static r35a_status varlen_validate_args(const r35a_op_desc *d, const full_args *a)
+{
+    return r35a_validate_varlen_args(&d->varlen, &a->varlen);
+}
+static r35a_status varlen_validate_data(const r35a_op_desc *d, const full_args *a)
+{
+    return r35a_validate_varlen_data(&d->varlen, &a->varlen);
+}
+
+static const op_calls paged_calls = {R35A_OP_PAGED, "paged",
+                                     paged_upgrade_desc, paged_validate_desc, paged_upgrade_args,
+                                     paged_validate_args, paged_validate_data};
+static const op_calls varlen_calls = {R35A_OP_VARLEN, "varlen",
+                                      varlen_upgrade_desc, varlen_validate_desc, varlen_upgrade_args,
+                                      varlen_validate_args, varlen_validate_data};
+
+static r35a_status plan_op(const op_calls *op, r35a_context *context, const void *desc, r35a_plan **out)
+{
+    r35a_clear_error();
+    if (!out)
+        return r35a_fail(R35A_ERR_NULL_POINTER, "plan: NULL output pointer");
+    *out = NULL;
+    if (!context)
+        return r35a_fail(R35A_ERR_NULL_POINTER, "context: NULL");
+    r35a_op_desc full;
+    r35a_status st = op->upgrade_desc(desc, &full);
+    if (st == R35A_OK)
+        st = op->validate_desc(&full);
+    if (st != R35A_OK)
+        return st;
     r35a_plan *plan = calloc(1, sizeof *plan);
     if (!plan)
         return r35a_fail(R35A_ERR_OUT_OF_MEMORY, "plan: allocation of %zu bytes failed", sizeof *plan);
-    plan->op = op;
+    plan->op = op->op;
     plan->ctx = context;
     plan->info.struct_size = sizeof plan->info;
-    if (op == R35A_OP_PAGED)
-        plan->desc.paged = *(const r35a_paged_attention_desc *)desc;
-    else
-        plan->desc.varlen = *(const r35a_varlen_attention_desc *)desc;
-    r35a_status st = r35a_dispatch(context, op, plan);
+    plan->desc = full;
+    st = r35a_dispatch(context, op->op, plan);
     if (st != R35A_OK) {
         free(plan);
         return st;
@@ -188,55 +246,19 @@ static r35a_status make_plan(r35a_context *context, r35a_op op, const void *desc
     return R35A_OK;
 }
 
-r35a_status r35a_paged_attention_plan(r35a_context *context, const r35a_paged_attention_desc *desc,
-                                      r35a_plan **plan)
+/* The plan belongs to this context and op; the workspace fits; the args are upgraded and checked
+ * (their metadata contents too where they are host memory), then the plan's implementation runs. */
+static r35a_status run_op(const op_calls *op, r35a_context *context, const r35a_plan *plan, const void *args,
+                          void *workspace, size_t workspace_bytes, void *stream)
 {
     r35a_clear_error();
-    if (!plan)
-        return r35a_fail(R35A_ERR_NULL_POINTER, "plan: NULL output pointer");
-    *plan = NULL;
-    if (!context)
-        return r35a_fail(R35A_ERR_NULL_POINTER, "context: NULL");
-    r35a_paged_attention_desc full;
-    r35a_status st = r35a_upgrade_paged_desc(desc, &full);
-    if (st == R35A_OK)
-        st = r35a_validate_paged_desc(&full);
-    if (st != R35A_OK)
-        return st;
-    return make_plan(context, R35A_OP_PAGED, &full, plan);
-}
-
-r35a_status r35a_varlen_attention_plan(r35a_context *context, const r35a_varlen_attention_desc *desc,
-                                       r35a_plan **plan)
-{
-    r35a_clear_error();
-    if (!plan)
-        return r35a_fail(R35A_ERR_NULL_POINTER, "plan: NULL output pointer");
-    *plan = NULL;
-    if (!context)
-        return r35a_fail(R35A_ERR_NULL_POINTER, "context: NULL");
-    r35a_varlen_attention_desc full;
-    r35a_status st = r35a_upgrade_varlen_desc(desc, &full);
-    if (st == R35A_OK)
-        st = r35a_validate_varlen_desc(&full);
-    if (st != R35A_OK)
-        return st;
-    return make_plan(context, R35A_OP_VARLEN, &full, plan);
-}
-
-/* ---- runs ---- */
-
-/* Checks shared by both run calls: the plan belongs to this context and op; the workspace fits. */
-static r35a_status check_run_common(const r35a_context *context, const r35a_plan *plan, r35a_op op,
-                                    const void *workspace, size_t workspace_bytes)
-{
     if (!context)
         return r35a_fail(R35A_ERR_NULL_POINTER, "context: NULL");
     if (!plan)
         return r35a_fail(R35A_ERR_NULL_POINTER, "plan: NULL");
-    if (plan->op != op)
+    if (plan->op != op->op)
         return r35a_fail(R35A_ERR_PLAN_MISMATCH, "plan: made for %s attention, run as %s attention",
-                         plan->op == R35A_OP_PAGED ? "paged" : "varlen", op == R35A_OP_PAGED ? "paged" : "varlen");
+                         plan->op == R35A_OP_PAGED ? "paged" : "varlen", op->name);
     if (plan->ctx != context)
         return r35a_fail(R35A_ERR_PLAN_MISMATCH, "plan: made by another context");
     if (workspace_bytes < plan->info.workspace_bytes)
@@ -245,43 +267,42 @@ static r35a_status check_run_common(const r35a_context *context, const r35a_plan
     if (plan->info.workspace_bytes > 0 && !workspace)
         return r35a_fail(R35A_ERR_NULL_POINTER, "workspace: NULL but the plan needs %zu bytes",
                          plan->info.workspace_bytes);
-    return R35A_OK;
+    const r35a_op_desc *desc = &plan->desc;
+    full_args full;
+    r35a_status st = op->upgrade_args(args, &full);
+    if (st == R35A_OK)
+        st = op->validate_args(desc, &full);
+    if (st == R35A_OK && context->backend == R35A_BACKEND_REFERENCE)
+        st = op->validate_data(desc, &full);
+    if (st != R35A_OK)
+        return st;
+    return plan->impl->run(context, plan, &full, workspace, workspace_bytes, stream);
+}
+
+r35a_status r35a_paged_attention_plan(r35a_context *context, const r35a_paged_attention_desc *desc,
+                                      r35a_plan **plan)
+{
+    return plan_op(&paged_calls, context, desc, plan);
+}
+
+r35a_status r35a_varlen_attention_plan(r35a_context *context, const r35a_varlen_attention_desc *desc,
+                                       r35a_plan **plan)
+{
+    return plan_op(&varlen_calls, context, desc, plan);
 }
 
 r35a_status r35a_paged_attention_run(r35a_context *context, const r35a_plan *plan,
                                      const r35a_paged_attention_args *args, void *workspace,
                                      size_t workspace_bytes, void *stream)
 {
-    r35a_clear_error();
-    r35a_paged_attention_args full;
-    r35a_status st = check_run_common(context, plan, R35A_OP_PAGED, workspace, workspace_bytes);
-    if (st == R35A_OK)
-        st = r35a_upgrade_paged_args(args, &full);
-    if (st == R35A_OK)
-        st = r35a_validate_paged_args(&plan->desc.paged, &full);
-    if (st == R35A_OK && context->backend == R35A_BACKEND_REFERENCE)
-        st = r35a_validate_paged_data(&plan->desc.paged, &full);
-    if (st != R35A_OK)
-        return st;
-    return plan->impl->run(context, plan, &full, workspace, workspace_bytes, stream);
+    return run_op(&paged_calls, context, plan, args, workspace, workspace_bytes, stream);
 }
 
 r35a_status r35a_varlen_attention_run(r35a_context *context, const r35a_plan *plan,
                                       const r35a_varlen_attention_args *args, void *workspace,
                                       size_t workspace_bytes, void *stream)
 {
-    r35a_clear_error();
-    r35a_varlen_attention_args full;
-    r35a_status st = check_run_common(context, plan, R35A_OP_VARLEN, workspace, workspace_bytes);
-    if (st == R35A_OK)
-        st = r35a_upgrade_varlen_args(args, &full);
-    if (st == R35A_OK)
-        st = r35a_validate_varlen_args(&plan->desc.varlen, &full);
-    if (st == R35A_OK && context->backend == R35A_BACKEND_REFERENCE)
-        st = r35a_validate_varlen_data(&plan->desc.varlen, &full);
-    if (st != R35A_OK)
-        return st;
-    return plan->impl->run(context, plan, &full, workspace, workspace_bytes, stream);
+    return run_op(&varlen_calls, context, plan, args, workspace, workspace_bytes, stream);
 }
 
 /* ---- descriptor defaults ----

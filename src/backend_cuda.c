@@ -179,38 +179,11 @@ static const r35a_code_object *pick_cubin(void *backend, r35a_gpu_family family)
     return r35a_code_object_find(st->arch, name);
 }
 
-static bool load_module(void *backend, const r35a_code_object *co, void **module, char *why, size_t cap)
-{
-    (void)backend;
-    cu_module m = NULL;
-    cu_result e = driver.api.ModuleLoadData(&m, co->data);
-    if (e != 0 || !m) {
-        snprintf(why, cap, "cuModuleLoadData of the %s %s cubin (%zu bytes) failed: %s (%d)", co->arch, co->family,
-                 co->size, cu_error_text(e), e);
-        return false;
-    }
-    *module = m;
-    return true;
-}
-
-/* Looked up in the family's own module only, so no lookup fails (a failing driver call would be an
- * error to compute-sanitizer). */
-static void *module_function(void *backend, void *module, const char *name)
-{
-    (void)backend;
-    cu_function f = NULL;
-    return driver.api.ModuleGetFunction(&f, module, name) == 0 ? f : NULL;
-}
-
-static void unload_module(void *backend, void *module)
-{
-    (void)backend;
-    (void)driver.api.ModuleUnload(module);
-}
-
 static r35a_gpu_loader loader_of(cuda_state *st)
 {
-    return (r35a_gpu_loader){st, pick_cubin, load_module, module_function, unload_module};
+    /* the runtime's module calls take exactly the loader's C arguments */
+    return (r35a_gpu_loader){st, pick_cubin, driver.api.ModuleLoadData, driver.api.ModuleGetFunction, driver.api.ModuleUnload, cu_error_text,
+                             "cuModuleLoadData"};
 }
 
 static void release_state(cuda_state *st)

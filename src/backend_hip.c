@@ -178,36 +178,11 @@ static const r35a_code_object *pick_code_object(void *backend, r35a_gpu_family f
     return r35a_code_object_find(st->arch, r35a_family_name(family));
 }
 
-static bool load_module(void *backend, const r35a_code_object *co, void **module, char *why, size_t cap)
-{
-    (void)backend;
-    hip_module m = NULL;
-    hip_error e = runtime.api.ModuleLoadData(&m, co->data);
-    if (e != 0 || !m) {
-        snprintf(why, cap, "hipModuleLoadData of the %s %s code object (%zu bytes) failed: %s (%d)", co->arch,
-                 co->family, co->size, hip_error_text(e), e);
-        return false;
-    }
-    *module = m;
-    return true;
-}
-
-static void *module_function(void *backend, void *module, const char *name)
-{
-    (void)backend;
-    hip_function f = NULL;
-    return runtime.api.ModuleGetFunction(&f, module, name) == 0 ? f : NULL;
-}
-
-static void unload_module(void *backend, void *module)
-{
-    (void)backend;
-    (void)runtime.api.ModuleUnload(module);
-}
-
 static r35a_gpu_loader loader_of(hip_state *st)
 {
-    return (r35a_gpu_loader){st, pick_code_object, load_module, module_function, unload_module};
+    /* the runtime's module calls take exactly the loader's C arguments */
+    return (r35a_gpu_loader){st, pick_code_object, runtime.api.ModuleLoadData, runtime.api.ModuleGetFunction, runtime.api.ModuleUnload, hip_error_text,
+                             "hipModuleLoadData"};
 }
 
 static void release_state(hip_state *st)

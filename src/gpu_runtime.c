@@ -26,9 +26,31 @@ void r35a_gpu_unload_kernels(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader
 {
     for (int f = 0; f < R35A_GPU_NUM_FAMILIES; ++f) {
         if (rt->modules[f])
-            loader->unload(loader->backend, rt->modules[f]);
+            (void)loader->module_unload(rt->modules[f]);
         rt->modules[f] = NULL;
     }
+}
+
+static bool load_module(const r35a_gpu_loader *loader, const r35a_code_object *co, void **module, char *why,
+                        size_t cap)
+{
+    *module = NULL;
+    int e = loader->module_load_data(module, co->data);
+    if (e != 0 || !*module) {
+        snprintf(why, cap, "%s of the %s %s code object (%zu bytes) failed: %s (%d)", loader->load_call, co->arch,
+                 co->family, co->size, loader->error_text(e), e);
+        *module = NULL;
+        return false;
+    }
+    return true;
+}
+
+/* The kernel `name` of module, or NULL. Looked up in its family's own module only, so no lookup
+ * fails (a failing driver call would be an error to compute-sanitizer). */
+static void *module_function(const r35a_gpu_loader *loader, void *module, const char *name)
+{
+    void *f = NULL;
+    return module && loader->module_get_function(&f, module, name) == 0 ? f : NULL;
 }
 
 bool r35a_gpu_load_kernels(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader, char *why, size_t cap)
@@ -36,7 +58,7 @@ bool r35a_gpu_load_kernels(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader, 
     for (int f = 0; f < R35A_GPU_NUM_FAMILIES; ++f) {
         const r35a_gpu_family family = (r35a_gpu_family)f;
         const r35a_code_object *co = loader->pick(loader->backend, family);
-        if (co && !loader->load(loader->backend, co, &rt->modules[f], why, cap)) {
+        if (co && !load_module(loader, co, &rt->modules[f], why, cap)) {
             r35a_gpu_unload_kernels(rt, loader);
             return false;
         }
@@ -45,7 +67,7 @@ bool r35a_gpu_load_kernels(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader, 
             if (!r35a_same_name(r35a_registry_tuning(family, i), rt->arch->tuning))
                 continue;
             const char *name = r35a_registry_name(family, i);
-            handles[i] = rt->modules[f] ? loader->function(loader->backend, rt->modules[f], name) : NULL;
+            handles[i] = module_function(loader, rt->modules[f], name);
             if (!handles[i]) {
                 snprintf(why, cap, "kernel %s is missing from the %s code objects", name, rt->arch->arch);
                 r35a_gpu_unload_kernels(rt, loader);

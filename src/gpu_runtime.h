@@ -30,17 +30,18 @@ struct r35a_gpu_runtime {
 /* The handle of kernel `index` of `family` (NULL if it is not one of the device's). */
 void *r35a_gpu_kernel_handle(const r35a_gpu_runtime *rt, r35a_gpu_family family, int index);
 
-/* A backend's module calls, for the loading skeleton. */
+/* A backend's module entry points, for the loading skeleton. HIP's and the CUDA driver's take the
+ * same C arguments and return 0 on success (hipError_t, CUresult). */
 typedef struct r35a_gpu_loader {
-    void *backend;               /* handed back to every hook */
+    void *backend;               /* handed back to pick */
     /* The code object this device loads for `family` (arch match; NVIDIA: the emulation build when
      * asked for), or NULL when the build has none. */
     const r35a_code_object *(*pick)(void *backend, r35a_gpu_family family);
-    /* Loads co into *module; on failure writes why (naming the runtime call) and returns false. */
-    bool (*load)(void *backend, const r35a_code_object *co, void **module, char *why, size_t cap);
-    /* The kernel `name` of module, or NULL. */
-    void *(*function)(void *backend, void *module, const char *name);
-    void (*unload)(void *backend, void *module);
+    int (*module_load_data)(void **module, const void *image);
+    int (*module_get_function)(void **function, void *module, const char *name);
+    int (*module_unload)(void *module);
+    const char *(*error_text)(int error);
+    const char *load_call;       /* "hipModuleLoadData", "cuModuleLoadData": for messages */
 } r35a_gpu_loader;
 
 /* Loads one module per family (loader->pick) and resolves every registry row of rt->arch's

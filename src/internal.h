@@ -39,15 +39,18 @@ typedef struct r35a_impl {
                        void *workspace, size_t workspace_bytes, void *stream);
 } r35a_impl;
 
+/* A descriptor of either op. */
+typedef union r35a_op_desc {
+    r35a_paged_attention_desc paged;
+    r35a_varlen_attention_desc varlen;
+} r35a_op_desc;
+
 struct r35a_plan {
     r35a_op op;
     const r35a_context *ctx;
     const r35a_impl *impl;
     r35a_plan_info info;
-    union {
-        r35a_paged_attention_desc paged;
-        r35a_varlen_attention_desc varlen;
-    } desc;
+    r35a_op_desc desc;           /* the validated descriptor, at today's struct size */
     r35a_gpu_plan gpu;           /* GPU entries: the launches run() makes */
 };
 

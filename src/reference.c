@@ -277,20 +277,23 @@ typedef struct scratch {
     void *block;     /* the single allocation */
 } scratch;
 
-static bool scratch_alloc(scratch *s, int32_t head_size)
+/* Allocates s for head_size, or fails with R35A_ERR_OUT_OF_MEMORY naming op ("paged", "varlen"). */
+static r35a_status scratch_alloc(scratch *s, int32_t head_size, const char *op)
 {
     size_t d = (size_t)head_size;
     size_t floats = 2 * ROW_CHUNK * d + 2 * KEY_BLOCK * d + d;
     float *block = malloc(floats * sizeof(float));
+    memset(s, 0, sizeof *s);
     if (!block)
-        return false;
+        return r35a_fail(R35A_ERR_OUT_OF_MEMORY, "reference %s attention: cannot allocate scratch for head_size %d",
+                         op, (int)head_size);
     s->block = block;
     s->q = block;
     s->acc = s->q + ROW_CHUNK * d;
     s->keys_t = s->acc + ROW_CHUNK * d;
     s->values = s->keys_t + KEY_BLOCK * d;
     s->key_row = s->values + KEY_BLOCK * d;
-    return true;
+    return R35A_OK;
 }
 
 static void scale_vector(float *v, int32_t n, float factor)
@@ -488,63 +491,100 @@ static void attend_row_chunk(const score_rule *rule, const kv_source *src, atten
 }
 
 /* ---------------------------------------------------------------------------------------------
- * Paged attention.
+ * The rows of one (sequence or segment, kv head), for both ops.
  * ------------------------------------------------------------------------------------------- */
 
-/* Fills the row for chunk-local index t of (sequence, kv head). Rows are token-major (all G heads
- * of one token, then the next token) so a chunk's causal key ranges stay close together. */
-static void paged_row(const r35a_paged_attention_desc *desc, const r35a_paged_attention_args *args,
-                      int32_t seq_len, int32_t first_token, int32_t query_len, int32_t kv_head,
-                      int64_t t, attention_row *row)
-{
-    int32_t group = desc->num_q_heads / desc->num_kv_heads;
-    size_t esize = element_size(desc->dtype);
-    int32_t i = (int32_t)(t / group);
-    int32_t head = kv_head * group + (int32_t)(t % group);
-    int64_t token = (int64_t)first_token + i;
+/* Where a call's query rows live and which keys each sees. Rows are token-major (all G heads of one
+ * token, then the next token) so a chunk's causal key ranges stay close together. */
+typedef struct row_group {
+    r35a_dtype dtype;
+    int32_t group;                    /* G query heads per kv head */
+    const void *q;
+    void *out;
+    int64_t q_token_stride, q_head_stride, o_token_stride, o_head_stride;
+    const float *alibi_slopes;        /* [num_q_heads] or NULL */
+    const float *sinks;               /* [num_q_heads] or NULL */
+    int32_t window;                   /* 0: none */
+    bool causal;                      /* a row sees keys up to its own position; else the whole span */
+    /* the (sequence or segment, kv head) being attended */
+    int32_t first_token, tokens, kv_head;
+    int32_t first_pos;                /* key position of the first token: L - M (paged), 0 (varlen) */
+    int32_t keys;                     /* keys of the span (the non-causal rows see [0, keys)) */
+} row_group;
 
-    row->pos = seq_len - query_len + i;
-    row->hi = row->pos + 1;
-    row->lo = (int32_t)r35a_window_first_key(row->pos, desc->window);
-    row->slope = desc->use_alibi ? args->alibi_slopes[head] : 0.0f;
-    row->sink = desc->use_sinks ? (double)args->sinks[head] : -INFINITY;
-    row->q = element_at(args->q, token * desc->q_token_stride + head * desc->q_head_stride, esize);
-    row->out = (unsigned char *)args->out +
-               (size_t)(token * desc->o_token_stride + head * desc->o_head_stride) * esize;
+static void fill_row(const row_group *g, int64_t t, attention_row *row)
+{
+    size_t esize = element_size(g->dtype);
+    int32_t i = (int32_t)(t / g->group);
+    int32_t head = g->kv_head * g->group + (int32_t)(t % g->group);
+    int64_t token = (int64_t)g->first_token + i;
+
+    row->pos = g->first_pos + i;
+    row->hi = g->causal ? row->pos + 1 : g->keys;
+    row->lo = (int32_t)r35a_window_first_key(row->pos, g->window);
+    row->slope = g->alibi_slopes ? g->alibi_slopes[head] : 0.0f;
+    row->sink = g->sinks ? (double)g->sinks[head] : -INFINITY;
+    row->q = element_at(g->q, token * g->q_token_stride + head * g->q_head_stride, esize);
+    row->out = (unsigned char *)g->out + (size_t)(token * g->o_token_stride + head * g->o_head_stride) * esize;
 }
+
+/* Attends every row of g against src, ROW_CHUNK rows per pass over the keys. */
+static void attend_group(const score_rule *rule, const kv_source *src, const row_group *g, scratch *s)
+{
+    attention_row rows[ROW_CHUNK];
+    int64_t row_total = (int64_t)g->tokens * g->group;
+    for (int64_t start = 0; start < row_total; start += ROW_CHUNK) {
+        int32_t count = (int32_t)(row_total - start < ROW_CHUNK ? row_total - start : ROW_CHUNK);
+        for (int32_t r = 0; r < count; r++)
+            fill_row(g, start + r, &rows[r]);
+        attend_row_chunk(rule, src, rows, count, s);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Paged attention.
+ * ------------------------------------------------------------------------------------------- */
 
 r35a_status r35a_reference_paged_attention(const r35a_paged_attention_desc *desc,
                                            const r35a_paged_attention_args *args)
 {
     scratch s;
-    if (!scratch_alloc(&s, desc->head_size))
-        return r35a_fail(R35A_ERR_OUT_OF_MEMORY,
-                         "reference paged attention: cannot allocate scratch for head_size %d",
-                         (int)desc->head_size);
-
-    score_rule rule = {
+    r35a_status st = scratch_alloc(&s, desc->head_size, "paged");
+    if (st != R35A_OK)
+        return st;
+    const score_rule rule = {
         .dtype = desc->dtype,
         .head_size = desc->head_size,
         .scale = desc->softmax_scale,
         .softcap = desc->logit_softcap,
         .alibi = desc->use_alibi != 0,
     };
-    int32_t group = desc->num_q_heads / desc->num_kv_heads;
-    attention_row rows[ROW_CHUNK];
-    r35a_dtype kv_dtype = r35a_paged_kv_dtype(desc);
-    bool scaled = r35a_dtype_is_kv8(kv_dtype);
+    row_group g = {
+        .dtype = desc->dtype,
+        .group = desc->num_q_heads / desc->num_kv_heads,
+        .q = args->q,
+        .out = args->out,
+        .q_token_stride = desc->q_token_stride,
+        .q_head_stride = desc->q_head_stride,
+        .o_token_stride = desc->o_token_stride,
+        .o_head_stride = desc->o_head_stride,
+        .alibi_slopes = desc->use_alibi ? args->alibi_slopes : NULL,
+        .sinks = desc->use_sinks ? args->sinks : NULL,
+        .window = desc->window,
+        .causal = true,
+    };
+    const r35a_dtype kv_dtype = r35a_paged_kv_dtype(desc);
+    const bool scaled = r35a_dtype_is_kv8(kv_dtype);
 
     for (int32_t seq = 0; seq < desc->num_seqs; seq++) {
-        int32_t seq_len = args->seq_lens[seq];
-        int32_t first_token = args->query_start_loc[seq];
-        int32_t query_len = args->query_start_loc[seq + 1] - first_token;
-        if (query_len <= 0)
+        g.first_token = args->query_start_loc[seq];
+        g.tokens = args->query_start_loc[seq + 1] - g.first_token;
+        if (g.tokens <= 0)
             continue;
-        int64_t row_total = (int64_t)query_len * group;
-
-        for (int32_t kv_head = 0; kv_head < desc->num_kv_heads; kv_head++) {
-            int32_t scale_index = desc->kv_scale_per_head ? kv_head : 0;
-            kv_source src = {
+        g.first_pos = args->seq_lens[seq] - g.tokens;
+        for (g.kv_head = 0; g.kv_head < desc->num_kv_heads; g.kv_head++) {
+            int32_t scale_index = desc->kv_scale_per_head ? g.kv_head : 0;
+            const kv_source src = {
                 .k = args->k_cache,
                 .v = args->v_cache,
                 .dtype = kv_dtype,
@@ -557,19 +597,12 @@ r35a_status r35a_reference_paged_attention(const r35a_paged_attention_desc *desc
                 .v_page_stride = desc->v_page_stride,
                 .k_key_stride = desc->k_slot_stride,
                 .v_key_stride = desc->v_slot_stride,
-                .k_head_offset = kv_head * desc->k_head_stride,
-                .v_head_offset = kv_head * desc->v_head_stride,
+                .k_head_offset = g.kv_head * desc->k_head_stride,
+                .v_head_offset = g.kv_head * desc->v_head_stride,
             };
-            for (int64_t start = 0; start < row_total; start += ROW_CHUNK) {
-                int32_t count = (int32_t)(row_total - start < ROW_CHUNK ? row_total - start : ROW_CHUNK);
-                for (int32_t r = 0; r < count; r++)
-                    paged_row(desc, args, seq_len, first_token, query_len, kv_head, start + r,
-                              &rows[r]);
-                attend_row_chunk(&rule, &src, rows, count, &s);
-            }
+            attend_group(&rule, &src, &g, &s);
         }
     }
-
     free(s.block);
     return R35A_OK;
 }
@@ -578,54 +611,40 @@ r35a_status r35a_reference_paged_attention(const r35a_paged_attention_desc *desc
  * Varlen attention.
  * ------------------------------------------------------------------------------------------- */
 
-static void varlen_row(const r35a_varlen_attention_desc *desc, const r35a_varlen_attention_args *args,
-                       int32_t first_token, int32_t seg_len, int32_t kv_head, int64_t t,
-                       attention_row *row)
-{
-    int32_t group = desc->num_q_heads / desc->num_kv_heads;
-    size_t esize = element_size(desc->dtype);
-    int32_t i = (int32_t)(t / group);
-    int32_t head = kv_head * group + (int32_t)(t % group);
-    int64_t token = (int64_t)first_token + i;
-
-    row->pos = i;
-    row->lo = 0;
-    row->hi = desc->causal ? i + 1 : seg_len;
-    row->slope = 0.0f;
-    row->sink = desc->use_sinks ? (double)args->sinks[head] : -INFINITY;
-    row->q = element_at(args->q, token * desc->q_token_stride + head * desc->q_head_stride, esize);
-    row->out = (unsigned char *)args->out +
-               (size_t)(token * desc->o_token_stride + head * desc->o_head_stride) * esize;
-}
-
 r35a_status r35a_reference_varlen_attention(const r35a_varlen_attention_desc *desc,
                                             const r35a_varlen_attention_args *args)
 {
     scratch s;
-    if (!scratch_alloc(&s, desc->head_size))
-        return r35a_fail(R35A_ERR_OUT_OF_MEMORY,
-                         "reference varlen attention: cannot allocate scratch for head_size %d",
-                         (int)desc->head_size);
-
-    score_rule rule = {
+    r35a_status st = scratch_alloc(&s, desc->head_size, "varlen");
+    if (st != R35A_OK)
+        return st;
+    const score_rule rule = {
         .dtype = desc->dtype,
         .head_size = desc->head_size,
         .scale = desc->softmax_scale,
         .softcap = desc->logit_softcap,
         .alibi = false,
     };
-    int32_t group = desc->num_q_heads / desc->num_kv_heads;
-    attention_row rows[ROW_CHUNK];
-
+    row_group g = {
+        .dtype = desc->dtype,
+        .group = desc->num_q_heads / desc->num_kv_heads,
+        .q = args->q,
+        .out = args->out,
+        .q_token_stride = desc->q_token_stride,
+        .q_head_stride = desc->q_head_stride,
+        .o_token_stride = desc->o_token_stride,
+        .o_head_stride = desc->o_head_stride,
+        .sinks = desc->use_sinks ? args->sinks : NULL,
+        .causal = desc->causal != 0,
+        .first_pos = 0,
+    };
     for (int32_t seg = 0; seg < desc->num_segments; seg++) {
-        int32_t first_token = args->cu_seqlens[seg];
-        int32_t seg_len = args->cu_seqlens[seg + 1] - first_token;
-        if (seg_len <= 0)
+        g.first_token = args->cu_seqlens[seg];
+        g.tokens = g.keys = args->cu_seqlens[seg + 1] - g.first_token;
+        if (g.tokens <= 0)
             continue;
-        int64_t row_total = (int64_t)seg_len * group;
-
-        for (int32_t kv_head = 0; kv_head < desc->num_kv_heads; kv_head++) {
-            kv_source src = {
+        for (g.kv_head = 0; g.kv_head < desc->num_kv_heads; g.kv_head++) {
+            const kv_source src = {
                 .k = args->k,
                 .v = args->v,
                 .dtype = desc->dtype,
@@ -633,18 +652,12 @@ r35a_status r35a_reference_varlen_attention(const r35a_varlen_attention_desc *de
                 .block_row = NULL,
                 .k_key_stride = desc->k_token_stride,
                 .v_key_stride = desc->v_token_stride,
-                .k_head_offset = kv_head * desc->k_head_stride + first_token * desc->k_token_stride,
-                .v_head_offset = kv_head * desc->v_head_stride + first_token * desc->v_token_stride,
+                .k_head_offset = g.kv_head * desc->k_head_stride + g.first_token * desc->k_token_stride,
+                .v_head_offset = g.kv_head * desc->v_head_stride + g.first_token * desc->v_token_stride,
             };
-            for (int64_t start = 0; start < row_total; start += ROW_CHUNK) {
-                int32_t count = (int32_t)(row_total - start < ROW_CHUNK ? row_total - start : ROW_CHUNK);
-                for (int32_t r = 0; r < count; r++)
-                    varlen_row(desc, args, first_token, seg_len, kv_head, start + r, &rows[r]);
-                attend_row_chunk(&rule, &src, rows, count, &s);
-            }
+            attend_group(&rule, &src, &g, &s);
         }
     }
-
     free(s.block);
     return R35A_OK;
 }

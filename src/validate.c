@@ -316,19 +316,38 @@ static r35a_status check_optional(const char *name, const char *field, const voi
     return R35A_OK;
 }
 
+/* One named pointer of an args struct. */
+typedef struct named_ptr {
+    const char *field;
+    const void *ptr;
+} named_ptr;
+
+/* The checks every args struct opens with: it exists, it was upgraded, its required pointers are set. */
+static r35a_status check_args_common(const char *name, const void *args, size_t struct_size, size_t expected,
+                                     const named_ptr *required, size_t count)
+{
+    if (!args)
+        return r35a_fail(R35A_ERR_NULL_POINTER, "%s: NULL", name);
+    if (struct_size != expected) /* r35a_upgrade_*_args made it so */
+        return r35a_fail(R35A_ERR_INTERNAL, "%s.struct_size: %zu reached validation", name, struct_size);
+    for (size_t i = 0; i < count; ++i)
+        REQUIRE_PTR(name, required[i].field, required[i].ptr);
+    return R35A_OK;
+}
+
 r35a_status r35a_validate_paged_args(const r35a_paged_attention_desc *d, const r35a_paged_attention_args *a)
 {
-    if (!a)
-        return r35a_fail(R35A_ERR_NULL_POINTER, ARGS_PAGED ": NULL");
-    if (a->struct_size != sizeof *a) /* r35a_upgrade_paged_args made it so */
-        return r35a_fail(R35A_ERR_INTERNAL, ARGS_PAGED ".struct_size: %zu reached validation", a->struct_size);
-    REQUIRE_PTR(ARGS_PAGED, "q", a->q);
-    REQUIRE_PTR(ARGS_PAGED, "k_cache", a->k_cache);
-    REQUIRE_PTR(ARGS_PAGED, "v_cache", a->v_cache);
-    REQUIRE_PTR(ARGS_PAGED, "out", a->out);
-    REQUIRE_PTR(ARGS_PAGED, "seq_lens", a->seq_lens);
-    REQUIRE_PTR(ARGS_PAGED, "query_start_loc", a->query_start_loc);
-    REQUIRE_PTR(ARGS_PAGED, "block_table", a->block_table);
+    const named_ptr required[] = {
+        {"q", a ? a->q : NULL},
+        {"k_cache", a ? a->k_cache : NULL},
+        {"v_cache", a ? a->v_cache : NULL},
+        {"out", a ? a->out : NULL},
+        {"seq_lens", a ? a->seq_lens : NULL},
+        {"query_start_loc", a ? a->query_start_loc : NULL},
+        {"block_table", a ? a->block_table : NULL},
+    };
+    TRY(check_args_common(ARGS_PAGED, a, a ? a->struct_size : 0, sizeof *a, required,
+                          sizeof required / sizeof *required));
     TRY(check_optional(ARGS_PAGED, "alibi_slopes", a->alibi_slopes, d->use_alibi, PAGED ".use_alibi is 0"));
     TRY(check_optional(ARGS_PAGED, "sinks", a->sinks, d->use_sinks, PAGED ".use_sinks is 0"));
     r35a_dtype kv = r35a_paged_kv_dtype(d);
@@ -341,15 +360,15 @@ r35a_status r35a_validate_paged_args(const r35a_paged_attention_desc *d, const r
 
 r35a_status r35a_validate_varlen_args(const r35a_varlen_attention_desc *d, const r35a_varlen_attention_args *a)
 {
-    if (!a)
-        return r35a_fail(R35A_ERR_NULL_POINTER, ARGS_VARLEN ": NULL");
-    if (a->struct_size != sizeof *a) /* r35a_upgrade_varlen_args made it so */
-        return r35a_fail(R35A_ERR_INTERNAL, ARGS_VARLEN ".struct_size: %zu reached validation", a->struct_size);
-    REQUIRE_PTR(ARGS_VARLEN, "q", a->q);
-    REQUIRE_PTR(ARGS_VARLEN, "k", a->k);
-    REQUIRE_PTR(ARGS_VARLEN, "v", a->v);
-    REQUIRE_PTR(ARGS_VARLEN, "out", a->out);
-    REQUIRE_PTR(ARGS_VARLEN, "cu_seqlens", a->cu_seqlens);
+    const named_ptr required[] = {
+        {"q", a ? a->q : NULL},
+        {"k", a ? a->k : NULL},
+        {"v", a ? a->v : NULL},
+        {"out", a ? a->out : NULL},
+        {"cu_seqlens", a ? a->cu_seqlens : NULL},
+    };
+    TRY(check_args_common(ARGS_VARLEN, a, a ? a->struct_size : 0, sizeof *a, required,
+                          sizeof required / sizeof *required));
     TRY(check_optional(ARGS_VARLEN, "sinks", a->sinks, d->use_sinks, VARLEN ".use_sinks is 0"));
     return R35A_OK;
 }
