@@ -169,54 +169,9 @@ r35a_status r35a_plan_get_info(const r35a_plan *plan, r35a_plan_info *info)
 
 void r35a_plan_destroy(r35a_plan *plan) { free(plan); }
 
-/* ---- what differs between the two ops at the API: upgrading and checking the caller's structs ---- */
+static const char *op_name(r35a_op op) { return op == R35A_OP_PAGED ? "paged" : "varlen"; }
 
-typedef union full_args {
-    r35a_paged_attention_args paged;
-    r35a_varlen_attention_args varlen;
-} full_args;
-
-typedef struct op_calls {
-    r35a_op op;
-    const char *name;
-    r35a_status (*upgrade_desc)(const void *desc, r35a_op_desc *full);
-    r35a_status (*validate_desc)(const r35a_op_desc *full);
-    r35a_status (*upgrade_args)(const void *args, full_args *full);
-    r35a_status (*validate_args)(const r35a_op_desc *desc, const full_args *args);
-    r35a_status (*validate_data)(const r35a_op_desc *desc, const full_args *args);   /* host-visible metadata */
-} op_calls;
-
-static r35a_status paged_upgrade_desc(const void *d, r35a_op_desc *f) { return r35a_upgrade_paged_desc(d, &f->paged); }
-static r35a_status paged_validate_desc(const r35a_op_desc *f) { return r35a_validate_paged_desc(&f->paged); }
-static r35a_status paged_upgrade_args(const void *a, full_args *f) { return r35a_upgrade_paged_args(a, &f->paged); }
-static r35a_status paged_validate_args(const r35a_op_desc *d, const full_args *a)
-{
-    return r35a_validate_paged_args(&d->paged, &a->paged);
-}
-static r35a_status paged_validate_data(const r35a_op_desc *d, const full_args *a)
-{
-    return r35a_validate_paged_data(&d->paged, &a->paged);
-}
-static r35a_status varlen_upgrade_desc(const void *d, r35a_op_desc *f) { return r35a_upgrade_varlen_desc(d, &f->varlen); }
-static r35a_status varlen_validate_desc(const r35a_op_desc *f) { return r35a_validate_varlen_desc(&f->varlen); }
-static r35a_status varlen_upgrade_args(const void *a, full_args *f) { return r35a_upgrade_varlen_args(a, &f->varlen); }
-static r35a_status varlen_validate_args(const r35a_op_desc *d, const full_args *a)
-{
-    return r35a_validate_varlen_args(&d->varlen, &a->varlen);
-}
-static r35a_status varlen_validate_data(const r35a_op_desc *d, const full_args *a)
-{
-    return r35a_validate_varlen_data(&d->varlen, &a->varlen);
-}
-
-static const op_calls paged_calls = {R35A_OP_PAGED, "paged",
-                                     paged_upgrade_desc, paged_validate_desc, paged_upgrade_args,
-                                     paged_validate_args, paged_validate_data};
-static const op_calls varlen_calls = {R35A_OP_VARLEN, "varlen",
-                                      varlen_upgrade_desc, varlen_validate_desc, varlen_upgrade_args,
-                                      varlen_validate_args, varlen_validate_data};
-
-static r35a_status plan_op(const op_calls *op, r35a_context *context, const void *desc, r35a_plan **out)
+static r35a_status plan_op(r35a_op op, r35a_context *context, const void *desc, r35a_plan **out)
 {
     r35a_clear_error();
     if (!out)
@@ -225,19 +180,19 @@ static r35a_status plan_op(const op_calls *op, r35a_context *context, const void
     if (!context)
         return r35a_fail(R35A_ERR_NULL_POINTER, "context: NULL");
     r35a_op_desc full;
-    r35a_status st = op->upgrade_desc(desc, &full);
+    r35a_status st = r35a_upgrade_desc(op, desc, &full);
     if (st == R35A_OK)
-        st = op->validate_desc(&full);
+        st = r35a_validate_desc(op, &full);
     if (st != R35A_OK)
         return st;
     r35a_plan *plan = calloc(1, sizeof *plan);
     if (!plan)
         return r35a_fail(R35A_ERR_OUT_OF_MEMORY, "plan: allocation of %zu bytes failed", sizeof *plan);
-    plan->op = op->op;
+    plan->op = op;
     plan->ctx = context;
     plan->info.struct_size = sizeof plan->info;
     plan->desc = full;
-    st = r35a_dispatch(context, op->op, plan);
+    st = r35a_dispatch(context, op, plan);
     if (st != R35A_OK) {
         free(plan);
         return st;
@@ -248,7 +203,7 @@ static r35a_status plan_op(const op_calls *op, r35a_context *context, const void
 
 /* The plan belongs to this context and op; the workspace fits; the args are upgraded and checked
  * (their metadata contents too where they are host memory), then the plan's implementation runs. */
-static r35a_status run_op(const op_calls *op, r35a_context *context, const r35a_plan *plan, const void *args,
+static r35a_status run_op(r35a_op op, r35a_context *context, const r35a_plan *plan, const void *args,
                           void *workspace, size_t workspace_bytes, void *stream)
 {
     r35a_clear_error();
@@ -256,9 +211,9 @@ static r35a_status run_op(const op_calls *op, r35a_context *context, const r35a_
         return r35a_fail(R35A_ERR_NULL_POINTER, "context: NULL");
     if (!plan)
         return r35a_fail(R35A_ERR_NULL_POINTER, "plan: NULL");
-    if (plan->op != op->op)
+    if (plan->op != op)
         return r35a_fail(R35A_ERR_PLAN_MISMATCH, "plan: made for %s attention, run as %s attention",
-                         plan->op == R35A_OP_PAGED ? "paged" : "varlen", op->name);
+                         op_name(plan->op), op_name(op));
     if (plan->ctx != context)
         return r35a_fail(R35A_ERR_PLAN_MISMATCH, "plan: made by another context");
     if (workspace_bytes < plan->info.workspace_bytes)
@@ -267,13 +222,10 @@ static r35a_status run_op(const op_calls *op, r35a_context *context, const r35a_
     if (plan->info.workspace_bytes > 0 && !workspace)
         return r35a_fail(R35A_ERR_NULL_POINTER, "workspace: NULL but the plan needs %zu bytes",
                          plan->info.workspace_bytes);
-    const r35a_op_desc *desc = &plan->desc;
-    full_args full;
-    r35a_status st = op->upgrade_args(args, &full);
+    r35a_op_args full;
+    r35a_status st = r35a_upgrade_args(op, args, &full);
     if (st == R35A_OK)
-        st = op->validate_args(desc, &full);
-    if (st == R35A_OK && context->backend == R35A_BACKEND_REFERENCE)
-        st = op->validate_data(desc, &full);
+        st = r35a_validate_args(op, &plan->desc, &full, context->backend == R35A_BACKEND_REFERENCE);
     if (st != R35A_OK)
         return st;
     return plan->impl->run(context, plan, &full, workspace, workspace_bytes, stream);
@@ -282,27 +234,27 @@ static r35a_status run_op(const op_calls *op, r35a_context *context, const r35a_
 r35a_status r35a_paged_attention_plan(r35a_context *context, const r35a_paged_attention_desc *desc,
                                       r35a_plan **plan)
 {
-    return plan_op(&paged_calls, context, desc, plan);
+    return plan_op(R35A_OP_PAGED, context, desc, plan);
 }
 
 r35a_status r35a_varlen_attention_plan(r35a_context *context, const r35a_varlen_attention_desc *desc,
                                        r35a_plan **plan)
 {
-    return plan_op(&varlen_calls, context, desc, plan);
+    return plan_op(R35A_OP_VARLEN, context, desc, plan);
 }
 
 r35a_status r35a_paged_attention_run(r35a_context *context, const r35a_plan *plan,
                                      const r35a_paged_attention_args *args, void *workspace,
                                      size_t workspace_bytes, void *stream)
 {
-    return run_op(&paged_calls, context, plan, args, workspace, workspace_bytes, stream);
+    return run_op(R35A_OP_PAGED, context, plan, args, workspace, workspace_bytes, stream);
 }
 
 r35a_status r35a_varlen_attention_run(r35a_context *context, const r35a_plan *plan,
                                       const r35a_varlen_attention_args *args, void *workspace,
                                       size_t workspace_bytes, void *stream)
 {
-    return run_op(&varlen_calls, context, plan, args, workspace, workspace_bytes, stream);
+    return run_op(R35A_OP_VARLEN, context, plan, args, workspace, workspace_bytes, stream);
 }
 
 /* ---- descriptor defaults ----

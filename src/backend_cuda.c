@@ -324,13 +324,7 @@ bool r35a_cuda_context_init(r35a_context *ctx, int device_index, bool *built, ch
         return false;
     }
 
-    ctx->gpu = st;
-    ctx->gpu_runtime = &st->runtime;
-    ctx->backend = R35A_BACKEND_GPU;
-    ctx->info.backend = R35A_BACKEND_GPU;
-    ctx->info.device_index = device_index;
-    snprintf(ctx->info.backend_name, sizeof ctx->info.backend_name, "cuda");
-    snprintf(ctx->info.arch, sizeof ctx->info.arch, "%s", arch);
+    r35a_gpu_context_adopt(ctx, st, &st->runtime, device_index, "cuda");
     /* name and library are cut to lengths that keep the reason within its field */
     snprintf(ctx->info.reason, sizeof ctx->info.reason, "CUDA device %d: %.64s, %s, %d SMs, fragments %s (%.64s, driver API %d)",
              device_index, name, arch, st->num_sms, st->emulate_gfx11 ? "gfx11 emulation" : "mma.sync",

@@ -323,13 +323,7 @@ bool r35a_hip_context_init(r35a_context *ctx, int device_index, char *reason, si
         return false;
     }
 
-    ctx->gpu = st;
-    ctx->gpu_runtime = &st->runtime;
-    ctx->backend = R35A_BACKEND_GPU;
-    ctx->info.backend = R35A_BACKEND_GPU;
-    ctx->info.device_index = device_index;
-    snprintf(ctx->info.backend_name, sizeof ctx->info.backend_name, "hip");
-    snprintf(ctx->info.arch, sizeof ctx->info.arch, "%s", arch);
+    r35a_gpu_context_adopt(ctx, st, &st->runtime, device_index, "hip");
     char device_name[64];
     memcpy(device_name, props, sizeof device_name - 1); /* hipDeviceProp_t.name opens both layouts */
     device_name[sizeof device_name - 1] = '\0';

@@ -25,30 +25,22 @@ static bool reference_try_plan(const r35a_context *ctx, r35a_plan *plan, char *r
     return true; /* serves every valid descriptor */
 }
 
-static r35a_status reference_run_paged(const r35a_context *ctx, const r35a_plan *plan, const void *args,
-                                       void *workspace, size_t workspace_bytes, void *stream)
+static r35a_status reference_run(const r35a_context *ctx, const r35a_plan *plan, const void *args, void *workspace,
+                                 size_t workspace_bytes, void *stream)
 {
     (void)ctx;
     (void)workspace;
     (void)workspace_bytes;
     (void)stream;
-    return r35a_reference_paged_attention(&plan->desc.paged, args);
-}
-
-static r35a_status reference_run_varlen(const r35a_context *ctx, const r35a_plan *plan, const void *args,
-                                        void *workspace, size_t workspace_bytes, void *stream)
-{
-    (void)ctx;
-    (void)workspace;
-    (void)workspace_bytes;
-    (void)stream;
+    if (plan->op == R35A_OP_PAGED)
+        return r35a_reference_paged_attention(&plan->desc.paged, args);
     return r35a_reference_varlen_attention(&plan->desc.varlen, args);
 }
 
 static const r35a_impl reference_paged = {"reference", R35A_OP_PAGED, R35A_BACKEND_REFERENCE, reference_try_plan,
-                                          reference_run_paged};
+                                          reference_run};
 static const r35a_impl reference_varlen = {"reference", R35A_OP_VARLEN, R35A_BACKEND_REFERENCE, reference_try_plan,
-                                           reference_run_varlen};
+                                           reference_run};
 
 /* ---- the ordered lists: tuned GPU variants, then the portable GPU kernel, then the reference ---- */
 

@@ -100,3 +100,15 @@ void r35a_code_object_archs(const char *prefix, char *out, size_t cap)
             r35a_text_append(out, cap, ",", "%s", a);
     }
 }
+
+void r35a_gpu_context_adopt(r35a_context *ctx, void *state, const r35a_gpu_runtime *rt, int device_index,
+                            const char *backend_name)
+{
+    ctx->gpu = state;
+    ctx->gpu_runtime = rt;
+    ctx->backend = R35A_BACKEND_GPU;
+    ctx->info.backend = R35A_BACKEND_GPU;
+    ctx->info.device_index = device_index;
+    snprintf(ctx->info.backend_name, sizeof ctx->info.backend_name, "%s", backend_name);
+    snprintf(ctx->info.arch, sizeof ctx->info.arch, "%s", rt->arch->arch);
+}

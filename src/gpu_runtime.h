@@ -51,6 +51,11 @@ typedef struct r35a_gpu_loader {
 bool r35a_gpu_load_kernels(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader, char *why, size_t cap);
 void r35a_gpu_unload_kernels(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader);
 
+/* Makes ctx a GPU context of a backend: its state (which holds rt), the runtime, and the info
+ * fields every GPU context has (backend GPU, device index, backend name, arch). */
+void r35a_gpu_context_adopt(r35a_context *ctx, void *state, const r35a_gpu_runtime *rt, int device_index,
+                            const char *backend_name);
+
 /* The embedded code object of (arch, family name), e.g. ("sm_90", "decode.gfx11emu"), or NULL. */
 const r35a_code_object *r35a_code_object_find(const char *arch, const char *family);
 /* The distinct archs of the embedded code objects whose names start with prefix ("gfx", "sm_"),

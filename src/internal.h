@@ -66,29 +66,24 @@ r35a_status r35a_dispatch(const r35a_context *ctx, r35a_op op, r35a_plan *plan);
 #define R35A_VARLEN_DESC_SIZE_0_1 offsetof(r35a_varlen_attention_desc, use_sinks)
 #define R35A_VARLEN_ARGS_SIZE_0_1 offsetof(r35a_varlen_attention_args, sinks)
 
-/* Copies the caller's struct, of today's size or an earlier release's, into *full (today's
- * layout, struct_size = sizeof), giving the fields the caller's release did not have their
- * defaults. Fails (NULL pointer, unknown struct_size) without touching *full. Everything past this
- * point reads the full copy only, never the caller's struct. */
-r35a_status r35a_upgrade_paged_desc(const r35a_paged_attention_desc *desc, r35a_paged_attention_desc *full);
-r35a_status r35a_upgrade_varlen_desc(const r35a_varlen_attention_desc *desc, r35a_varlen_attention_desc *full);
-r35a_status r35a_upgrade_paged_args(const r35a_paged_attention_args *args, r35a_paged_attention_args *full);
-r35a_status r35a_upgrade_varlen_args(const r35a_varlen_attention_args *args, r35a_varlen_attention_args *full);
+/* Either op's run arguments. */
+typedef union r35a_op_args {
+    r35a_paged_attention_args paged;
+    r35a_varlen_attention_args varlen;
+} r35a_op_args;
 
-/* Descriptor checks on a full (upgraded) descriptor. */
-r35a_status r35a_validate_paged_desc(const r35a_paged_attention_desc *desc);
-r35a_status r35a_validate_varlen_desc(const r35a_varlen_attention_desc *desc);
-/* Pointer checks of args against desc (both backends). */
-r35a_status r35a_validate_paged_args(const r35a_paged_attention_desc *desc,
-                                     const r35a_paged_attention_args *args);
-r35a_status r35a_validate_varlen_args(const r35a_varlen_attention_desc *desc,
-                                      const r35a_varlen_attention_args *args);
-/* Content checks of host-visible metadata (seq_lens, query_start_loc, block_table, cu_seqlens);
- * only possible where the metadata is host memory (reference backend). */
-r35a_status r35a_validate_paged_data(const r35a_paged_attention_desc *desc,
-                                     const r35a_paged_attention_args *args);
-r35a_status r35a_validate_varlen_data(const r35a_varlen_attention_desc *desc,
-                                      const r35a_varlen_attention_args *args);
+/* Copies the caller's descriptor or args of op, of today's size or an earlier release's, into
+ * *full (today's layout, struct_size = sizeof), giving the fields the caller's release did not have
+ * their defaults. Fails (NULL pointer, unknown struct_size) without touching *full. Everything past
+ * this point reads the full copy only, never the caller's struct. */
+r35a_status r35a_upgrade_desc(r35a_op op, const void *desc, r35a_op_desc *full);
+r35a_status r35a_upgrade_args(r35a_op op, const void *args, r35a_op_args *full);
+/* Descriptor checks on a full descriptor. */
+r35a_status r35a_validate_desc(r35a_op op, const r35a_op_desc *desc);
+/* Pointer checks of full args against desc (both backends) and, with host_data, the contents of
+ * the metadata (seq_lens, query_start_loc, block_table, cu_seqlens, scales): possible only where
+ * it is host memory (the reference backend). */
+r35a_status r35a_validate_args(r35a_op op, const r35a_op_desc *desc, const r35a_op_args *args, bool host_data);
 
 /* Size of one element of dtype in bytes; 0 for an unknown dtype. */
 size_t r35a_dtype_size(r35a_dtype dtype);

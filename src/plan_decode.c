@@ -37,14 +37,9 @@ bool r35a_plan_decode(const r35a_paged_attention_desc *d, const char *arch, int 
                       r35a_gpu_launch *out, char *reason, size_t cap)
 {
     reason[0] = '\0';
-    int forced = -1;
-    if (only) {
-        forced = r35a_registry_find(R35A_GPU_DECODE, arch, only);
-        if (forced < 0) {
-            r35a_text_append(reason, cap, ", ", "no decode variant %s for %s", only, arch);
-            return false;
-        }
-    }
+    int forced;
+    if (!r35a_registry_forced(R35A_GPU_DECODE, "decode variant", arch, only, &forced, reason, cap))
+        return false;
 
     if (d->dtype != R35A_DTYPE_F16 && d->dtype != R35A_DTYPE_BF16)
         r35a_text_append(reason, cap, ", ", "dtype %s (the decode kernels are f16/bf16)", r35a_dtype_name(d->dtype));
@@ -69,18 +64,10 @@ bool r35a_plan_decode(const r35a_paged_attention_desc *d, const char *arch, int 
     /* Candidates: this arch, dtype and head size (and the forced variant, if any). */
     int best = -1;
     int32_t best_groups = 0;
-    char built[96] = "";   /* head sizes built for this dtype, for the reason */
-    int32_t last_listed = -1;
     for (int i = 0; i < R35A_NUM_DECODE_VARIANTS; ++i) {
         const r35a_decode_variant *v = &r35a_decode_variants[i];
-        if (!r35a_same_name(v->arch, arch) || (forced >= 0 && i != forced) || v->dtype != d->dtype)
-            continue;
-        if (v->head_size != last_listed) { /* the table lists a head size's variants together */
-            size_t used = strlen(built);
-            snprintf(built + used, sizeof built - used, "%s%d", used ? ", " : "", (int)v->head_size);
-            last_listed = v->head_size;
-        }
-        if (v->head_size != d->head_size)
+        if (!r35a_same_name(v->arch, arch) || (forced >= 0 && i != forced) || v->dtype != d->dtype ||
+            v->head_size != d->head_size)
             continue;
         int32_t groups = r35a_decode_num_row_groups(d->num_q_heads / d->num_kv_heads, d->max_query_len, v->rows);
         bool fewer_groups = best < 0 || groups < best_groups;
@@ -89,13 +76,8 @@ bool r35a_plan_decode(const r35a_paged_attention_desc *d, const char *arch, int 
             best_groups = groups;
         }
     }
-    if (best < 0 && (d->dtype == R35A_DTYPE_F16 || d->dtype == R35A_DTYPE_BF16)) {
-        if (forced >= 0 && r35a_decode_variants[forced].dtype != d->dtype)
-            r35a_text_append(reason, cap, ", ", "%s is for %s", only, r35a_dtype_name(r35a_decode_variants[forced].dtype));
-        else
-            r35a_text_append(reason, cap, ", ", "head_size %d not built (%s %s: %s)", (int)d->head_size, arch,
-                       r35a_dtype_name(d->dtype), built[0] ? built : "none");
-    }
+    if (best < 0 && (d->dtype == R35A_DTYPE_F16 || d->dtype == R35A_DTYPE_BF16))
+        r35a_registry_explain_missing(R35A_GPU_DECODE, arch, d->dtype, d->head_size, forced, only, reason, cap);
     if (best >= 0 && (uint64_t)d->num_kv_heads * (uint64_t)best_groups > R35A_GRID_YZ_MAX)
         r35a_text_append(reason, cap, ", ", "num_kv_heads x row groups %lld above the grid limit %u",
                    (long long)d->num_kv_heads * best_groups, R35A_GRID_YZ_MAX);
@@ -168,25 +150,9 @@ void r35a_fill_decode_args(const r35a_paged_attention_desc *d, const r35a_paged_
                            const r35a_gpu_launch *launch, void *workspace, r35a_decode_args *out)
 {
     memset(out, 0, sizeof *out);
-    out->q = a->q;
-    out->k_cache = a->k_cache;
-    out->v_cache = a->v_cache;
-    out->out = a->out;
-    out->seq_lens = a->seq_lens;
-    out->query_start_loc = a->query_start_loc;
-    out->block_table = a->block_table;
+    R35A_PAGED_POINTERS(R35A_COPY_FROM_ARGS)
+    R35A_PAGED_STRIDES(R35A_COPY_FROM_DESC)
     out->workspace = launch->num_splits > 1 ? workspace : NULL;
-    out->q_token_stride = d->q_token_stride;
-    out->q_head_stride = d->q_head_stride;
-    out->o_token_stride = d->o_token_stride;
-    out->o_head_stride = d->o_head_stride;
-    out->k_page_stride = d->k_page_stride;
-    out->k_head_stride = d->k_head_stride;
-    out->k_slot_stride = d->k_slot_stride;
-    out->v_page_stride = d->v_page_stride;
-    out->v_head_stride = d->v_head_stride;
-    out->v_slot_stride = d->v_slot_stride;
-    out->block_table_stride = d->block_table_stride;
     out->num_seqs = d->num_seqs;
     out->num_kv_heads = d->num_kv_heads;
     out->group_size = d->num_q_heads / d->num_kv_heads;

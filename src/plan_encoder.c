@@ -39,14 +39,9 @@ bool r35a_plan_encoder(const r35a_varlen_attention_desc *d, const char *arch, co
                        r35a_gpu_launch *out, char *reason, size_t cap)
 {
     reason[0] = '\0';
-    int forced = -1;
-    if (only) {
-        forced = r35a_registry_find(R35A_GPU_ENCODER, arch, only);
-        if (forced < 0) {
-            r35a_text_append(reason, cap, ", ", "no encoder variant %s for %s", only, arch);
-            return false;
-        }
-    }
+    int forced;
+    if (!r35a_registry_forced(R35A_GPU_ENCODER, "encoder variant", arch, only, &forced, reason, cap))
+        return false;
 
     const bool half = d->dtype == R35A_DTYPE_F16 || d->dtype == R35A_DTYPE_BF16;
     if (!half)
@@ -65,23 +60,14 @@ bool r35a_plan_encoder(const r35a_varlen_attention_desc *d, const char *arch, co
         r35a_text_append(reason, cap, ", ", "num_q_heads %d above the grid limit %u", (int)d->num_q_heads, R35A_GRID_YZ_MAX);
 
     int best = -1;
-    char built[96] = "";   /* head sizes built for this dtype, for the reason */
-    for (int i = 0; i < R35A_NUM_ENCODER_VARIANTS; ++i) {
+    for (int i = 0; i < R35A_NUM_ENCODER_VARIANTS && best < 0; ++i) {
         const r35a_encoder_variant *v = &r35a_encoder_variants[i];
-        if (!r35a_same_name(v->arch, arch) || (forced >= 0 && i != forced) || v->dtype != d->dtype)
-            continue;
-        size_t used = strlen(built);
-        snprintf(built + used, sizeof built - used, "%s%d", used ? ", " : "", (int)v->head_size);
-        if (v->head_size == d->head_size && best < 0)
+        if (r35a_same_name(v->arch, arch) && (forced < 0 || i == forced) && v->dtype == d->dtype &&
+            v->head_size == d->head_size)
             best = i;
     }
-    if (best < 0 && half) {
-        if (forced >= 0 && r35a_encoder_variants[forced].dtype != d->dtype)
-            r35a_text_append(reason, cap, ", ", "%s is for %s", only, r35a_dtype_name(r35a_encoder_variants[forced].dtype));
-        else
-            r35a_text_append(reason, cap, ", ", "head_size %d not built (%s %s: %s)", (int)d->head_size, arch,
-                       r35a_dtype_name(d->dtype), built[0] ? built : "none");
-    }
+    if (best < 0 && half)
+        r35a_registry_explain_missing(R35A_GPU_ENCODER, arch, d->dtype, d->head_size, forced, only, reason, cap);
     int32_t rows_per_wg = 0;
     if (best >= 0) {
         rows_per_wg = r35a_encoder_rows_per_workgroup(r35a_encoder_variants[best].rows, r35a_encoder_variants[best].nw);
@@ -110,19 +96,8 @@ void r35a_fill_encoder_args(const r35a_varlen_attention_desc *d, const r35a_varl
                             r35a_encoder_args *out)
 {
     memset(out, 0, sizeof *out);
-    out->q = a->q;
-    out->k = a->k;
-    out->v = a->v;
-    out->out = a->out;
-    out->cu_seqlens = a->cu_seqlens;
-    out->q_token_stride = d->q_token_stride;
-    out->q_head_stride = d->q_head_stride;
-    out->k_token_stride = d->k_token_stride;
-    out->k_head_stride = d->k_head_stride;
-    out->v_token_stride = d->v_token_stride;
-    out->v_head_stride = d->v_head_stride;
-    out->o_token_stride = d->o_token_stride;
-    out->o_head_stride = d->o_head_stride;
+    R35A_VARLEN_POINTERS(R35A_COPY_FROM_ARGS)
+    R35A_VARLEN_STRIDES(R35A_COPY_FROM_DESC)
     out->num_segments = d->num_segments;
     out->num_heads = d->num_q_heads;
     out->max_seqlen = d->max_seqlen;

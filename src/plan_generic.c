@@ -15,14 +15,13 @@ static bool plan_generic(r35a_op op, r35a_dtype dtype, int32_t head_size, int32_
                          const char *arch, const char *only, r35a_gpu_launch *out, char *reason, size_t cap)
 {
     reason[0] = '\0';
-    int forced = -1;
-    if (only) {
-        forced = r35a_registry_find(R35A_GPU_GENERIC, arch, only);
-        if (forced < 0 || r35a_generic_kernels[forced].op != op) {
-            r35a_text_append(reason, cap, ", ", "no %s generic kernel %s for %s", op == R35A_OP_PAGED ? "paged" : "varlen",
-                       only, arch);
-            return false;
-        }
+    int forced;
+    const char *what = op == R35A_OP_PAGED ? "paged generic kernel" : "varlen generic kernel";
+    if (!r35a_registry_forced(R35A_GPU_GENERIC, what, arch, only, &forced, reason, cap))
+        return false;
+    if (forced >= 0 && r35a_generic_kernels[forced].op != op) {
+        snprintf(reason, cap, "no %s %s for %s", what, only, arch);
+        return false;
     }
     if (dtype != R35A_DTYPE_F16 && dtype != R35A_DTYPE_BF16) {
         r35a_text_append(reason, cap, ", ", "dtype %s (the GPU kernels are f16/bf16)", r35a_dtype_name(dtype));
@@ -86,13 +85,8 @@ void r35a_fill_generic_paged_args(const r35a_paged_attention_desc *d, const r35a
                                   int32_t min_query_len, r35a_generic_paged_args *out)
 {
     memset(out, 0, sizeof *out);
-    out->q = a->q;
-    out->k_cache = a->k_cache;
-    out->v_cache = a->v_cache;
-    out->out = a->out;
-    out->seq_lens = a->seq_lens;
-    out->query_start_loc = a->query_start_loc;
-    out->block_table = a->block_table;
+    R35A_PAGED_POINTERS(R35A_COPY_FROM_ARGS)
+    R35A_PAGED_STRIDES(R35A_COPY_FROM_DESC)
     out->alibi_slopes = d->use_alibi ? a->alibi_slopes : NULL;
     out->sinks = d->use_sinks ? a->sinks : NULL;
     const r35a_dtype kv = r35a_paged_kv_dtype(d);
@@ -100,54 +94,22 @@ void r35a_fill_generic_paged_args(const r35a_paged_attention_desc *d, const r35a
     out->kv_scale_per_head = d->kv_scale_per_head;
     out->k_scale = r35a_dtype_is_kv8(kv) ? a->k_scale : NULL;
     out->v_scale = r35a_dtype_is_kv8(kv) ? a->v_scale : NULL;
-    out->q_token_stride = d->q_token_stride;
-    out->q_head_stride = d->q_head_stride;
-    out->o_token_stride = d->o_token_stride;
-    out->o_head_stride = d->o_head_stride;
-    out->k_page_stride = d->k_page_stride;
-    out->k_head_stride = d->k_head_stride;
-    out->k_slot_stride = d->k_slot_stride;
-    out->v_page_stride = d->v_page_stride;
-    out->v_head_stride = d->v_head_stride;
-    out->v_slot_stride = d->v_slot_stride;
-    out->block_table_stride = d->block_table_stride;
+    R35A_GENERIC_SHAPE(R35A_COPY_FROM_DESC)
     out->num_seqs = d->num_seqs;
-    out->num_tokens = d->num_tokens;
-    out->num_q_heads = d->num_q_heads;
-    out->num_kv_heads = d->num_kv_heads;
-    out->head_size = d->head_size;
     out->page_size = d->page_size;
     out->window = d->window;
     out->min_query_len = min_query_len;
-    out->softmax_scale = d->softmax_scale;
-    out->logit_softcap = d->logit_softcap;
 }
 
 void r35a_fill_generic_varlen_args(const r35a_varlen_attention_desc *d, const r35a_varlen_attention_args *a,
                                    r35a_generic_varlen_args *out)
 {
     memset(out, 0, sizeof *out);
-    out->q = a->q;
-    out->k = a->k;
-    out->v = a->v;
-    out->out = a->out;
-    out->cu_seqlens = a->cu_seqlens;
+    R35A_VARLEN_POINTERS(R35A_COPY_FROM_ARGS)
+    R35A_VARLEN_STRIDES(R35A_COPY_FROM_DESC)
+    R35A_GENERIC_SHAPE(R35A_COPY_FROM_DESC)
     out->sinks = d->use_sinks ? a->sinks : NULL;
-    out->q_token_stride = d->q_token_stride;
-    out->q_head_stride = d->q_head_stride;
-    out->k_token_stride = d->k_token_stride;
-    out->k_head_stride = d->k_head_stride;
-    out->v_token_stride = d->v_token_stride;
-    out->v_head_stride = d->v_head_stride;
-    out->o_token_stride = d->o_token_stride;
-    out->o_head_stride = d->o_head_stride;
     out->num_segments = d->num_segments;
-    out->num_tokens = d->num_tokens;
-    out->num_q_heads = d->num_q_heads;
-    out->num_kv_heads = d->num_kv_heads;
-    out->head_size = d->head_size;
     out->causal = d->causal;
-    out->softmax_scale = d->softmax_scale;
-    out->logit_softcap = d->logit_softcap;
 }
 

@@ -1,6 +1,7 @@
 /* registry.c - the GPU kernel tables, generated from variants/variants.def (see registry.h). */
 #include "registry.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define R35A_VDTYPE_f16 R35A_DTYPE_F16
@@ -92,4 +93,45 @@ int r35a_registry_find(r35a_gpu_family family, const char *tuning, const char *n
         if (r35a_same_name(r35a_registry_tuning(family, i), tuning) && r35a_same_name(r35a_registry_name(family, i), name))
             return i;
     return -1;
+}
+
+bool r35a_registry_forced(r35a_gpu_family family, const char *what, const char *tuning, const char *only,
+                          int *forced, char *reason, size_t cap)
+{
+    *forced = only ? r35a_registry_find(family, tuning, only) : -1;
+    if (only && *forced < 0) {
+        snprintf(reason, cap, "no %s %s for %s", what, only, tuning);
+        return false;
+    }
+    return true;
+}
+
+static r35a_dtype row_dtype(r35a_gpu_family family, int i)
+{
+    return family == R35A_GPU_DECODE ? r35a_decode_variants[i].dtype : r35a_encoder_variants[i].dtype;
+}
+
+static int32_t row_head_size(r35a_gpu_family family, int i)
+{
+    return family == R35A_GPU_DECODE ? r35a_decode_variants[i].head_size : r35a_encoder_variants[i].head_size;
+}
+
+void r35a_registry_explain_missing(r35a_gpu_family family, const char *tuning, r35a_dtype dtype, int32_t head_size,
+                                   int forced, const char *only, char *reason, size_t cap)
+{
+    if (forced >= 0 && row_dtype(family, forced) != dtype) {
+        r35a_text_append(reason, cap, ", ", "%s is for %s", only, r35a_dtype_name(row_dtype(family, forced)));
+        return;
+    }
+    char built[128] = "";
+    int32_t last = -1;
+    for (int i = 0; i < r35a_registry_count(family); ++i) {
+        if (!r35a_same_name(r35a_registry_tuning(family, i), tuning) || row_dtype(family, i) != dtype ||
+            (forced >= 0 && i != forced) || row_head_size(family, i) == last)
+            continue;   /* (the tables list a head size's rows together) */
+        last = row_head_size(family, i);
+        r35a_text_append(built, sizeof built, ", ", "%d", (int)last);
+    }
+    r35a_text_append(reason, cap, ", ", "head_size %d not built (%s %s: %s)", (int)head_size, tuning,
+                     r35a_dtype_name(dtype), built[0] ? built : "none");
 }

@@ -84,5 +84,16 @@ const char *r35a_family_name(r35a_gpu_family family);   /* "decode", "generic", 
 /* Index of the kernel `name` of `family` among the rows of tuning table `tuning`, or -1. Names are
  * unique within a tuning table, not across tables (the same kernel serves several archs). */
 int r35a_registry_find(r35a_gpu_family family, const char *tuning, const char *name);
+/* Why no kernel of family (decode or encoder) among tuning's rows serves (dtype, head_size): the
+ * forced kernel is of another dtype, or the head size is not built; the reason lists the head sizes
+ * built for the dtype in table order ("head_size 80 not built (gfx1151 f16: 64, 96, 128)"), only the
+ * forced kernel's when forced >= 0. */
+void r35a_registry_explain_missing(r35a_gpu_family family, const char *tuning, r35a_dtype dtype, int32_t head_size,
+                                   int forced, const char *only, char *reason, size_t cap);
+/* A planner's R35A_FORCE restriction: *forced gets the index of kernel `only` of family among
+ * tuning's rows (-1 when only is NULL: any kernel). False, with the reason "no <what> <only> for
+ * <tuning>" written, when only names no such kernel. */
+bool r35a_registry_forced(r35a_gpu_family family, const char *what, const char *tuning, const char *only,
+                          int *forced, char *reason, size_t cap);
 
 #endif

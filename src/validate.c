@@ -55,24 +55,18 @@ static r35a_status upgrade(const char *name, const void *in, size_t full_size, s
     return R35A_OK;
 }
 
-r35a_status r35a_upgrade_paged_desc(const r35a_paged_attention_desc *desc, r35a_paged_attention_desc *full)
+r35a_status r35a_upgrade_desc(r35a_op op, const void *desc, r35a_op_desc *full)
 {
-    return upgrade("paged_attention_desc", desc, sizeof *full, R35A_PAGED_DESC_SIZE_0_1, full);
+    if (op == R35A_OP_PAGED)
+        return upgrade("paged_attention_desc", desc, sizeof full->paged, R35A_PAGED_DESC_SIZE_0_1, &full->paged);
+    return upgrade("varlen_attention_desc", desc, sizeof full->varlen, R35A_VARLEN_DESC_SIZE_0_1, &full->varlen);
 }
 
-r35a_status r35a_upgrade_varlen_desc(const r35a_varlen_attention_desc *desc, r35a_varlen_attention_desc *full)
+r35a_status r35a_upgrade_args(r35a_op op, const void *args, r35a_op_args *full)
 {
-    return upgrade("varlen_attention_desc", desc, sizeof *full, R35A_VARLEN_DESC_SIZE_0_1, full);
-}
-
-r35a_status r35a_upgrade_paged_args(const r35a_paged_attention_args *args, r35a_paged_attention_args *full)
-{
-    return upgrade("paged_attention_args", args, sizeof *full, R35A_PAGED_ARGS_SIZE_0_1, full);
-}
-
-r35a_status r35a_upgrade_varlen_args(const r35a_varlen_attention_args *args, r35a_varlen_attention_args *full)
-{
-    return upgrade("varlen_attention_args", args, sizeof *full, R35A_VARLEN_ARGS_SIZE_0_1, full);
+    if (op == R35A_OP_PAGED)
+        return upgrade("paged_attention_args", args, sizeof full->paged, R35A_PAGED_ARGS_SIZE_0_1, &full->paged);
+    return upgrade("varlen_attention_args", args, sizeof full->varlen, R35A_VARLEN_ARGS_SIZE_0_1, &full->varlen);
 }
 
 #define PAGED "paged_attention_desc"
@@ -189,11 +183,11 @@ static r35a_status check_extent(const char *name, const extent_term *terms, int 
             return st_;                                                                                \
     } while (0)
 
-r35a_status r35a_validate_paged_desc(const r35a_paged_attention_desc *d)
+static r35a_status validate_paged_desc(const r35a_paged_attention_desc *d)
 {
     if (!d)
         return r35a_fail(R35A_ERR_NULL_POINTER, PAGED ": NULL");
-    if (d->struct_size != sizeof *d) /* r35a_upgrade_paged_desc made it so */
+    if (d->struct_size != sizeof *d) /* r35a_upgrade_desc made it so */
         return r35a_fail(R35A_ERR_INTERNAL, PAGED ".struct_size: %zu reached validation", d->struct_size);
     TRY(check_common_dtype(PAGED, d->dtype));
     TRY(check_kv_dtype(PAGED, d));
@@ -251,11 +245,11 @@ r35a_status r35a_validate_paged_desc(const r35a_paged_attention_desc *d)
     return R35A_OK;
 }
 
-r35a_status r35a_validate_varlen_desc(const r35a_varlen_attention_desc *d)
+static r35a_status validate_varlen_desc(const r35a_varlen_attention_desc *d)
 {
     if (!d)
         return r35a_fail(R35A_ERR_NULL_POINTER, VARLEN ": NULL");
-    if (d->struct_size != sizeof *d) /* r35a_upgrade_varlen_desc made it so */
+    if (d->struct_size != sizeof *d) /* r35a_upgrade_desc made it so */
         return r35a_fail(R35A_ERR_INTERNAL, VARLEN ".struct_size: %zu reached validation", d->struct_size);
     TRY(check_common_dtype(VARLEN, d->dtype));
     REQUIRE_AT_LEAST(VARLEN, "num_segments", d->num_segments, 1);
@@ -328,14 +322,14 @@ static r35a_status check_args_common(const char *name, const void *args, size_t 
 {
     if (!args)
         return r35a_fail(R35A_ERR_NULL_POINTER, "%s: NULL", name);
-    if (struct_size != expected) /* r35a_upgrade_*_args made it so */
+    if (struct_size != expected) /* r35a_upgrade_args made it so */
         return r35a_fail(R35A_ERR_INTERNAL, "%s.struct_size: %zu reached validation", name, struct_size);
     for (size_t i = 0; i < count; ++i)
         REQUIRE_PTR(name, required[i].field, required[i].ptr);
     return R35A_OK;
 }
 
-r35a_status r35a_validate_paged_args(const r35a_paged_attention_desc *d, const r35a_paged_attention_args *a)
+static r35a_status validate_paged_args(const r35a_paged_attention_desc *d, const r35a_paged_attention_args *a)
 {
     const named_ptr required[] = {
         {"q", a ? a->q : NULL},
@@ -358,7 +352,7 @@ r35a_status r35a_validate_paged_args(const r35a_paged_attention_desc *d, const r
     return R35A_OK;
 }
 
-r35a_status r35a_validate_varlen_args(const r35a_varlen_attention_desc *d, const r35a_varlen_attention_args *a)
+static r35a_status validate_varlen_args(const r35a_varlen_attention_desc *d, const r35a_varlen_attention_args *a)
 {
     const named_ptr required[] = {
         {"q", a ? a->q : NULL},
@@ -391,7 +385,7 @@ static r35a_status check_scales(const char *field, const float *scale, int32_t c
     return R35A_OK;
 }
 
-r35a_status r35a_validate_paged_data(const r35a_paged_attention_desc *d, const r35a_paged_attention_args *a)
+static r35a_status validate_paged_data(const r35a_paged_attention_desc *d, const r35a_paged_attention_args *a)
 {
     const int32_t *qsl = a->query_start_loc;
     if (qsl[0] != 0)
@@ -435,7 +429,7 @@ r35a_status r35a_validate_paged_data(const r35a_paged_attention_desc *d, const r
     return R35A_OK;
 }
 
-r35a_status r35a_validate_varlen_data(const r35a_varlen_attention_desc *d, const r35a_varlen_attention_args *a)
+static r35a_status validate_varlen_data(const r35a_varlen_attention_desc *d, const r35a_varlen_attention_args *a)
 {
     const int32_t *cu = a->cu_seqlens;
     if (cu[0] != 0)
@@ -453,4 +447,19 @@ r35a_status r35a_validate_varlen_data(const r35a_varlen_attention_desc *d, const
         return r35a_fail(R35A_ERR_INVALID_DATA, ARGS_VARLEN ".cu_seqlens[%d]: %d is not num_tokens %d",
                          (int)d->num_segments, (int)cu[d->num_segments], (int)d->num_tokens);
     return R35A_OK;
+}
+
+r35a_status r35a_validate_desc(r35a_op op, const r35a_op_desc *desc)
+{
+    return op == R35A_OP_PAGED ? validate_paged_desc(&desc->paged) : validate_varlen_desc(&desc->varlen);
+}
+
+r35a_status r35a_validate_args(r35a_op op, const r35a_op_desc *desc, const r35a_op_args *args, bool host_data)
+{
+    if (op == R35A_OP_PAGED) {
+        TRY(validate_paged_args(&desc->paged, &args->paged));
+        return host_data ? validate_paged_data(&desc->paged, &args->paged) : R35A_OK;
+    }
+    TRY(validate_varlen_args(&desc->varlen, &args->varlen));
+    return host_data ? validate_varlen_data(&desc->varlen, &args->varlen) : R35A_OK;
 }
