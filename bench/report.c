@@ -21,7 +21,10 @@ void bench_read_cpu_model(char *buf, size_t len)
             if (strncmp(line, keys[k], strlen(keys[k])) != 0 || colon == NULL)
                 continue;
             const char *v = colon + 1 + strspn(colon + 1, " \t");
-            snprintf(buf, len, "%.*s", (int)strcspn(v, "\n"), v);
+            size_t n = strcspn(v, "\n");   /* the value, cut to the buffer */
+            n = n < len - 1 ? n : len - 1;
+            memcpy(buf, v, n);
+            buf[n] = '\0';
             fclose(f);
             return;
         }

@@ -331,8 +331,9 @@ bool r35a_cuda_context_init(r35a_context *ctx, int device_index, bool *built, ch
     ctx->info.device_index = device_index;
     snprintf(ctx->info.backend_name, sizeof ctx->info.backend_name, "cuda");
     snprintf(ctx->info.arch, sizeof ctx->info.arch, "%s", arch);
-    /* name and library are cut to lengths that keep the reason within its field */
-    snprintf(ctx->info.reason, sizeof ctx->info.reason, "CUDA device %d: %.64s, %s, %d SMs, fragments %s (%.64s, driver API %d)",
+    /* name, arch and library are cut to lengths that keep the reason within its field (at most 240 of
+     * its 256 bytes) */
+    snprintf(ctx->info.reason, sizeof ctx->info.reason, "CUDA device %d: %.60s, %.16s, %d SMs, fragments %s (%.64s, driver API %d)",
              device_index, name, arch, st->num_sms, st->emulate_gfx11 ? "gfx11 emulation" : "mma.sync",
              driver.library, driver.driver_version);
     r35a_log("cuda: device %d is %s (%s, %d SMs, planner CUs %d); fragments %s", device_index, name, arch,

@@ -76,8 +76,7 @@ bool r35a_plan_decode(const r35a_paged_attention_desc *d, const char *arch, int 
         if (!r35a_same_name(v->arch, arch) || (forced >= 0 && i != forced) || v->dtype != d->dtype)
             continue;
         if (v->head_size != last_listed) { /* the table lists a head size's variants together */
-            size_t used = strlen(built);
-            snprintf(built + used, sizeof built - used, "%s%d", used ? ", " : "", (int)v->head_size);
+            r35a_text_append(built, sizeof built, ", ", "%d", (int)v->head_size);
             last_listed = v->head_size;
         }
         if (v->head_size != d->head_size)

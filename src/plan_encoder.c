@@ -70,8 +70,7 @@ bool r35a_plan_encoder(const r35a_varlen_attention_desc *d, const char *arch, co
         const r35a_encoder_variant *v = &r35a_encoder_variants[i];
         if (!r35a_same_name(v->arch, arch) || (forced >= 0 && i != forced) || v->dtype != d->dtype)
             continue;
-        size_t used = strlen(built);
-        snprintf(built + used, sizeof built - used, "%s%d", used ? ", " : "", (int)v->head_size);
+        r35a_text_append(built, sizeof built, ", ", "%d", (int)v->head_size);
         if (v->head_size == d->head_size && best < 0)
             best = i;
     }
