@@ -34,7 +34,8 @@ def check(cond, what):
 
 def run(bench, fake, args, log=None, hip=True):
     env = dict(os.environ, R35A_LOG="0", FAKE_HIP_ARCH="gfx1151")
-    env["R35A_HIP_LIBRARY"] = fake if hip else ""
+    env["R35A_HIP_LIBRARY"] = fake if hip else "/nonexistent/libamdhip64.so"
+    env["R35A_CUDA_LIBRARY"] = "/nonexistent/libcuda.so.1"   # a CUDA machine's GPU must not serve these runs
     if log:
         env["FAKE_HIP_LOG"] = log
     env.pop("R35A_FORCE", None)
