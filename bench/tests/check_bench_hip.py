@@ -45,7 +45,7 @@ def run(bench, fake, args, log=None, hip=True):
 
 def launches_of(log):
     if not os.path.exists(log):
-        return {"streams": [], "launches": [], "graph_replays": 0}
+        return {"streams": [], "launches": [], "graph_replays": 0, "live_allocations": None}
     with open(log, encoding="utf-8") as f:
         return json.load(f)
 
@@ -53,6 +53,7 @@ def launches_of(log):
 def check_launches(name, data, graph):
     stream = data["streams"]
     check(data["launches"], f"{name}: the stand-in recorded no launch (log missing?)")
+    check(data.get("live_allocations") == 0, f"{name}: {data.get('live_allocations')} device allocations never freed")
     check(len(stream) == 1, f"{name}: the bench created {len(stream)} streams, expected 1")
     launches = data["launches"]
     timed = [l for l in launches if not l["captured"]]

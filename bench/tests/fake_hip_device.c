@@ -249,8 +249,12 @@ __attribute__((destructor)) static void write_log(void)
     fprintf(f, "],\n \"allocations\": [");
     for (int i = 0; i < num_allocations; ++i)
         fprintf(f, "%s[%llu, %zu]", i ? ", " : "", (unsigned long long)allocations[i].base, allocations[i].size);
-    fprintf(f, "],\n \"copies\": %d, \"syncs\": %d, \"events_recorded\": %d, \"graph_replays\": %d,\n \"launches\": [",
-            num_copies, num_syncs, num_events_recorded, num_graph_replays);
+    int live = 0;
+    for (int i = 0; i < num_allocations; ++i)
+        live += !allocations[i].freed;
+    fprintf(f, "],\n \"live_allocations\": %d, \"copies\": %d, \"syncs\": %d, \"events_recorded\": %d, "
+               "\"graph_replays\": %d,\n \"launches\": [",
+            live, num_copies, num_syncs, num_events_recorded, num_graph_replays);
     for (int i = 0; i < fake_hip_num_launches(); ++i) {
         const fake_launch *l = fake_hip_launch(i);
         fprintf(f, "%s\n  {\"kernel\": \"%s\", \"grid\": [%u, %u, %u], \"block\": [%u, %u, %u], \"stream\": %llu, "
