@@ -28,7 +28,7 @@ cmake --build build-clang -j"$jobs"
 (cd build-clang && R35A_TEST_SCALE=0.25 ctest --output-on-failure -j"$jobs" -E '^(consumers|python_pip_install)$')
 
 echo "== build (Debug, ASan + UBSan) =="
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DR35A_WERROR=ON -DR35A_SANITIZE=ON -DR35A_BUILD_BENCH=OFF \
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DR35A_WERROR=ON -DR35A_SANITIZE=ON \
   -DR35A_REQUIRE_GPU_KERNELS=ON >/dev/null
 cmake --build build-asan -j"$jobs"
 echo "== tests under ASan + UBSan =="
