@@ -201,6 +201,8 @@ def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=16, hkv=8, peers=("fl
                grid=list(pi.grid), block=pi.block[0], copies=copies, bytes=bytes_moved, t_ours_us=t_ours * 1e6,
                gbs=bytes_moved / t_ours / 1e9)
     if not peers:   # ours alone (the side-by-side with r35a_bench in tools/gpu_suite.sh)
+        row.update({f"t_{n}_us": None for n in ("flash", "cudnn", "efficient")})
+        row["t_torch_best_us"] = row["ratio"] = None
         lib.l.r35a_plan_destroy(plan)
         del kc, vc, q, o, ws
         torch.cuda.empty_cache()
