@@ -102,6 +102,8 @@ if has r35abench; then   # the README's bench command next to tools/bench_gpu.py
     echo "== tools/bench.sh (no arguments: the default problem, as the README runs it)" >>"$log"
     timeout -s INT 300 tools/bench.sh >>"$log" 2>&1 || { rc=$?; echo "(exit $rc)" >>"$log"; RC[r35abench]=$rc; }
     cubin=$(ls build/bench/read_bw_sm_*.cubin 2>/dev/null | head -1)
+    # tools/bench.sh builds the bench (static library inside); bench_gpu.py loads the shared one of that build
+    cmake --build build -j --target rdna35attn >>"$log" 2>&1 || { rc=$?; echo "(shared library build: exit $rc)" >>"$log"; }
     echo "== tools/bench_gpu.py on the same shapes, build/librdna35attn.so.0" >>"$log"
     PYTHONUNBUFFERED=1 timeout -s INT 300 python3 tools/bench_gpu.py --lib build/librdna35attn.so.0 --read-cubin "$cubin" \
         --shapes "$(echo $R35ABENCH_SHAPES | tr ' ' ',')" --peers none --skip-encoder --out "$OUT" --tag r35abench_pybench \
