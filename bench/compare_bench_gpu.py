@@ -20,6 +20,15 @@ def load(path):
         return json.load(f)
 
 
+def load_bench_gpu(path):
+    """bench_gpu.py's JSON, or an empty result (with a line saying so) when it wrote none."""
+    try:
+        return load(path)
+    except (OSError, ValueError) as error:
+        print(f"tools/bench_gpu.py's result {path} is missing or unreadable ({error}); its log says why")
+        return {"decode": []}
+
+
 def bench_rows(paths):
     """{(D, G, M, B, ctx): (row, run)} from r35a_bench --json outputs."""
     rows = {}
@@ -39,7 +48,8 @@ def main():
     ap.add_argument("bench", nargs="+", help="r35a_bench --json --graph outputs")
     args = ap.parse_args()
     ours = bench_rows(args.bench)
-    theirs = {(r["D"], r["G"], r["M"], r["B"], r["ctx"]): r for r in load(args.bench_gpu)["decode"]}
+    py_all = load_bench_gpu(args.bench_gpu)
+    theirs = {(r["D"], r["G"], r["M"], r["B"], r["ctx"]): r for r in py_all["decode"]}
     print(f"{'shape':<22} {'r35a_bench us':>13} {'bench_gpu us':>12} {'ratio':>6} {'plain us':>9} "
           f"{'GB/s':>7} {'GB/s(py)':>8} {'max err':>8}  plan (r35a_bench | bench_gpu.py)")
     bad = 0
@@ -55,7 +65,9 @@ def main():
                 why = "missing from bench_gpu.py"
             else:
                 why = "bench_gpu.py: " + py["error"]
-            print(f"{name:<22} MISSING ({why})")
+            t_mine = mine[0].get("graph_median_us") if mine else None
+            mine_text = f"{t_mine:13.1f}" if t_mine is not None else f"{'-':>13}"
+            print(f"{name:<22} {mine_text} {'-':>12} {'-':>6}  MISSING ({why})")
             continue
         row = mine[0]
         t_mine = row.get("graph_median_us")
@@ -75,7 +87,6 @@ def main():
     if first is not None:
         peak = first["peak"]
         print(f"roofline: r35a_bench {peak['gbs']:.0f} GB/s ({peak['source']}: {peak['method']})")
-    py_all = load(args.bench_gpu)
     print(f"roofline: bench_gpu.py {py_all.get('roofline_gbs', 0):.0f} GB/s ({py_all.get('roofline_how', '?')})")
     total = len(set(ours) | set(theirs))
     print(f"r35abench: {total - bad}/{total} shapes within {args.tolerance:.0%} of tools/bench_gpu.py "
