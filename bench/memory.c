@@ -1,4 +1,5 @@
-/* memory.c - where the bench's buffers live, the peak-bandwidth measurement, the clock. */
+/* memory.c - where the bench's buffers live (host memory for a reference context, device memory
+ * through gpu_device.c for a HIP or CUDA context), the clock, the median. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "bench.h"
@@ -8,21 +9,19 @@
 #include <string.h>
 #include <time.h>
 
-enum {
-    HOST_ALIGN = 4096,
-    PEAK_COPY_MIB = 256,
-    PEAK_RUNS = 7
-};
+enum { HOST_ALIGN = 4096 };
 
 /* ---- host memory: what a reference context works on ----------------------------------------- */
 
-static void *host_alloc(void *self, size_t bytes)
+static int host_alloc(void *self, void **ptr, size_t bytes)
 {
     (void)self;
+    *ptr = NULL;
     if (bytes > SIZE_MAX - HOST_ALIGN)
-        return NULL;
+        return -1;
     size_t rounded = (bytes + HOST_ALIGN - 1) / HOST_ALIGN * HOST_ALIGN;
-    return aligned_alloc(HOST_ALIGN, rounded == 0 ? HOST_ALIGN : rounded);
+    *ptr = aligned_alloc(HOST_ALIGN, rounded == 0 ? HOST_ALIGN : rounded);
+    return *ptr != NULL ? 0 : -1;
 }
 
 static void host_release(void *self, void *ptr)
@@ -45,15 +44,21 @@ static int host_fill(void *self, void *dst, int byte, size_t bytes)
     return 0;
 }
 
-static int host_synchronize(void *self, void *stream)
+static int host_synchronize(void *self)
 {
     (void)self;
-    (void)stream;
     return 0;
+}
+
+static const char *host_error(void *self)
+{
+    (void)self;
+    return "out of host memory";
 }
 
 static const bench_memory host_memory = {
     .name = "host",
+    .gpu = NULL,
     .self = NULL,
     .stream = NULL,
     .alloc = host_alloc,
@@ -63,22 +68,68 @@ static const bench_memory host_memory = {
     .copy = host_copy,
     .fill = host_fill,
     .synchronize = host_synchronize,
+    .error = host_error,
 };
 
-bool bench_memory_for_context(const r35a_context_info *info, bench_memory *mem, char *why, size_t why_len)
+/* ---- device memory: what a GPU context works on ------------------------------------------------ */
+
+static int device_alloc(void *self, void **ptr, size_t bytes) { return gpu_alloc(self, ptr, bytes); }
+
+static void device_release(void *self, void *ptr)
+{
+    if (gpu_free(self, ptr) != 0) /* a failed free is worth a line, not the run */
+        fprintf(stderr, "r35a_bench: %s\n", gpu_device_error(self));
+}
+
+static int device_upload(void *self, void *dst, const void *src, size_t bytes) { return gpu_upload(self, dst, src, bytes); }
+static int device_download(void *self, void *dst, const void *src, size_t bytes) { return gpu_download(self, dst, src, bytes); }
+static int device_copy(void *self, void *dst, const void *src, size_t bytes) { return gpu_copy(self, dst, src, bytes); }
+static int device_fill(void *self, void *dst, int byte, size_t bytes) { return gpu_fill(self, dst, byte, bytes); }
+static int device_synchronize(void *self) { return gpu_synchronize(self); }
+static const char *device_error(void *self) { return gpu_device_error(self); }
+
+bool bench_memory_open(const r35a_context_info *info, bench_memory *mem, char *why, size_t why_len)
 {
     if (info->backend == R35A_BACKEND_REFERENCE) {
         *mem = host_memory;
         return true;
     }
-    /* A GPU context runs on device pointers and is asynchronous. Its table goes here: hipMalloc,
-     * hipFree, hipMemcpy (H2D, D2H, D2D), hipMemset and hipStreamSynchronize looked up in
-     * libamdhip64.so with dlopen (the CUDA runtime's twins for the portability build), with a
-     * stream of its own. The bench does not have it yet. */
-    snprintf(why, why_len,
-             "the bench has no device-memory path yet, so it cannot benchmark a %s context (%s)",
-             info->backend_name, info->arch);
-    return false;
+    gpu_api api;
+    if (strcmp(info->backend_name, "hip") == 0) {
+        api = GPU_API_HIP;
+        mem->name = "hip device";
+    } else if (strcmp(info->backend_name, "cuda") == 0) {
+        api = GPU_API_CUDA;
+        mem->name = "cuda device";
+    } else {
+        snprintf(why, why_len, "the bench has no device memory for a '%s' context", info->backend_name);
+        return false;
+    }
+    char runtime_why[256];
+    gpu_device *rt = NULL;
+    if (gpu_device_open(api, info->device_index, &rt, runtime_why, sizeof runtime_why) != 0) {
+        snprintf(why, why_len, "the %s context is served, but the bench cannot open its device memory: %s",
+                 info->backend_name, runtime_why);
+        return false;
+    }
+    mem->gpu = rt;
+    mem->self = rt;
+    mem->stream = gpu_device_stream(rt);
+    mem->alloc = device_alloc;
+    mem->release = device_release;
+    mem->upload = device_upload;
+    mem->download = device_download;
+    mem->copy = device_copy;
+    mem->fill = device_fill;
+    mem->synchronize = device_synchronize;
+    mem->error = device_error;
+    return true;
+}
+
+void bench_memory_close(bench_memory *mem)
+{
+    gpu_device_close(mem->gpu);
+    mem->gpu = NULL;
 }
 
 /* ---- clock and statistics -------------------------------------------------------------------- */
@@ -102,49 +153,4 @@ double bench_median(double *values, int count)
     if (count % 2 == 1)
         return values[count / 2];
     return 0.5 * (values[count / 2 - 1] + values[count / 2]);
-}
-
-/* ---- peak bandwidth -------------------------------------------------------------------------- */
-
-static int time_copies(const bench_memory *mem, void *dst, const void *src, size_t bytes, double *median_s)
-{
-    double samples[PEAK_RUNS];
-    if (mem->copy(mem->self, dst, src, bytes) != 0 || mem->synchronize(mem->self, mem->stream) != 0)
-        return -1;
-    for (int i = 0; i < PEAK_RUNS; i++) {
-        double t0 = bench_now_seconds();
-        if (mem->copy(mem->self, dst, src, bytes) != 0 || mem->synchronize(mem->self, mem->stream) != 0)
-            return -1;
-        samples[i] = bench_now_seconds() - t0;
-    }
-    *median_s = bench_median(samples, PEAK_RUNS);
-    return 0;
-}
-
-int bench_measure_peak(const bench_memory *mem, double *gbs, char *method, size_t method_len,
-                       char *why, size_t why_len)
-{
-    const size_t bytes = (size_t)PEAK_COPY_MIB << 20;
-    void *src = mem->alloc(mem->self, bytes);
-    void *dst = mem->alloc(mem->self, bytes);
-    int rc = -1;
-    double median_s = 0.0;
-    if (src == NULL || dst == NULL) {
-        snprintf(why, why_len, "cannot allocate 2 x %d MiB of %s memory for the peak measurement "
-                 "(give --peak-gbs)", PEAK_COPY_MIB, mem->name);
-    } else if (mem->fill(mem->self, src, 1, bytes) != 0 || mem->fill(mem->self, dst, 2, bytes) != 0 ||
-               time_copies(mem, dst, src, bytes, &median_s) != 0) {
-        snprintf(why, why_len, "a %s memory copy failed during the peak measurement", mem->name);
-    } else {
-        /* A copy reads every byte once and writes every byte once. */
-        *gbs = 2.0 * (double)bytes / median_s / 1e9;
-        snprintf(method, method_len, "%s memcpy of %d MiB, median of %d, bytes read + written",
-                 mem->name, PEAK_COPY_MIB, PEAK_RUNS);
-        rc = 0;
-    }
-    if (src != NULL)
-        mem->release(mem->self, src);
-    if (dst != NULL)
-        mem->release(mem->self, dst);
-    return rc;
 }

@@ -247,47 +247,47 @@ static void fill_block_table(int32_t *table, int32_t num_pages, uint64_t *state)
     }
 }
 
-static int paged_sizes(const bench_options *opt, int32_t context, bench_problem *p, char *why, size_t why_len)
+static int paged_sizes(const bench_shape *sh, int32_t context, bench_problem *p, char *why, size_t why_len)
 {
-    const int64_t pages_per_seq = ((int64_t)context + opt->page_size - 1) / opt->page_size;
-    const int64_t num_pages = pages_per_seq * opt->batch;
-    const int64_t num_tokens = (int64_t)opt->batch * opt->query_len;
-    const size_t es = dtype_size(opt->dtype), kv_es = dtype_size(opt->kv_dtype ? opt->kv_dtype : opt->dtype);
+    const int64_t pages_per_seq = ((int64_t)context + sh->page_size - 1) / sh->page_size;
+    const int64_t num_pages = pages_per_seq * sh->batch;
+    const int64_t num_tokens = (int64_t)sh->batch * sh->query_len;
+    const size_t es = dtype_size(sh->dtype), kv_es = dtype_size(sh->kv_dtype ? sh->kv_dtype : sh->dtype);
     if (num_pages > INT32_MAX || num_tokens > INT32_MAX) {
         snprintf(why, why_len, "context %d x batch %d needs more than 2^31 pages or tokens",
-                 (int)context, (int)opt->batch);
+                 (int)context, (int)sh->batch);
         return -1;
     }
     r35a_paged_attention_desc *d = &p->desc.paged;
-    r35a_paged_attention_desc_init(d, opt->dtype, opt->batch, (int32_t)num_tokens, opt->query_len,
-                                   context, opt->num_q_heads, opt->num_kv_heads, opt->head_size,
-                                   opt->page_size, (int32_t)num_pages);
-    d->window = opt->window;
-    d->kv_dtype = opt->kv_dtype;
-    d->use_alibi = opt->alibi;
-    d->use_sinks = opt->sinks;
-    d->logit_softcap = (float)opt->softcap;
+    r35a_paged_attention_desc_init(d, sh->dtype, sh->batch, (int32_t)num_tokens, sh->query_len,
+                                   context, sh->num_q_heads, sh->num_kv_heads, sh->head_size,
+                                   sh->page_size, (int32_t)num_pages);
+    d->window = sh->window;
+    d->kv_dtype = sh->kv_dtype;
+    d->use_alibi = sh->alibi;
+    d->use_sinks = sh->sinks;
+    d->logit_softcap = (float)sh->softcap;
     p->num_buffers = PAGED_NUM_BUFFERS;
     p->out_buffer = PAGED_OUT;
-    bool ok = mul4((size_t)num_tokens, (size_t)opt->num_q_heads, (size_t)opt->head_size, es, &p->size[PAGED_Q]) &&
-              mul4((size_t)num_pages, (size_t)opt->num_kv_heads, (size_t)opt->page_size,
-                   (size_t)opt->head_size * kv_es, &p->size[PAGED_K]);
+    bool ok = mul4((size_t)num_tokens, (size_t)sh->num_q_heads, (size_t)sh->head_size, es, &p->size[PAGED_Q]) &&
+              mul4((size_t)num_pages, (size_t)sh->num_kv_heads, (size_t)sh->page_size,
+                   (size_t)sh->head_size * kv_es, &p->size[PAGED_K]);
     if (!ok) {
         snprintf(why, why_len, "the problem's buffers do not fit in memory");
         return -1;
     }
     p->size[PAGED_V] = p->size[PAGED_K];
     p->size[PAGED_OUT] = p->size[PAGED_Q];
-    p->size[PAGED_SEQ_LENS] = sizeof(int32_t) * (size_t)opt->batch;
-    p->size[PAGED_QUERY_START] = sizeof(int32_t) * ((size_t)opt->batch + 1);
+    p->size[PAGED_SEQ_LENS] = sizeof(int32_t) * (size_t)sh->batch;
+    p->size[PAGED_QUERY_START] = sizeof(int32_t) * ((size_t)sh->batch + 1);
     p->size[PAGED_BLOCK_TABLE] = sizeof(int32_t) * (size_t)num_pages;
-    p->size[PAGED_ALIBI] = opt->alibi ? sizeof(float) * (size_t)opt->num_q_heads : 0;
-    p->size[PAGED_SINKS] = opt->sinks ? sizeof(float) * (size_t)opt->num_q_heads : 0;
-    p->size[PAGED_K_SCALE] = p->size[PAGED_V_SCALE] = opt->kv_dtype ? sizeof(float) : 0;
+    p->size[PAGED_ALIBI] = sh->alibi ? sizeof(float) * (size_t)sh->num_q_heads : 0;
+    p->size[PAGED_SINKS] = sh->sinks ? sizeof(float) * (size_t)sh->num_q_heads : 0;
+    p->size[PAGED_K_SCALE] = p->size[PAGED_V_SCALE] = sh->kv_dtype ? sizeof(float) : 0;
     return 0;
 }
 
-static void paged_fill(const bench_options *opt, int32_t context, bench_problem *p, uint64_t *rng)
+static void paged_fill(const bench_shape *sh, int32_t context, bench_problem *p, uint64_t *rng)
 {
     const r35a_paged_attention_desc *d = &p->desc.paged;
     const size_t es = dtype_size(d->dtype);
@@ -309,47 +309,29 @@ static void paged_fill(const bench_options *opt, int32_t context, bench_problem 
         fill_floats(host_buffer(p, PAGED_SINKS), (size_t)d->num_q_heads, -2.0f, 2.0f, rng);
     int32_t *seq_lens = host_buffer(p, PAGED_SEQ_LENS);
     int32_t *query_start = host_buffer(p, PAGED_QUERY_START);
-    for (int32_t s = 0; s < opt->batch; s++) {
+    for (int32_t s = 0; s < sh->batch; s++) {
         seq_lens[s] = context;
-        query_start[s] = s * opt->query_len;
+        query_start[s] = s * sh->query_len;
     }
-    query_start[opt->batch] = d->num_tokens;
+    query_start[sh->batch] = d->num_tokens;
     /* block_table_stride == pages per sequence, so the whole table is one permutation. */
     fill_block_table(host_buffer(p, PAGED_BLOCK_TABLE), d->num_pages, rng);
     poison_output(p);
 }
 
-static int build_paged(const bench_options *opt, int row, uint64_t *rng, bench_problem *p,
-                       char *why, size_t why_len)
+static int build_paged(const bench_shape *shape, uint64_t *rng, bench_problem *p, char *why, size_t why_len)
 {
-    const int32_t context = opt->contexts[row];
+    const int32_t context = shape->context;
     p->op = BENCH_OP_PAGED;
-    p->context = context;
-    snprintf(p->label, sizeof(p->label), "%d", (int)context);
-    if (paged_sizes(opt, context, p, why, why_len) != 0 || allocate_slab(p, why, why_len) != 0)
+    p->dtype = shape->dtype;
+    if (paged_sizes(shape, context, p, why, why_len) != 0 || allocate_slab(p, why, why_len) != 0)
         return -1;
-    paged_fill(opt, context, p, rng);
+    paged_fill(shape, context, p, rng);
     paged_traffic(&p->desc.paged, context, &p->bytes_moved, &p->flops);
     return 0;
 }
 
 /* ---- varlen encoder -------------------------------------------------------------------------- */
-
-static void segments_label(const int32_t *lens, int count, char *label, size_t label_len)
-{
-    size_t at = 0;
-    label[0] = '\0';
-    for (int i = 0; i < count; i++) {
-        char item[16];
-        int n = snprintf(item, sizeof(item), "%s%d", i ? "," : "", (int)lens[i]);
-        if (at + (size_t)n + 4 >= label_len) {
-            snprintf(label + at, label_len - at, ",...");
-            return;
-        }
-        memcpy(label + at, item, (size_t)n + 1);
-        at += (size_t)n;
-    }
-}
 
 static void varlen_traffic(const r35a_varlen_attention_desc *d, const int32_t *lens, double *bytes,
                            double *flops)
@@ -365,7 +347,7 @@ static void varlen_traffic(const r35a_varlen_attention_desc *d, const int32_t *l
     *flops = 4.0 * d->head_size * (double)d->num_q_heads * pairs;
 }
 
-static int varlen_sizes(const bench_options *opt, const int32_t *lens, int count, bench_problem *p,
+static int varlen_sizes(const bench_shape *sh, const int32_t *lens, int count, bench_problem *p,
                         char *why, size_t why_len)
 {
     int32_t tokens = 0, max_len = 0;
@@ -374,17 +356,17 @@ static int varlen_sizes(const bench_options *opt, const int32_t *lens, int count
         max_len = lens[i] > max_len ? lens[i] : max_len;
     }
     r35a_varlen_attention_desc *d = &p->desc.varlen;
-    r35a_varlen_attention_desc_init(d, opt->dtype, count, tokens, max_len, opt->num_q_heads,
-                                    opt->num_kv_heads, opt->head_size);
-    d->causal = opt->causal ? 1 : 0;
-    d->use_sinks = opt->sinks;
-    d->logit_softcap = (float)opt->softcap;
-    const size_t es = dtype_size(opt->dtype);
+    r35a_varlen_attention_desc_init(d, sh->dtype, count, tokens, max_len, sh->num_q_heads,
+                                    sh->num_kv_heads, sh->head_size);
+    d->causal = sh->causal ? 1 : 0;
+    d->use_sinks = sh->sinks;
+    d->logit_softcap = (float)sh->softcap;
+    const size_t es = dtype_size(sh->dtype);
     p->num_buffers = VARLEN_NUM_BUFFERS;
     p->out_buffer = VARLEN_OUT;
-    p->context = tokens;
-    bool ok = mul4((size_t)tokens, (size_t)opt->num_q_heads, (size_t)opt->head_size, es, &p->size[VARLEN_Q]) &&
-              mul4((size_t)tokens, (size_t)opt->num_kv_heads, (size_t)opt->head_size, es, &p->size[VARLEN_K]);
+    p->tokens = tokens;
+    bool ok = mul4((size_t)tokens, (size_t)sh->num_q_heads, (size_t)sh->head_size, es, &p->size[VARLEN_Q]) &&
+              mul4((size_t)tokens, (size_t)sh->num_kv_heads, (size_t)sh->head_size, es, &p->size[VARLEN_K]);
     if (!ok) {
         snprintf(why, why_len, "the problem's buffers do not fit in memory");
         return -1;
@@ -392,7 +374,7 @@ static int varlen_sizes(const bench_options *opt, const int32_t *lens, int count
     p->size[VARLEN_V] = p->size[VARLEN_K];
     p->size[VARLEN_OUT] = p->size[VARLEN_Q];
     p->size[VARLEN_CU_SEQLENS] = sizeof(int32_t) * ((size_t)count + 1);
-    p->size[VARLEN_SINKS] = opt->sinks ? sizeof(float) * (size_t)opt->num_q_heads : 0;
+    p->size[VARLEN_SINKS] = sh->sinks ? sizeof(float) * (size_t)sh->num_q_heads : 0;
     return 0;
 }
 
@@ -412,14 +394,14 @@ static void varlen_fill(const int32_t *lens, int count, bench_problem *p, uint64
     poison_output(p);
 }
 
-static int build_varlen(const bench_options *opt, int row, uint64_t *rng, bench_problem *p,
+static int build_varlen(const bench_options *opt, const bench_shape *shape, uint64_t *rng, bench_problem *p,
                         char *why, size_t why_len)
 {
-    const int32_t *lens = opt->segment_lens + opt->segment_row_start[row];
-    const int count = opt->segment_row_start[row + 1] - opt->segment_row_start[row];
+    const int32_t *lens = opt->segment_lens + shape->segment_first;
+    const int count = shape->num_segments;
     p->op = BENCH_OP_ENCODER;
-    segments_label(lens, count, p->label, sizeof(p->label));
-    if (varlen_sizes(opt, lens, count, p, why, why_len) != 0 || allocate_slab(p, why, why_len) != 0)
+    p->dtype = shape->dtype;
+    if (varlen_sizes(shape, lens, count, p, why, why_len) != 0 || allocate_slab(p, why, why_len) != 0)
         return -1;
     varlen_fill(lens, count, p, rng);
     varlen_traffic(&p->desc.varlen, lens, &p->bytes_moved, &p->flops);
@@ -428,14 +410,14 @@ static int build_varlen(const bench_options *opt, int row, uint64_t *rng, bench_
 
 /* ---- public to the bench --------------------------------------------------------------------- */
 
-int bench_problem_build(const bench_options *opt, int row, uint64_t seed, bench_problem *problem,
+int bench_problem_build(const bench_options *opt, const bench_shape *shape, uint64_t seed, bench_problem *problem,
                         char *why, size_t why_len)
 {
     memset(problem, 0, sizeof(*problem));
     uint64_t rng = seed;
-    if (opt->op == BENCH_OP_PAGED)
-        return build_paged(opt, row, &rng, problem, why, why_len);
-    return build_varlen(opt, row, &rng, problem, why, why_len);
+    if (shape->op == BENCH_OP_PAGED)
+        return build_paged(shape, &rng, problem, why, why_len);
+    return build_varlen(opt, shape, &rng, problem, why, why_len);
 }
 
 void bench_problem_free(bench_problem *problem)
@@ -496,8 +478,7 @@ r35a_status bench_problem_run(r35a_context *context, const r35a_plan *plan,
 
 double bench_max_rel_error(const bench_problem *problem, const void *out, const void *ref)
 {
-    const r35a_dtype dtype = problem->op == BENCH_OP_PAGED ? problem->desc.paged.dtype
-                                                           : problem->desc.varlen.dtype;
+    const r35a_dtype dtype = problem->dtype;
     const size_t count = problem->size[problem->out_buffer] / dtype_size(dtype);
     double max_diff = 0.0, max_ref = 0.0;
     for (size_t i = 0; i < count; i++) {
@@ -508,4 +489,16 @@ double bench_max_rel_error(const bench_problem *problem, const void *out, const 
         max_ref = fmax(max_ref, fabs(r));
     }
     return max_ref > 0.0 ? max_diff / max_ref : max_diff;
+}
+
+double bench_error_tolerance(r35a_dtype dtype)
+{
+    switch (dtype) {
+    case R35A_DTYPE_F16: return 4.0 / 1024.0;   /* 4 ulp at 1.0: 10 mantissa bits */
+    case R35A_DTYPE_BF16: return 4.0 / 128.0;   /* 7 mantissa bits */
+    case R35A_DTYPE_F32: return 1e-4;
+    case R35A_DTYPE_FP8_E4M3: return 4.0 / 8.0;   /* 3 mantissa bits (KV only: never an output here) */
+    case R35A_DTYPE_INT8: return 4.0 / 127.0;
+    }
+    return 0.0;
 }

@@ -325,8 +325,9 @@ bool r35a_cuda_context_init(r35a_context *ctx, int device_index, bool *built, ch
     }
 
     r35a_gpu_context_adopt(ctx, st, &st->runtime, device_index, "cuda");
-    /* name and library are cut to lengths that keep the reason within its field */
-    snprintf(ctx->info.reason, sizeof ctx->info.reason, "CUDA device %d: %.64s, %s, %d SMs, fragments %s (%.64s, driver API %d)",
+    /* name, arch and library are cut to lengths that keep the reason within its field (at most 240 of
+     * its 256 bytes) */
+    snprintf(ctx->info.reason, sizeof ctx->info.reason, "CUDA device %d: %.60s, %.16s, %d SMs, fragments %s (%.64s, driver API %d)",
              device_index, name, arch, st->num_sms, st->emulate_gfx11 ? "gfx11 emulation" : "mma.sync",
              driver.library, driver.driver_version);
     r35a_log("cuda: device %d is %s (%s, %d SMs, planner CUs %d); fragments %s", device_index, name, arch,

@@ -215,6 +215,17 @@ double paged_spec_logit_std(const paged_spec *s)
     return logit_std(s->q_amp, s->k_amp, s->softmax_scale, s->head_size);
 }
 
+/* Appends item to the string in buf[len] if all of it fits (a description lists whole items);
+ * false when it does not. */
+static bool append_whole(char *buf, size_t len, const char *item)
+{
+    size_t used = strlen(buf), n = strlen(item);
+    if (used + n >= len)
+        return false;
+    memcpy(buf + used, item, n + 1);
+    return true;
+}
+
 void paged_spec_describe(const paged_spec *s, char *buf, size_t len)
 {
     char kl[48], vl[48];
@@ -234,9 +245,11 @@ void paged_spec_describe(const paged_spec *s, char *buf, size_t len)
                      (int)s->bt_pad, (int)s->extra_pages, (int)s->max_query_len_slack,
                      (int)s->max_seq_len_slack, (int)s->force_num_pages, (int)s->shuffle_pages,
                      (int)s->garbage_unreached, (int)s->nan_fill, s->q_amp, s->k_amp, s->v_offset);
-    for (int32_t i = 0; i < s->num_seqs && n > 0 && (size_t)n < len; ++i) {
-        n += snprintf(buf + n, len - (size_t)n, "%s%d/%d", i ? "," : "", (int)s->seq_len[i],
-                      (int)s->q_len[i]);
+    for (int32_t i = 0; i < s->num_seqs && n > 0; ++i) {
+        char item[32]; /* ",L/M": at most 24 bytes */
+        snprintf(item, sizeof item, "%s%d/%d", i ? "," : "", (int)s->seq_len[i], (int)s->q_len[i]);
+        if (!append_whole(buf, len, item))
+            break;
     }
 }
 
@@ -775,8 +788,11 @@ void varlen_spec_describe(const varlen_spec *s, char *buf, size_t len)
                      (int)s->token_pad[3], (int)s->head_pad[0], (int)s->head_pad[1],
                      (int)s->head_pad[2], (int)s->head_pad[3], (int)s->max_seqlen_slack,
                      (int)s->nan_fill, s->q_amp, s->k_amp, s->v_offset);
-    for (int32_t i = 0; i < s->num_segments && n > 0 && (size_t)n < len; ++i) {
-        n += snprintf(buf + n, len - (size_t)n, "%s%d", i ? "," : "", (int)s->seg_len[i]);
+    for (int32_t i = 0; i < s->num_segments && n > 0; ++i) {
+        char item[16]; /* ",N": at most 12 bytes */
+        snprintf(item, sizeof item, "%s%d", i ? "," : "", (int)s->seg_len[i]);
+        if (!append_whole(buf, len, item))
+            break;
     }
 }
 

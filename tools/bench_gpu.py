@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """bench_gpu.py - the GPU benchmark of librdna35attn against torch SDPA, in one command.
 
-    python3 tools/bench_gpu.py --lib build-nv/librdna35attn.so --read-cubin build-nv/bench/read_bw.cubin \
-        [--quick] [--out DIR]
+    python3 tools/bench_gpu.py --lib build-nv/librdna35attn.so --read-cubin build-nv/bench/read_bw_sm_90.cubin \
+        [--quick] [--shapes D:G:M:B:CTX,...] [--peers flash,cudnn,efficient|none] [--out DIR]
 
-1. Roofline: the best read-stream bandwidth of our own 16-byte-load kernel (bench/gpu/read_bw.cu,
-   several load forms and grid sizes, 4 GiB buffer, median of 15), next to torch's copy.
+1. Roofline: the best read-stream bandwidth of our own 16-byte-load kernel (bench/gpu/read_bw.hip, the
+   one r35a_bench embeds: unroll 4/8/16, plain or streaming loads, several grid sizes, 4 GiB buffer,
+   median of 15), next to torch's copy.
 2. Decode sweep (the issue's default): D 64/128/256/512, GQA 4 and 8 (8 kv heads), M 1 and 4,
    contexts 1K..32K, batch 1 and 16, f16, page 16, shuffled pages. Our plan's call and torch SDPA
    (flash, cuDNN, efficient backends; contiguous [B, H, L, D] KV, enable_gqa) are each captured in a
@@ -30,6 +31,9 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python"))
+
+READ_UNROLLS = (4, 8, 16)          # bench/gpu/read_args.h: BENCH_READ_UNROLLS
+READ_MODES = ("plain", "stream")   # BENCH_READ_MODES
 
 import torch  # noqa: E402
 from rdna35attn._lib import (ContextInfoC, ContextOptions, PagedArgsC, PagedDescC, PlanInfoC,  # noqa: E402
@@ -104,6 +108,12 @@ def time_graph(fn, copies, reps=15, warm=3):
 
 
 # ------------------------------------------------------------------------------------------ roofline
+class ReadArgs(ctypes.Structure):
+    """bench/gpu/read_args.h: bench_read_args."""
+    _fields_ = [("src", ctypes.c_void_p), ("n16", ctypes.c_ulonglong), ("block_threads", ctypes.c_ulonglong),
+                ("grid_threads", ctypes.c_ulonglong), ("out", ctypes.c_void_p)]
+
+
 def roofline(cubin):
     res = {}
     n_bytes = 4 << 30
@@ -118,17 +128,17 @@ def roofline(cubin):
         torch.cuda.synchronize()
         if cu.cuModuleLoadData(ctypes.byref(mod), ctypes.c_char_p(data)) != 0:
             raise RuntimeError("cuModuleLoadData of the read kernel failed")
-        for name in ("read_u4_m0", "read_u8_m0", "read_u4_m2", "read_u8_m2", "read_u16_m2", "read_u8_m1"):
+        for name in (f"read_u{u}_{m}" for u in READ_UNROLLS for m in READ_MODES):
             f = ctypes.c_void_p()
-            cu.cuModuleGetFunction(ctypes.byref(f), mod, name.encode())
+            if cu.cuModuleGetFunction(ctypes.byref(f), mod, name.encode()) != 0:
+                raise RuntimeError(f"cuModuleGetFunction({name}) failed: is {cubin} bench/gpu/read_bw.hip's cubin?")
             for blocks_per_sm, threads in ((2, 1024), (4, 512), (8, 256), (16, 256), (32, 128)):
                 grid = sm * blocks_per_sm
-                p_src = ctypes.c_void_p(buf.data_ptr())
-                p_n = ctypes.c_ulonglong(n_bytes // 16)
-                p_out = ctypes.c_void_p(out.data_ptr())
-                params = (ctypes.c_void_p * 3)(ctypes.addressof(p_src), ctypes.addressof(p_n), ctypes.addressof(p_out))
+                # the kernel's one by-value argument, bench/gpu/read_args.h's bench_read_args
+                arg = ReadArgs(buf.data_ptr(), n_bytes // 16, threads, grid * threads, out.data_ptr())
+                params = (ctypes.c_void_p * 1)(ctypes.addressof(arg))
 
-                def launch(_c, f=f, grid=grid, threads=threads, params=params):
+                def launch(_c, f=f, grid=grid, threads=threads, params=params, arg=arg):  # arg: kept alive
                     st = torch.cuda.current_stream().cuda_stream
                     r = cu.cuLaunchKernel(f, grid, 1, 1, threads, 1, 1, 0, ctypes.c_void_p(st), params, None)
                     if r != 0:
@@ -190,6 +200,13 @@ def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=16, hkv=8, peers=("fl
     row = dict(D=D, G=G, M=M, ctx=ctx_len, B=B, dtype=dtype, impl=pi.implementation.decode(), splits=pi.num_splits,
                grid=list(pi.grid), block=pi.block[0], copies=copies, bytes=bytes_moved, t_ours_us=t_ours * 1e6,
                gbs=bytes_moved / t_ours / 1e9)
+    if not peers:   # ours alone (the side-by-side with r35a_bench in tools/gpu_suite.sh)
+        row.update({f"t_{n}_us": None for n in ("flash", "cudnn", "efficient")})
+        row["t_torch_best_us"] = row["ratio"] = None
+        lib.l.r35a_plan_destroy(plan)
+        del kc, vc, q, o, ws
+        torch.cuda.empty_cache()
+        return row
     # torch: the same K/V contents as contiguous [B, Hkv, L, D] (copy 0 for the check; copies for timing)
     kt = torch.empty(copies, B, hkv, ctx_len, D, dtype=tdt, device="cuda")
     vt = torch.empty_like(kt)
@@ -298,6 +315,11 @@ def main():
     ap.add_argument("--quick", action="store_true", help="a subset of the sweep (first look)")
     ap.add_argument("--skip-encoder", action="store_true")
     ap.add_argument("--heads", default="64,128,256,512")
+    ap.add_argument("--shapes", default="",
+                    help="decode shapes D:G:M:B:CTX,... instead of the sweep (f16, 8 kv heads, page 16: the "
+                         "shapes r35a_bench --head-size D --q-heads 8G --m M --batch B --contexts CTX runs)")
+    ap.add_argument("--peers", default="flash,cudnn,efficient",
+                    help="torch SDPA backends to time next to ours, or 'none'")
     ap.add_argument("--tag", default="bench")
     args = ap.parse_args()
     torch.manual_seed(0)
@@ -316,11 +338,15 @@ def main():
     shapes = [(D, G, M, c, B) for D in heads for G in (4, 8) for M in (1, 4) for B in (1, 16) for c in ctxs]
     if args.quick:
         shapes = [s for s in shapes if s[3] in (1024, 8192, 32768) and not (s[1] == 8 and s[2] == 4)]
+    if args.shapes:
+        shapes = [tuple(int(x) for x in item.split(":")) for item in args.shapes.split(",")]
+        shapes = [(D, G, M, c, B) for (D, G, M, B, c) in shapes]
+    peers = () if args.peers == "none" else tuple(args.peers.split(","))
     print(f"\n{'D':>4} {'G':>2} {'M':>2} {'B':>3} {'ctx':>6} {'variant':<36} {'spl':>3} {'us':>9} {'GB/s':>7} "
           f"{'%roof':>6} {'flash':>9} {'cudnn':>9} {'effic':>9} {'ratio':>6} {'maxdiff':>8}", flush=True)
     for (D, G, M, c, B) in shapes:
         try:
-            r = decode_row(lib, D, G, M, c, B)
+            r = decode_row(lib, D, G, M, c, B, peers=peers)
         except Exception as e:  # noqa: BLE001
             print(f"{D:>4} {G:>2} {M:>2} {B:>3} {c:>6} ERROR {e}", flush=True)
             result["decode"].append(dict(D=D, G=G, M=M, ctx=c, B=B, error=str(e)))

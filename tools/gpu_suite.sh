@@ -4,12 +4,18 @@
 # the benchmark against torch SDPA. Logs go to $OUT (default ./gpu-out); a short table is printed last.
 #
 #   tools/gpu_suite.sh [prebuilt-dir]        (default: build a fresh tree with -DR35A_NVIDIA_TARGETS=sm_90)
+#   R35A_SUITE_STEPS=r35abench tools/gpu_suite.sh
+#       the README's bench command as a new user runs it (tools/bench.sh: builds build/ here with
+#       cmake, the host's gcc and nvcc, nothing prebuilt) on a few decode shapes with --graph, and
+#       tools/bench_gpu.py on the same shapes with that build's library, side by side with the ratio
+#       (issue 11: within 5 %). Shapes: R35A_R35ABENCH_SHAPES="D:G:M:B:CTX ..." (8 kv heads, f16).
 #
 # prebuilt-dir holds librdna35attn.so.0, test_gpu_cuda and read_bw_<arch>.cubin (tools/gpu_stage.sh
 # makes it on a machine with nvcc and cmocka, so the GPU machine needs neither). Environment:
 #   R35A_SUITE_STEPS   which steps (default "tests memcheck racecheck synccheck bench")
 #   R35A_BENCH_ARGS    extra arguments for tools/bench_gpu.py (e.g. --quick)
 #   R35A_SUITE_BUDGET  seconds for the test + sanitizer phase (default 280; they run concurrently)
+#   (step r35abench is not in the default list: it builds its own tree)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -18,8 +24,12 @@ STEPS=${R35A_SUITE_STEPS:-"tests memcheck racecheck synccheck bench"}
 BUDGET=${R35A_SUITE_BUDGET:-280}
 has() { [[ " $STEPS " == *" $1 "* ]]; }
 
+needs_build=false
+for s in tests memcheck racecheck synccheck bench tune; do has $s && needs_build=true; done
 if [ $# -ge 1 ]; then
     PRE=$(cd "$1" && pwd)
+elif ! $needs_build; then
+    PRE=$PWD/build-gpu   # unused: the chosen steps build what they need
 else
     cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DR35A_NVIDIA_TARGETS=sm_90 -DR35A_BUILD_TESTS=OFF \
         -DR35A_GPU_TARGETS= >"$OUT/build.log" 2>&1 && cmake --build build-gpu -j >>"$OUT/build.log" 2>&1 ||
@@ -72,11 +82,40 @@ if has bench; then
         --out "$OUT" ${R35A_BENCH_ARGS:-} >"$OUT/bench.log" 2>&1
     RC[bench]=$?
 fi
+if has r35abench; then   # the README's bench command next to tools/bench_gpu.py, one build, one run
+    R35ABENCH_SHAPES=${R35A_R35ABENCH_SHAPES:-"128:4:1:16:8192 128:4:1:1:32768 64:8:4:16:1024 256:4:4:1:16384 512:8:1:16:4096 128:8:4:1:2048"}
+    log=$OUT/r35abench.log
+    : >"$log"
+    rm -f "$OUT"/r35abench_*.json "$OUT/r35abench_compare.txt"
+    RC[r35abench]=0
+    i=0
+    for shape in $R35ABENCH_SHAPES; do
+        IFS=: read -r D G M B C <<<"$shape"
+        i=$((i + 1))
+        # the first call builds build/ (tools/bench.sh); each is the README's command with flags
+        cmd=(tools/bench.sh --head-size "$D" --q-heads $((8 * G)) --kv-heads 8 --m "$M" --batch "$B" --contexts "$C" --graph --json)
+        echo "== ${cmd[*]}" >>"$log"
+        timeout -s INT 420 "${cmd[@]}" >"$OUT/r35abench_$i.json" 2>>"$log"
+        rc=$?
+        [ $rc -eq 0 ] || { echo "(exit $rc)" >>"$log"; RC[r35abench]=$rc; }
+    done
+    echo "== tools/bench.sh (no arguments: the default problem, as the README runs it)" >>"$log"
+    timeout -s INT 300 tools/bench.sh >>"$log" 2>&1 || { rc=$?; echo "(exit $rc)" >>"$log"; RC[r35abench]=$rc; }
+    cubin=$(ls build/bench/read_bw_sm_*.cubin 2>/dev/null | head -1)
+    # tools/bench.sh builds the bench (static library inside); bench_gpu.py loads the shared one of that build
+    cmake --build build -j --target rdna35attn >>"$log" 2>&1 || { rc=$?; echo "(shared library build: exit $rc)" >>"$log"; }
+    echo "== tools/bench_gpu.py on the same shapes, build/librdna35attn.so.0" >>"$log"
+    PYTHONUNBUFFERED=1 timeout -s INT 300 python3 tools/bench_gpu.py --lib build/librdna35attn.so.0 --read-cubin "$cubin" \
+        --shapes "$(echo $R35ABENCH_SHAPES | tr ' ' ',')" --peers none --skip-encoder --out "$OUT" --tag r35abench_pybench \
+        >>"$log" 2>&1 || { rc=$?; echo "(exit $rc)" >>"$log"; RC[r35abench]=$rc; }
+    python3 bench/compare_bench_gpu.py --bench-gpu "$OUT/r35abench_pybench.json" "$OUT"/r35abench_[0-9]*.json \
+        >"$OUT/r35abench_compare.txt" 2>&1 || RC[r35abench]=1
+fi
 t2=$(date +%s)
 
 echo "== GPU suite ($(head -2 "$OUT/env.log" | tail -1)) =="
 echo "-- tests + sanitizers: $((t1 - t0)) s (concurrent), bench: $((t2 - t1)) s"
-for s in tests memcheck racecheck synccheck tune bench; do
+for s in tests memcheck racecheck synccheck tune bench r35abench; do
     has $s || continue
     rc=${RC[$s]:-"-"}
     case $rc in 0) v=PASS ;; 77) v=SKIP ;; 124|130) v="TIMEOUT" ;; 9) v="ERRORS" ;; *) v="FAIL($rc)" ;; esac
@@ -95,6 +134,11 @@ fi
 if has tune; then
     echo "-- tune (tune.log)"
     grep -E "best|blocks per SM|wrote" "$OUT/tune.log" | cut -c1-220
+fi
+if has r35abench; then
+    echo "-- r35abench: tools/bench.sh --graph vs tools/bench_gpu.py (r35abench.log has both runs)"
+    grep -E "^backend|^memory|^machine" "$OUT/r35abench.log" | head -3
+    cat "$OUT/r35abench_compare.txt" 2>/dev/null || tail -30 "$OUT/r35abench.log"
 fi
 if has bench; then
     echo "-- bench (bench.log has every row)"

@@ -5,8 +5,10 @@
     build/bench/r35a_bench --head-size 128 --json > d128.json
     tools/plot_bench.py -o bench.png d64.json d128.json
 
-One line per head size (and per dtype, op, M, ... when the inputs differ in those), x = the
-context length of the paged rows, log scale (for encoder rows: their segment lists). The upper panel is % of the
+One line per head size (and per dtype, op, M, ... when the inputs differ in those; a preset's rows
+carry their own shape, so `r35a_bench --preset h200-decode --json` gives one line per D, heads, M
+and batch), x = the context length of the paged rows, log scale (for encoder rows: their segment
+lists). The upper panel is % of the
 roofline, the lower one GB/s with the peak bandwidth the bench used. The title names the machine
 (CPU, backend, arch) and the library version, as the bench recorded them. Each input may hold one
 JSON object, several concatenated ones, or a list of them; "-" reads stdin.
@@ -19,6 +21,7 @@ import importlib.util
 import json
 import sys
 
+MAX_LEGEND = 90
 SKIP_MESSAGE = "plot_bench: matplotlib is not installed (Debian: apt-get install python3-matplotlib); plot skipped"
 
 # Problem fields that tell series apart, in label order, with how they are shown.
@@ -54,9 +57,36 @@ def read_runs(paths):
     return runs
 
 
-def series_key(run):
+def select_rows(runs, conditions):
+    """Keeps the rows whose shape (row fields over the run's problem) matches every FIELD=VALUE."""
+    wanted = []
+    for text in conditions:
+        name, sep, value = text.partition("=")
+        if not sep or name not in dict(_SERIES_FIELDS):
+            raise SystemExit("plot_bench: --where %s: expected FIELD=VALUE with FIELD one of %s"
+                             % (text, ", ".join(n for n, _ in _SERIES_FIELDS)))
+        wanted.append((name, value))
+    if not wanted:
+        return runs
+    kept = []
+    for run in runs:
+        rows = [row for row in run["rows"]
+                if all(str(dict(series_key(run, row)).get(name)) == value for name, value in wanted)]
+        if rows:
+            kept.append(dict(run, rows=rows))
+    if not kept:
+        raise SystemExit("plot_bench: no row matches --where %s" % " ".join(conditions))
+    return kept
+
+
+def series_key(run, row=None):
+    """The run's problem fields, overridden by the row's own shape fields where it has them (rows of
+    a preset differ in D, heads, M, ...; older bench JSON rows carry only the context)."""
     problem = dict(run["problem"])
     problem["backend"] = run.get("machine", {}).get("backend")
+    for name, _ in _SERIES_FIELDS:
+        if row is not None and name in row and name != "backend":
+            problem[name] = row[name]
     return tuple((name, problem.get(name)) for name, _ in _SERIES_FIELDS)
 
 
@@ -73,8 +103,8 @@ def collect(runs):
     (whose sizes are segment lists, not one number), the category labels that x indexes."""
     series, categories = {}, []
     for run in runs:
-        points = series.setdefault(series_key(run), [])
         for row in run["rows"]:
+            points = series.setdefault(series_key(run, row), [])
             if "context" in row:
                 x = row["context"]
             else:
@@ -143,7 +173,12 @@ def plot(runs, output, title=None, dpi=120):
     varying = {name for i, (name, _) in enumerate(_SERIES_FIELDS) if len({k[i][1] for k in keys}) > 1}
     keys.sort(key=lambda k: tuple((0, v, "") if isinstance(v, (int, float)) else (1, 0, str(v)) for _, v in k))
 
-    fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(9, 7.5))
+    # Many series (a preset): the legend moves right of the axes, in columns; past MAX_LEGEND it is
+    # left out (--where picks a subset to plot with one).
+    many = len(keys) > 10
+    legend_columns = 0 if len(keys) > MAX_LEGEND else (len(keys) + 29) // 30 if many else 1
+    width = 9 + (3.2 * legend_columns if many else 0)
+    fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(width, 7.5))
     colors = {}
     all_x = set()
     for key in keys:
@@ -160,7 +195,10 @@ def plot(runs, output, title=None, dpi=120):
     top.set_ylabel("% of roofline")
     top.set_ylim(bottom=0)
     top.grid(True, which="both", alpha=0.3)
-    top.legend(fontsize=8)
+    if legend_columns and many:
+        top.legend(fontsize=6, ncol=legend_columns, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    elif legend_columns:
+        top.legend(fontsize=8)
     bottom.set_ylabel("GB/s")
     bottom.set_ylim(bottom=0)
     bottom.set_xlabel(x_name)
@@ -177,6 +215,9 @@ def plot(runs, output, title=None, dpi=120):
     common = ", ".join(fmt.format(constant[name]) for name, fmt in _SERIES_FIELDS
                        if name not in varying and name not in ("head_size", "backend")
                        and constant.get(name) is not None)
+    if not legend_columns:
+        common += "%s%d series (legend left out; --where FIELD=VALUE plots a subset)" % (", " if common else "",
+                                                                                        len(keys))
     fig.suptitle((title or title_for(runs)) + ("\n" + common if common else ""), fontsize=10)
     fig.tight_layout()
     fig.savefig(output, dpi=dpi)
@@ -190,8 +231,11 @@ def main(argv=None):
     parser.add_argument("-o", "--output", default="bench.png", help="PNG to write (default bench.png)")
     parser.add_argument("--title", help="title instead of the machine line from the JSON")
     parser.add_argument("--dpi", type=int, default=120)
+    parser.add_argument("--where", action="append", default=[], metavar="FIELD=VALUE",
+                        help="plot only the rows whose field (head_size, query_len, batch, page_size, ...) has "
+                             "this value; repeatable")
     args = parser.parse_args(argv)
-    runs = read_runs(args.inputs)
+    runs = select_rows(read_runs(args.inputs), args.where)
     if importlib.util.find_spec("matplotlib") is None:
         print(SKIP_MESSAGE, file=sys.stderr)
         return 0

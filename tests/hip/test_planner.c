@@ -282,8 +282,7 @@ static const char *built_decode_heads(r35a_dtype dtype)
         const r35a_decode_variant *v = &r35a_decode_variants[i];
         if (strcmp(v->arch, ARCH) != 0 || v->dtype != dtype || v->head_size == last)
             continue;
-        size_t used = strlen(list);
-        snprintf(list + used, sizeof list - used, "%s%d", used ? ", " : "", (int)v->head_size);
+        r35a_text_append(list, sizeof list, ", ", "%d", (int)v->head_size);
         last = v->head_size;
     }
     return list;

@@ -81,9 +81,12 @@ static int run_path(const char *path)
             cap = cap ? 2 * cap : 256;
             names = realloc(names, cap * sizeof *names);
         }
-        size_t len = strlen(path) + strlen(ent->d_name) + 2;
-        names[n] = malloc(len);
-        snprintf(names[n], len, "%s/%s", path, ent->d_name);
+        /* "<path>/<name>", sized exactly */
+        size_t path_len = strlen(path), name_len = strlen(ent->d_name);
+        names[n] = malloc(path_len + name_len + 2);
+        memcpy(names[n], path, path_len);
+        names[n][path_len] = '/';
+        memcpy(names[n] + path_len + 1, ent->d_name, name_len + 1);
         n++;
     }
     closedir(dir);

@@ -482,11 +482,15 @@ bool rel_expect_explains(const rel_expect *e, r35a_status status, const char *de
             if (prefix_matches(detail, e->v[i].prefix[k]))
                 return true;
     }
-    int n = snprintf(why, why_len, "%s \"%s\" matches none of the %d violated checks:", r35a_status_string(status),
-                     detail, e->count);
-    for (int i = 0; i < e->count && i < 6 && n > 0 && (size_t)n < why_len; ++i)
-        n += snprintf(why + n, why_len - (size_t)n, " [%s %s]", r35a_status_string(e->v[i].status),
-                      e->v[i].prefix[0]);
+    snprintf(why, why_len, "%s \"%s\" matches none of the %d violated checks:", r35a_status_string(status),
+             detail, e->count);
+    for (int i = 0; i < e->count && i < 6; ++i) {
+        rel_append(why, why_len, " [");
+        rel_append(why, why_len, r35a_status_string(e->v[i].status));
+        rel_append(why, why_len, " ");
+        rel_append(why, why_len, e->v[i].prefix[0]);
+        rel_append(why, why_len, "]");
+    }
     return false;
 }
 
@@ -623,6 +627,18 @@ double rel_tolerance(r35a_dtype dtype)
     return 0.0;
 }
 
+void rel_append(char *buf, size_t cap, const char *text)
+{
+    size_t used = strlen(buf);
+    if (used + 1 >= cap)
+        return;
+    size_t n = strlen(text);
+    if (n > cap - 1 - used)
+        n = cap - 1 - used;
+    memcpy(buf + used, text, n);
+    buf[used + n] = '\0';
+}
+
 static void note(rel_compare *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void note(rel_compare *c, const char *fmt, ...)
@@ -635,7 +651,9 @@ static void note(rel_compare *c, const char *fmt, ...)
     char line[160];
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    snprintf(c->first + used, sizeof c->first - used, "%s%s", used ? "; " : "", line);
+    if (used)
+        rel_append(c->first, sizeof c->first, "; ");
+    rel_append(c->first, sizeof c->first, line);
 }
 
 bool rel_compare_rows(r35a_dtype dtype, const void *out, size_t out_bytes, int32_t tokens, int32_t heads,

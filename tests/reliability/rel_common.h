@@ -87,6 +87,9 @@ bool rel_expect_explains(const rel_expect *e, r35a_status status, const char *de
 /* True for the pinned status values 0 .. 13. */
 bool rel_status_documented(r35a_status status);
 
+/* Appends text to the NUL-terminated string in buf[cap], cut at the buffer's end (reports only). */
+void rel_append(char *buf, size_t cap, const char *text);
+
 /* ---- extents ---- */
 
 /* Elements spanned from a tensor's base: vector_len + sum over count > 0 of (count-1) * stride,

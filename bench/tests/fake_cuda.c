@@ -1,0 +1,349 @@
+/* fake_cuda.c - a stand-in CUDA driver (libcuda.so.1's entry points the library's CUDA backend and
+ * the bench's gpu_device.c call), so the bench's CUDA path runs on a machine without an NVIDIA GPU.
+ * Loaded through R35A_CUDA_LIBRARY by both. It reports one sm_90 device with 132 SMs and a 50 MiB
+ * L2; memory is host memory; cuModuleLoadData accepts only CUDA ELF images (EM_CUDA) and
+ * cuModuleGetFunction only names in the image's symbol table; launches and memsets are counted,
+ * nothing executes; events read the host clock; graphs replay nothing. The calls check what a real
+ * driver would refuse: a current context for every call after cuInit, device pointers inside
+ * allocations, no copies while capturing. At exit FAKE_CUDA_LOG (if set) gets a JSON summary. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <elf.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+enum {
+    OK = 0,
+    INVALID_VALUE = 1,
+    OUT_OF_MEMORY = 2,
+    NOT_INITIALIZED = 3,
+    INVALID_IMAGE = 200,
+    INVALID_CONTEXT = 201,
+    NOT_FOUND = 500,
+    CAPTURE_UNSUPPORTED = 900
+};
+
+typedef struct allocation {
+    uintptr_t base;
+    size_t size;
+} allocation;
+
+static int initialized;
+static int primary_refs;
+static char primary_ctx;          /* the primary context's handle is its address */
+static void *current;             /* the calling thread's current context (one thread in the tests) */
+static void *saved[16];           /* the contexts cuCtxPushCurrent replaced, for cuCtxPopCurrent */
+static int pushed;
+static allocation allocations[8192];
+static int num_allocations;
+static int capturing;
+static int launches, captured_launches, memsets, graph_replays, modules_loaded, functions_found;
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int context_ok(void) { return !initialized ? NOT_INITIALIZED : (current == &primary_ctx ? OK : INVALID_CONTEXT); }
+
+static int inside(unsigned long long p, size_t bytes)
+{
+    for (int i = 0; i < num_allocations; ++i)
+        if (p >= allocations[i].base && p + bytes <= allocations[i].base + allocations[i].size)
+            return 1;
+    return 0;
+}
+
+EXPORT int cuInit(unsigned flags) { initialized = flags == 0; return flags == 0 ? OK : INVALID_VALUE; }
+EXPORT int cuDriverGetVersion(int *v) { *v = 13000; return OK; }
+EXPORT int cuDeviceGetCount(int *n) { *n = initialized ? 1 : 0; return initialized ? OK : NOT_INITIALIZED; }
+EXPORT int cuDeviceGet(int *dev, int ordinal) { *dev = ordinal; return ordinal == 0 ? OK : INVALID_VALUE; }
+
+EXPORT int cuDeviceGetAttribute(int *value, int attribute, int dev)
+{
+    if (dev != 0)
+        return INVALID_VALUE;
+    switch (attribute) {
+    case 16: *value = 132; return OK;            /* multiprocessors */
+    case 38: *value = 50 << 20; return OK;       /* L2 bytes */
+    case 75: *value = 9; return OK;              /* compute capability */
+    case 76: *value = 0; return OK;
+    }
+    return INVALID_VALUE;
+}
+
+EXPORT int cuDeviceGetName(char *name, int len, int dev)
+{
+    static const char fake_name[] = "Fake H200";
+    if (dev != 0 || len < (int)sizeof fake_name)
+        return INVALID_VALUE;
+    memcpy(name, fake_name, sizeof fake_name);
+    return OK;
+}
+
+EXPORT int cuDevicePrimaryCtxRetain(void **ctx, int dev)
+{
+    if (!initialized || dev != 0)
+        return INVALID_VALUE;
+    ++primary_refs;
+    *ctx = &primary_ctx;
+    return OK;
+}
+
+EXPORT int cuDevicePrimaryCtxRelease_v2(int dev)
+{
+    if (dev != 0 || primary_refs == 0)
+        return INVALID_VALUE;
+    --primary_refs;
+    return OK;
+}
+
+EXPORT int cuCtxSetCurrent(void *ctx) { current = ctx; return ctx == &primary_ctx || !ctx ? OK : INVALID_CONTEXT; }
+EXPORT int cuCtxPushCurrent_v2(void *ctx)
+{
+    if (ctx != &primary_ctx || pushed == (int)(sizeof saved / sizeof *saved))
+        return INVALID_CONTEXT;
+    saved[pushed++] = current;
+    current = ctx;
+    return OK;
+}
+
+EXPORT int cuCtxPopCurrent_v2(void **ctx)
+{
+    if (pushed == 0)
+        return INVALID_CONTEXT;
+    if (ctx)
+        *ctx = current;
+    current = saved[--pushed];
+    return OK;
+}
+
+EXPORT int cuMemAlloc_v2(unsigned long long *p, size_t bytes)
+{
+    int e = context_ok();
+    if (e)
+        return e;
+    if (bytes == 0 || num_allocations == (int)(sizeof allocations / sizeof *allocations))
+        return OUT_OF_MEMORY;
+    void *m = aligned_alloc(256, (bytes + 255) / 256 * 256);
+    if (!m)
+        return OUT_OF_MEMORY;
+    allocations[num_allocations++] = (allocation){(uintptr_t)m, bytes};
+    *p = (uintptr_t)m;
+    return OK;
+}
+
+EXPORT int cuMemFree_v2(unsigned long long p)
+{
+    int e = context_ok();
+    if (e)
+        return e;
+    for (int i = 0; i < num_allocations; ++i)
+        if (allocations[i].base == p) {
+            free((void *)(uintptr_t)p);
+            allocations[i] = allocations[--num_allocations];
+            return OK;
+        }
+    return INVALID_VALUE;
+}
+
+static int copy_checks(unsigned long long dev_a, size_t bytes_a, unsigned long long dev_b, size_t bytes_b)
+{
+    int e = context_ok();
+    if (e)
+        return e;
+    if (capturing)
+        return CAPTURE_UNSUPPORTED;
+    if ((dev_a && !inside(dev_a, bytes_a)) || (dev_b && !inside(dev_b, bytes_b)))
+        return INVALID_VALUE;
+    return OK;
+}
+
+EXPORT int cuMemcpyHtoDAsync_v2(unsigned long long dst, const void *src, size_t n, void *s)
+{
+    (void)s;
+    int e = copy_checks(dst, n, 0, 0);
+    if (!e)
+        memcpy((void *)(uintptr_t)dst, src, n);
+    return e;
+}
+
+EXPORT int cuMemcpyDtoHAsync_v2(void *dst, unsigned long long src, size_t n, void *s)
+{
+    (void)s;
+    int e = copy_checks(src, n, 0, 0);
+    if (!e)
+        memcpy(dst, (void *)(uintptr_t)src, n);
+    return e;
+}
+
+EXPORT int cuMemcpyDtoDAsync_v2(unsigned long long dst, unsigned long long src, size_t n, void *s)
+{
+    (void)s;
+    int e = copy_checks(dst, n, src, n);
+    if (!e)
+        memcpy((void *)(uintptr_t)dst, (void *)(uintptr_t)src, n);
+    return e;
+}
+
+EXPORT int cuMemsetD8Async(unsigned long long dst, unsigned char v, size_t n, void *s)
+{
+    (void)s;
+    int e = context_ok();
+    if (e)
+        return e;
+    if (!inside(dst, n))
+        return INVALID_VALUE;
+    if (!capturing)
+        memset((void *)(uintptr_t)dst, v, n);
+    ++memsets;
+    return OK;
+}
+
+EXPORT int cuStreamCreate(void **s, unsigned flags) { (void)flags; *s = malloc(1); return context_ok(); }
+EXPORT int cuStreamDestroy_v2(void *s) { free(s); return OK; }
+EXPORT int cuStreamSynchronize(void *s) { (void)s; return capturing ? CAPTURE_UNSUPPORTED : context_ok(); }
+
+EXPORT int cuEventCreate(void **e, unsigned flags)
+{
+    if (flags != 0)
+        return INVALID_VALUE;
+    *e = calloc(1, sizeof(double));
+    return context_ok();
+}
+
+EXPORT int cuEventDestroy_v2(void *e) { free(e); return OK; }
+
+EXPORT int cuEventRecord(void *e, void *s)
+{
+    (void)s;
+    *(double *)e = now_seconds();
+    return capturing ? CAPTURE_UNSUPPORTED : context_ok();
+}
+
+EXPORT int cuEventSynchronize(void *e) { (void)e; return context_ok(); }
+
+EXPORT int cuEventElapsedTime(float *ms, void *start, void *stop)
+{
+    /* at least a microsecond, like a real timer's resolution: the bench divides by it */
+    double t = *(double *)stop - *(double *)start;
+    *ms = (float)(1e3 * (t > 1e-6 ? t : 1e-6));
+    return context_ok();
+}
+
+EXPORT int cuStreamBeginCapture_v2(void *s, int mode)
+{
+    (void)s;
+    if (capturing || mode < 0 || mode > 2)
+        return INVALID_VALUE;
+    capturing = 1;
+    return context_ok();
+}
+
+EXPORT int cuStreamEndCapture(void *s, void **graph)
+{
+    (void)s;
+    if (!capturing)
+        return INVALID_VALUE;
+    capturing = 0;
+    *graph = malloc(1);
+    return OK;
+}
+
+EXPORT int cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags)
+{
+    (void)graph;
+    (void)flags;
+    *exec = malloc(1);
+    return context_ok();
+}
+
+EXPORT int cuGraphLaunch(void *exec, void *s) { (void)exec; (void)s; ++graph_replays; return context_ok(); }
+EXPORT int cuGraphExecDestroy(void *exec) { free(exec); return OK; }
+EXPORT int cuGraphDestroy(void *graph) { free(graph); return OK; }
+
+EXPORT int cuModuleLoadData(void **module, const void *image)
+{
+    int e = context_ok();
+    if (e)
+        return e;
+    const Elf64_Ehdr *eh = image;
+    if (!image || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_machine != 190 /* EM_CUDA */)
+        return INVALID_IMAGE;
+    *module = (void *)image;
+    ++modules_loaded;
+    return OK;
+}
+
+EXPORT int cuModuleUnload(void *module) { (void)module; return context_ok(); }
+
+/* Whether the cubin defines function `name` (a FUNC symbol of its .symtab). */
+static int has_function(const unsigned char *image, const char *name)
+{
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)image;
+    const Elf64_Shdr *sh = (const Elf64_Shdr *)(image + eh->e_shoff);
+    for (int i = 0; i < eh->e_shnum; ++i) {
+        if (sh[i].sh_type != SHT_SYMTAB)
+            continue;
+        const Elf64_Sym *syms = (const Elf64_Sym *)(image + sh[i].sh_offset);
+        const char *strtab = (const char *)(image + sh[sh[i].sh_link].sh_offset);
+        for (size_t k = 0; k < sh[i].sh_size / sizeof(Elf64_Sym); ++k)
+            if (ELF64_ST_TYPE(syms[k].st_info) == STT_FUNC && strcmp(strtab + syms[k].st_name, name) == 0)
+                return 1;
+    }
+    return 0;
+}
+
+EXPORT int cuModuleGetFunction(void **f, void *module, const char *name)
+{
+    int e = context_ok();
+    if (e)
+        return e;
+    if (!has_function(module, name))
+        return NOT_FOUND;
+    ++functions_found;
+    *f = strdup(name);   /* leaked on purpose: a handle lives as long as the module */
+    return OK;
+}
+
+EXPORT int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                          unsigned shared, void *s, void **params, void **extra)
+{
+    (void)shared;
+    (void)s;
+    int e = context_ok();
+    if (e)
+        return e;
+    if (!f || !params || !params[0] || extra || !gx || !gy || !gz || !bx || !by || !bz || bx * by * bz > 1024)
+        return INVALID_VALUE;
+    ++launches;
+    captured_launches += capturing;
+    return OK;
+}
+
+EXPORT int cuGetErrorString(int error, const char **text)
+{
+    *text = error == OK ? "CUDA_SUCCESS" : "fake CUDA error";
+    return OK;
+}
+
+__attribute__((destructor)) static void write_log(void)
+{
+    const char *path = getenv("FAKE_CUDA_LOG");
+    FILE *f = path && path[0] ? fopen(path, "w") : NULL;
+    if (!f)
+        return;
+    fprintf(f, "{\"launches\": %d, \"captured_launches\": %d, \"memsets\": %d, \"graph_replays\": %d, "
+               "\"modules_loaded\": %d, \"functions_found\": %d, \"live_allocations\": %d, \"primary_refs\": %d, "
+               "\"pushed\": %d}\n",
+            launches, captured_launches, memsets, graph_replays, modules_loaded, functions_found, num_allocations,
+            primary_refs, pushed);
+    fclose(f);
+}
