@@ -290,28 +290,35 @@ R35A_API void VARLEN_DESC_INIT(r35a_varlen_attention_desc *desc, r35a_dtype dtyp
 #define VARLEN_DESC_INIT r35a_varlen_attention_desc_init
 #endif
 
+/* The fields both descriptors share (same names): zeros first, then the shape, the default scale
+ * and contiguous Q/O rows. */
+#define FILL_SHAPE(d, size, dtype_, num_tokens_, num_q_heads_, num_kv_heads_, head_size_)             \
+    do {                                                                                               \
+        memset(&(d), 0, sizeof(d));                                                                    \
+        (d).struct_size = (size);                                                                      \
+        (d).dtype = (dtype_);                                                                          \
+        (d).num_tokens = (num_tokens_);                                                                \
+        (d).num_q_heads = (num_q_heads_);                                                              \
+        (d).num_kv_heads = (num_kv_heads_);                                                            \
+        (d).head_size = (head_size_);                                                                  \
+        (d).softmax_scale = (head_size_) > 0 ? 1.0f / sqrtf((float)(head_size_)) : 1.0f;               \
+        (d).q_token_stride = (d).o_token_stride = (int64_t)(num_q_heads_) * (head_size_);              \
+        (d).q_head_stride = (d).o_head_stride = (head_size_);                                          \
+    } while (0)
+
 /* Fills the first `size` bytes of *desc (today's size or 0.1.0's: the fields of that release). */
 static void fill_paged_desc(r35a_paged_attention_desc *desc, size_t size, r35a_dtype dtype, int32_t num_seqs,
                             int32_t num_tokens, int32_t max_query_len, int32_t max_seq_len, int32_t num_q_heads,
                             int32_t num_kv_heads, int32_t head_size, int32_t page_size, int32_t num_pages)
 {
     r35a_paged_attention_desc d;
-    memset(&d, 0, sizeof d);
-    d.struct_size = size;
-    d.dtype = dtype;
+    FILL_SHAPE(d, size, dtype, num_tokens, num_q_heads, num_kv_heads, head_size);
     d.num_seqs = num_seqs;
-    d.num_tokens = num_tokens;
     d.max_query_len = max_query_len;
     d.max_seq_len = max_seq_len;
-    d.num_q_heads = num_q_heads;
-    d.num_kv_heads = num_kv_heads;
-    d.head_size = head_size;
     d.page_size = page_size;
     d.num_pages = num_pages;
     d.block_table_stride = page_size > 0 ? (int32_t)(((int64_t)max_seq_len + page_size - 1) / page_size) : 0;
-    d.softmax_scale = head_size > 0 ? 1.0f / sqrtf((float)head_size) : 1.0f;
-    d.q_token_stride = d.o_token_stride = (int64_t)num_q_heads * head_size;
-    d.q_head_stride = d.o_head_stride = head_size;
     d.k_slot_stride = d.v_slot_stride = head_size;
     d.k_head_stride = d.v_head_stride = (int64_t)page_size * head_size;
     d.k_page_stride = d.v_page_stride = (int64_t)num_kv_heads * page_size * head_size;
@@ -324,19 +331,11 @@ static void fill_varlen_desc(r35a_varlen_attention_desc *desc, size_t size, r35a
                              int32_t head_size)
 {
     r35a_varlen_attention_desc d;
-    memset(&d, 0, sizeof d);
-    d.struct_size = size;
-    d.dtype = dtype;
+    FILL_SHAPE(d, size, dtype, num_tokens, num_q_heads, num_kv_heads, head_size);
     d.num_segments = num_segments;
-    d.num_tokens = num_tokens;
     d.max_seqlen = max_seqlen;
-    d.num_q_heads = num_q_heads;
-    d.num_kv_heads = num_kv_heads;
-    d.head_size = head_size;
-    d.softmax_scale = head_size > 0 ? 1.0f / sqrtf((float)head_size) : 1.0f;
-    d.q_token_stride = d.o_token_stride = (int64_t)num_q_heads * head_size;
     d.k_token_stride = d.v_token_stride = (int64_t)num_kv_heads * head_size;
-    d.q_head_stride = d.k_head_stride = d.v_head_stride = d.o_head_stride = head_size;
+    d.k_head_stride = d.v_head_stride = head_size;
     memcpy(desc, &d, size);
 }
 

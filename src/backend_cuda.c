@@ -136,6 +136,8 @@ static void load_driver(void)
 
 /* ---- per-context state ---- */
 
+/* The family suffix of the cubins built with the gfx11-exact fragment emulation (the generic family has
+ * none: it uses no fragments). */
 #define EMU_SUFFIX ".gfx11emu"
 /* The decode split planner aims at R35A_DECODE_WGS_PER_CU workgroups per "CU"; on NVIDIA a CU is
  * an SM and several blocks of a decode variant are resident at once (4 warps of <= 128 registers:
@@ -163,27 +165,11 @@ static void leave(void)
 
 /* ---- module calls for the shared loading skeleton (gpu_runtime.c) ---- */
 
-/* The family's cubin of this arch: its gfx11-emulation build when emulating and one exists (the
- * generic family has none: it uses no fragments), else the native build. */
-static const r35a_code_object *pick_cubin(void *backend, r35a_gpu_family family)
-{
-    const cuda_state *st = backend;
-    const char *name = r35a_family_name(family);
-    if (st->emulate_gfx11) {
-        char emu[64];
-        snprintf(emu, sizeof emu, "%s%s", name, EMU_SUFFIX);
-        const r35a_code_object *co = r35a_code_object_find(st->arch, emu);
-        if (co)
-            return co;
-    }
-    return r35a_code_object_find(st->arch, name);
-}
-
 static r35a_gpu_loader loader_of(cuda_state *st)
 {
     /* the runtime's module calls take exactly the loader's C arguments */
-    return (r35a_gpu_loader){st, pick_cubin, driver.api.ModuleLoadData, driver.api.ModuleGetFunction, driver.api.ModuleUnload, cu_error_text,
-                             "cuModuleLoadData"};
+    return (r35a_gpu_loader){st->arch, st->emulate_gfx11 ? EMU_SUFFIX : NULL, driver.api.ModuleLoadData,
+                             driver.api.ModuleGetFunction, driver.api.ModuleUnload, cu_error_text, "cuModuleLoadData"};
 }
 
 static void release_state(cuda_state *st)

@@ -172,17 +172,11 @@ static void base_arch(const char *full, char *out, size_t cap)
 
 /* ---- module calls for the shared loading skeleton (gpu_runtime.c) ---- */
 
-static const r35a_code_object *pick_code_object(void *backend, r35a_gpu_family family)
-{
-    const hip_state *st = backend;
-    return r35a_code_object_find(st->arch, r35a_family_name(family));
-}
-
 static r35a_gpu_loader loader_of(hip_state *st)
 {
     /* the runtime's module calls take exactly the loader's C arguments */
-    return (r35a_gpu_loader){st, pick_code_object, runtime.api.ModuleLoadData, runtime.api.ModuleGetFunction, runtime.api.ModuleUnload, hip_error_text,
-                             "hipModuleLoadData"};
+    return (r35a_gpu_loader){st->arch, NULL, runtime.api.ModuleLoadData, runtime.api.ModuleGetFunction,
+                             runtime.api.ModuleUnload, hip_error_text, "hipModuleLoadData"};
 }
 
 static void release_state(hip_state *st)

@@ -53,11 +53,25 @@ static void *module_function(const r35a_gpu_loader *loader, void *module, const 
     return module && loader->module_get_function(&f, module, name) == 0 ? f : NULL;
 }
 
+/* The code object of family the loader asks for, or NULL when the build has none. */
+static const r35a_code_object *pick(const r35a_gpu_loader *loader, r35a_gpu_family family)
+{
+    const char *name = r35a_family_name(family);
+    if (loader->family_suffix) {
+        char variant[64];
+        snprintf(variant, sizeof variant, "%s%s", name, loader->family_suffix);
+        const r35a_code_object *co = r35a_code_object_find(loader->arch, variant);
+        if (co)
+            return co;
+    }
+    return r35a_code_object_find(loader->arch, name);
+}
+
 bool r35a_gpu_load_kernels(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader, char *why, size_t cap)
 {
     for (int f = 0; f < R35A_GPU_NUM_FAMILIES; ++f) {
         const r35a_gpu_family family = (r35a_gpu_family)f;
-        const r35a_code_object *co = loader->pick(loader->backend, family);
+        const r35a_code_object *co = pick(loader, family);
         if (co && !load_module(loader, co, &rt->modules[f], why, cap)) {
             r35a_gpu_unload_kernels(rt, loader);
             return false;

@@ -33,10 +33,10 @@ void *r35a_gpu_kernel_handle(const r35a_gpu_runtime *rt, r35a_gpu_family family,
 /* A backend's module entry points, for the loading skeleton. HIP's and the CUDA driver's take the
  * same C arguments and return 0 on success (hipError_t, CUresult). */
 typedef struct r35a_gpu_loader {
-    void *backend;               /* handed back to pick */
-    /* The code object this device loads for `family` (arch match; NVIDIA: the emulation build when
-     * asked for), or NULL when the build has none. */
-    const r35a_code_object *(*pick)(void *backend, r35a_gpu_family family);
+    const char *arch;            /* the code objects of this arch are loaded */
+    /* When set, a family's build with this suffix ("decode.gfx11emu": NVIDIA's gfx11-exact fragment
+     * emulation) is loaded where the build has one, else its plain build. */
+    const char *family_suffix;
     int (*module_load_data)(void **module, const void *image);
     int (*module_get_function)(void **function, void *module, const char *name);
     int (*module_unload)(void *module);

@@ -57,6 +57,15 @@ struct r35a_plan {
 /* Picks the first implementation of ctx's backend that serves plan->desc and lets it plan (dispatch.c). */
 r35a_status r35a_dispatch(const r35a_context *ctx, r35a_op op, r35a_plan *plan);
 
+/* The element strides of each op's descriptor, by name (validation checks each; the planners copy
+ * them into the kernels' argument structs). */
+#define R35A_PAGED_STRIDES(X)                                                                               \
+    X(q_token_stride) X(q_head_stride) X(o_token_stride) X(o_head_stride) X(k_page_stride) X(k_head_stride) \
+    X(k_slot_stride) X(v_page_stride) X(v_head_stride) X(v_slot_stride) X(block_table_stride)
+#define R35A_VARLEN_STRIDES(X)                                                                              \
+    X(q_token_stride) X(q_head_stride) X(k_token_stride) X(k_head_stride) X(v_token_stride) X(v_head_stride) \
+    X(o_token_stride) X(o_head_stride)
+
 /* ---- validation (validate.c) ---- */
 
 /* The struct sizes of 0.1.0 (before the fields added in 0.2): a struct as 0.1.0 declared it is the

@@ -29,6 +29,12 @@ typedef struct r35a_gpu_launch {
     size_t clear_bytes;          /* workspace bytes cleared on the stream right before the launch */
 } r35a_gpu_launch;
 
+/* A launch of kernel `kernel` of family, everything else zero (one split, no workspace). */
+static inline void r35a_launch_init(r35a_gpu_launch *l, r35a_gpu_family family, int kernel)
+{
+    *l = (r35a_gpu_launch){.family = family, .kernel = kernel, .num_splits = 1};
+}
+
 /* The GPU part of a plan: its launches in stream order (0 when the call has nothing to do), and the
  * portable launch that replaces them when a run's pointers miss the fast kernels' alignment. */
 #define R35A_MAX_LAUNCHES 2

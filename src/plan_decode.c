@@ -85,9 +85,7 @@ bool r35a_plan_decode(const r35a_paged_attention_desc *d, const char *arch, int 
         return false;
 
     const r35a_decode_variant *v = &r35a_decode_variants[best];
-    memset(out, 0, sizeof *out);
-    out->family = R35A_GPU_DECODE;
-    out->kernel = best;
+    r35a_launch_init(out, R35A_GPU_DECODE, best);
     out->max_query_len = d->max_query_len;
     out->num_row_groups = best_groups;
     out->num_splits = r35a_decode_num_splits(d->num_seqs, d->num_kv_heads, best_groups, d->max_seq_len,

@@ -80,10 +80,7 @@ bool r35a_plan_encoder(const r35a_varlen_attention_desc *d, const char *arch, co
         return false;
 
     const r35a_encoder_variant *v = &r35a_encoder_variants[best];
-    memset(out, 0, sizeof *out);
-    out->family = R35A_GPU_ENCODER;
-    out->kernel = best;
-    out->num_splits = 1;
+    r35a_launch_init(out, R35A_GPU_ENCODER, best);
     /* 0 (a zero grid[0]) only when max_seqlen is 0: nothing to launch; the overflow is ruled out above. */
     (void)r35a_encoder_grid(d->num_segments, d->max_seqlen, d->num_q_heads, rows_per_wg, out->grid);
     out->block[0] = r35a_encoder_block_threads(v->nw);

@@ -55,10 +55,7 @@ static bool plan_generic(r35a_op op, r35a_dtype dtype, int32_t head_size, int32_
         r35a_text_append(reason, cap, ", ", "num_q_heads %d above the grid limit %u", (int)num_q_heads, R35A_GRID_YZ_MAX);
         return false;
     }
-    memset(out, 0, sizeof *out);
-    out->family = R35A_GPU_GENERIC;
-    out->kernel = best;
-    out->num_splits = 1;
+    r35a_launch_init(out, R35A_GPU_GENERIC, best);
     r35a_generic_grid(num_tokens, num_q_heads, out->grid);
     out->block[0] = R35A_GENERIC_THREADS;
     out->block[1] = out->block[2] = 1;

@@ -47,17 +47,12 @@ bool r35a_plan_mixed(const r35a_paged_attention_desc *desc, const char *arch, in
  * batch is planned and run with. */
 r35a_paged_attention_desc r35a_decode_part(const r35a_paged_attention_desc *desc);
 
-/* The fields kernel argument structs copy unchanged, by name, from a run's args (pointers) and the
- * plan's descriptor (strides), one list per op, so no fill function spells them out again. Used in
- * the fill functions as LIST(R35A_COPY_FROM_ARGS) with `out`, `a` (args) and `d` (desc) in scope. */
+/* The fields kernel argument structs copy unchanged, by name, from a run's args (pointers, and
+ * the descriptor's strides: R35A_*_STRIDES of internal.h), one list per op, so no fill function
+ * spells them out again. Used in the fill functions as LIST(R35A_COPY_FROM_ARGS) with `out`, `a`
+ * (args) and `d` (desc) in scope. */
 #define R35A_PAGED_POINTERS(X) X(q) X(k_cache) X(v_cache) X(out) X(seq_lens) X(query_start_loc) X(block_table)
-#define R35A_PAGED_STRIDES(X)                                                                               \
-    X(q_token_stride) X(q_head_stride) X(o_token_stride) X(o_head_stride) X(k_page_stride) X(k_head_stride) \
-    X(k_slot_stride) X(v_page_stride) X(v_head_stride) X(v_slot_stride) X(block_table_stride)
 #define R35A_VARLEN_POINTERS(X) X(q) X(k) X(v) X(out) X(cu_seqlens)
-#define R35A_VARLEN_STRIDES(X)                                                                              \
-    X(q_token_stride) X(q_head_stride) X(k_token_stride) X(k_head_stride) X(v_token_stride) X(v_head_stride) \
-    X(o_token_stride) X(o_head_stride)
 /* The shape fields both portable-kernel argument structs take from either descriptor. */
 #define R35A_GENERIC_SHAPE(X) X(num_tokens) X(num_q_heads) X(num_kv_heads) X(head_size) X(softmax_scale) X(logit_softcap)
 #define R35A_COPY_FROM_ARGS(field) out->field = a->field;

@@ -164,17 +164,11 @@ static void load_vector(r35a_dtype dtype, const void *src, int32_t n, float *res
             dst[d] = (float)(int8_t)bytes[d];
         break;
     case R35A_DTYPE_F16:
+    case R35A_DTYPE_BF16:
         for (int32_t d = 0; d < n; d++) {
             uint16_t h;
             memcpy(&h, bytes + 2 * (size_t)d, sizeof h);
-            dst[d] = f16_to_float(h);
-        }
-        break;
-    case R35A_DTYPE_BF16:
-        for (int32_t d = 0; d < n; d++) {
-            uint16_t b;
-            memcpy(&b, bytes + 2 * (size_t)d, sizeof b);
-            dst[d] = bf16_to_float(b);
+            dst[d] = dtype == R35A_DTYPE_F16 ? f16_to_float(h) : bf16_to_float(h);
         }
         break;
     default:
@@ -528,6 +522,16 @@ static void fill_row(const row_group *g, int64_t t, attention_row *row)
     row->out = (unsigned char *)g->out + (size_t)(token * g->o_token_stride + head * g->o_head_stride) * esize;
 }
 
+/* The score rule and the row layout from either op's desc and args (their fields share names). */
+#define RULE_OF(desc, use_alibi)                                                                           \
+    (score_rule) { .dtype = (desc)->dtype, .head_size = (desc)->head_size, .scale = (desc)->softmax_scale, \
+                   .softcap = (desc)->logit_softcap, .alibi = (use_alibi) }
+#define GROUP_OF(desc, args)                                                                               \
+    (row_group) { .dtype = (desc)->dtype, .group = (desc)->num_q_heads / (desc)->num_kv_heads, .q = (args)->q, \
+                  .out = (args)->out, .q_token_stride = (desc)->q_token_stride,                            \
+                  .q_head_stride = (desc)->q_head_stride, .o_token_stride = (desc)->o_token_stride,        \
+                  .o_head_stride = (desc)->o_head_stride, .sinks = (desc)->use_sinks ? (args)->sinks : NULL }
+
 /* Attends every row of g against src, ROW_CHUNK rows per pass over the keys. */
 static void attend_group(const score_rule *rule, const kv_source *src, const row_group *g, scratch *s)
 {
@@ -552,27 +556,11 @@ r35a_status r35a_reference_paged_attention(const r35a_paged_attention_desc *desc
     r35a_status st = scratch_alloc(&s, desc->head_size, "paged");
     if (st != R35A_OK)
         return st;
-    const score_rule rule = {
-        .dtype = desc->dtype,
-        .head_size = desc->head_size,
-        .scale = desc->softmax_scale,
-        .softcap = desc->logit_softcap,
-        .alibi = desc->use_alibi != 0,
-    };
-    row_group g = {
-        .dtype = desc->dtype,
-        .group = desc->num_q_heads / desc->num_kv_heads,
-        .q = args->q,
-        .out = args->out,
-        .q_token_stride = desc->q_token_stride,
-        .q_head_stride = desc->q_head_stride,
-        .o_token_stride = desc->o_token_stride,
-        .o_head_stride = desc->o_head_stride,
-        .alibi_slopes = desc->use_alibi ? args->alibi_slopes : NULL,
-        .sinks = desc->use_sinks ? args->sinks : NULL,
-        .window = desc->window,
-        .causal = true,
-    };
+    const score_rule rule = RULE_OF(desc, desc->use_alibi != 0);
+    row_group g = GROUP_OF(desc, args);
+    g.alibi_slopes = desc->use_alibi ? args->alibi_slopes : NULL;
+    g.window = desc->window;
+    g.causal = true;
     const r35a_dtype kv_dtype = r35a_paged_kv_dtype(desc);
     const bool scaled = r35a_dtype_is_kv8(kv_dtype);
 
@@ -618,26 +606,9 @@ r35a_status r35a_reference_varlen_attention(const r35a_varlen_attention_desc *de
     r35a_status st = scratch_alloc(&s, desc->head_size, "varlen");
     if (st != R35A_OK)
         return st;
-    const score_rule rule = {
-        .dtype = desc->dtype,
-        .head_size = desc->head_size,
-        .scale = desc->softmax_scale,
-        .softcap = desc->logit_softcap,
-        .alibi = false,
-    };
-    row_group g = {
-        .dtype = desc->dtype,
-        .group = desc->num_q_heads / desc->num_kv_heads,
-        .q = args->q,
-        .out = args->out,
-        .q_token_stride = desc->q_token_stride,
-        .q_head_stride = desc->q_head_stride,
-        .o_token_stride = desc->o_token_stride,
-        .o_head_stride = desc->o_head_stride,
-        .sinks = desc->use_sinks ? args->sinks : NULL,
-        .causal = desc->causal != 0,
-        .first_pos = 0,
-    };
+    const score_rule rule = RULE_OF(desc, false);
+    row_group g = GROUP_OF(desc, args);
+    g.causal = desc->causal != 0;
     for (int32_t seg = 0; seg < desc->num_segments; seg++) {
         g.first_token = args->cu_seqlens[seg];
         g.tokens = g.keys = args->cu_seqlens[seg + 1] - g.first_token;

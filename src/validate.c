@@ -214,16 +214,9 @@ static r35a_status validate_paged_desc(const r35a_paged_attention_desc *d)
                          PAGED ".num_tokens: %d exceeds num_seqs %d x max_query_len %d", (int)d->num_tokens,
                          (int)d->num_seqs, (int)d->max_query_len);
 
-    TRY(check_stride(PAGED, "q_token_stride", d->q_token_stride));
-    TRY(check_stride(PAGED, "q_head_stride", d->q_head_stride));
-    TRY(check_stride(PAGED, "o_token_stride", d->o_token_stride));
-    TRY(check_stride(PAGED, "o_head_stride", d->o_head_stride));
-    TRY(check_stride(PAGED, "k_page_stride", d->k_page_stride));
-    TRY(check_stride(PAGED, "k_head_stride", d->k_head_stride));
-    TRY(check_stride(PAGED, "k_slot_stride", d->k_slot_stride));
-    TRY(check_stride(PAGED, "v_page_stride", d->v_page_stride));
-    TRY(check_stride(PAGED, "v_head_stride", d->v_head_stride));
-    TRY(check_stride(PAGED, "v_slot_stride", d->v_slot_stride));
+#define CHECK_PAGED_STRIDE(field) TRY(check_stride(PAGED, #field, d->field));
+    R35A_PAGED_STRIDES(CHECK_PAGED_STRIDE)
+#undef CHECK_PAGED_STRIDE
 
     size_t es = r35a_dtype_size(d->dtype), kv_es = r35a_dtype_size(r35a_paged_kv_dtype(d));
     const extent_term q[] = {{"q_token_stride", d->num_tokens, d->q_token_stride},
@@ -264,14 +257,9 @@ static r35a_status validate_varlen_desc(const r35a_varlen_attention_desc *d)
                          VARLEN ".num_tokens: %d exceeds num_segments %d x max_seqlen %d", (int)d->num_tokens,
                          (int)d->num_segments, (int)d->max_seqlen);
 
-    TRY(check_stride(VARLEN, "q_token_stride", d->q_token_stride));
-    TRY(check_stride(VARLEN, "q_head_stride", d->q_head_stride));
-    TRY(check_stride(VARLEN, "k_token_stride", d->k_token_stride));
-    TRY(check_stride(VARLEN, "k_head_stride", d->k_head_stride));
-    TRY(check_stride(VARLEN, "v_token_stride", d->v_token_stride));
-    TRY(check_stride(VARLEN, "v_head_stride", d->v_head_stride));
-    TRY(check_stride(VARLEN, "o_token_stride", d->o_token_stride));
-    TRY(check_stride(VARLEN, "o_head_stride", d->o_head_stride));
+#define CHECK_VARLEN_STRIDE(field) TRY(check_stride(VARLEN, #field, d->field));
+    R35A_VARLEN_STRIDES(CHECK_VARLEN_STRIDE)
+#undef CHECK_VARLEN_STRIDE
 
     size_t es = r35a_dtype_size(d->dtype);
     const extent_term q[] = {{"q_token_stride", d->num_tokens, d->q_token_stride},
@@ -316,12 +304,10 @@ typedef struct named_ptr {
     const void *ptr;
 } named_ptr;
 
-/* The checks every args struct opens with: it exists, it was upgraded, its required pointers are set. */
-static r35a_status check_args_common(const char *name, const void *args, size_t struct_size, size_t expected,
-                                     const named_ptr *required, size_t count)
+/* The checks every args struct opens with: it was upgraded, its required pointers are set. */
+static r35a_status check_args_common(const char *name, size_t struct_size, size_t expected, const named_ptr *required,
+                                     size_t count)
 {
-    if (!args)
-        return r35a_fail(R35A_ERR_NULL_POINTER, "%s: NULL", name);
     if (struct_size != expected) /* r35a_upgrade_args made it so */
         return r35a_fail(R35A_ERR_INTERNAL, "%s.struct_size: %zu reached validation", name, struct_size);
     for (size_t i = 0; i < count; ++i)
@@ -331,17 +317,12 @@ static r35a_status check_args_common(const char *name, const void *args, size_t 
 
 static r35a_status validate_paged_args(const r35a_paged_attention_desc *d, const r35a_paged_attention_args *a)
 {
-    const named_ptr required[] = {
-        {"q", a ? a->q : NULL},
-        {"k_cache", a ? a->k_cache : NULL},
-        {"v_cache", a ? a->v_cache : NULL},
-        {"out", a ? a->out : NULL},
-        {"seq_lens", a ? a->seq_lens : NULL},
-        {"query_start_loc", a ? a->query_start_loc : NULL},
-        {"block_table", a ? a->block_table : NULL},
-    };
-    TRY(check_args_common(ARGS_PAGED, a, a ? a->struct_size : 0, sizeof *a, required,
-                          sizeof required / sizeof *required));
+    if (!a)
+        return r35a_fail(R35A_ERR_NULL_POINTER, ARGS_PAGED ": NULL");
+    const named_ptr required[] = {{"q", a->q}, {"k_cache", a->k_cache}, {"v_cache", a->v_cache}, {"out", a->out},
+                                  {"seq_lens", a->seq_lens}, {"query_start_loc", a->query_start_loc},
+                                  {"block_table", a->block_table}};
+    TRY(check_args_common(ARGS_PAGED, a->struct_size, sizeof *a, required, sizeof required / sizeof *required));
     TRY(check_optional(ARGS_PAGED, "alibi_slopes", a->alibi_slopes, d->use_alibi, PAGED ".use_alibi is 0"));
     TRY(check_optional(ARGS_PAGED, "sinks", a->sinks, d->use_sinks, PAGED ".use_sinks is 0"));
     r35a_dtype kv = r35a_paged_kv_dtype(d);
@@ -354,15 +335,10 @@ static r35a_status validate_paged_args(const r35a_paged_attention_desc *d, const
 
 static r35a_status validate_varlen_args(const r35a_varlen_attention_desc *d, const r35a_varlen_attention_args *a)
 {
-    const named_ptr required[] = {
-        {"q", a ? a->q : NULL},
-        {"k", a ? a->k : NULL},
-        {"v", a ? a->v : NULL},
-        {"out", a ? a->out : NULL},
-        {"cu_seqlens", a ? a->cu_seqlens : NULL},
-    };
-    TRY(check_args_common(ARGS_VARLEN, a, a ? a->struct_size : 0, sizeof *a, required,
-                          sizeof required / sizeof *required));
+    if (!a)
+        return r35a_fail(R35A_ERR_NULL_POINTER, ARGS_VARLEN ": NULL");
+    const named_ptr required[] = {{"q", a->q}, {"k", a->k}, {"v", a->v}, {"out", a->out}, {"cu_seqlens", a->cu_seqlens}};
+    TRY(check_args_common(ARGS_VARLEN, a->struct_size, sizeof *a, required, sizeof required / sizeof *required));
     TRY(check_optional(ARGS_VARLEN, "sinks", a->sinks, d->use_sinks, VARLEN ".use_sinks is 0"));
     return R35A_OK;
 }
