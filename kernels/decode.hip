@@ -102,13 +102,20 @@ struct decode_cfg {
      * addresses, row bounds and softmax state; a stage holds K as operand fragments and V as 16-byte
      * rows; from 2 to R35A_DECODE_REG_STAGES_MAX). The code-object checks hold the contract itself
      * (no scratch). */
-    /* Q^T in shared memory instead of registers where the KV stages are there too and two row tiles
-     * would need T x NC x 4 more registers (NVIDIA, R = 32): one ldmatrix per fragment and tile,
-     * and d slices of 128 without a partial-S^T exchange fit. Rows padded by 16 bytes. */
-    static constexpr bool Q_LDS_WANTED = T >= 2 && lds_stages_fit<DS>(1 << 30) > 0;
+    /* Q^T in LDS instead of registers for two row tiles (R = 32), whose Q^T fragments would take
+     * T x NC x (8 on gfx11, 4 on NVIDIA) registers: read back per tile (gfx11: 2 ds_load_b128 per
+     * fragment, no VALU; NVIDIA: one ldmatrix). NVIDIA always (the registers buy d slices of 128
+     * without a partial-S^T exchange); gfx11 where the LDS budget holds it (the registers buy the
+     * second KV stage of the 48-wide slices). Rows padded by 16 bytes. */
+    static constexpr bool HAS_LDS_PIPE = lds_stages_fit<DS>(1 << 30) > 0;
     static constexpr int QROW = DS + 8;
-    static constexpr int Q_BYTES = Q_LDS_WANTED ? DW * R * QROW * 2 : 0;
-    static constexpr int FREE = LDS_BUDGET - FLAG_BYTES - EXCH_BYTES - Q_BYTES;
+    static constexpr int Q_BYTES = DW * R * QROW * 2;
+    static constexpr int REGION_1 = (frag::kv_pipe_regs<DS, 1>::LDS_BYTES + 15) / 16 * 16;   /* gfx11's region */
+    static constexpr bool Q_LDS =
+        T >= 2 && (HAS_LDS_PIPE ? lds_stages_fit<DS>((LDS_BUDGET - FLAG_BYTES - EXCH_BYTES - Q_BYTES) / NW) >= 2
+                                : NW * (REGION_1 > PX_WAVE ? REGION_1 : PX_WAVE) + SR_BYTES + Q_BYTES + FLAG_BYTES <= LDS_BUDGET);
+    static constexpr bool Q_LDS_WANTED = Q_LDS;
+    static constexpr int FREE = LDS_BUDGET - FLAG_BYTES - EXCH_BYTES - (Q_LDS ? Q_BYTES : 0);
     static constexpr int LDS_FIT = lds_stages_fit<DS>(FREE / NW);
     static constexpr bool USE_LDS = LDS_FIT >= 2;
 #if defined(R35A_TARGET_AMDGCN)
@@ -117,7 +124,8 @@ struct decode_cfg {
     static constexpr int REG_BUDGET = 65536 / (128 * WAVES) < 255 ? 65536 / (128 * WAVES) : 255;
 #endif
     static constexpr int AB_WORDS = (int)(sizeof(frag::ab) / 4);
-    static constexpr int REG_BASE = T * NC * (AB_WORDS + frag::ACC_ELEMS) + T * (frag::ACC_ELEMS + AB_WORDS / 2) + 32;
+    static constexpr int REG_BASE = T * NC * ((Q_LDS_WANTED ? 0 : AB_WORDS) + frag::ACC_ELEMS) +
+                                    T * (frag::ACC_ELEMS + AB_WORDS / 2) + 32;
     /* 25 % margin over the estimate (what clang and ptxas use beyond it, measured on these tilings). */
     static constexpr int REG_STAGE = NC * (AB_WORDS + 4);
     static constexpr int REG_FIT = (4 * REG_BUDGET / 5 - REG_BASE) / REG_STAGE;
@@ -133,7 +141,6 @@ struct decode_cfg {
     static constexpr bool PX_OVERLAY = !USE_LDS;
     static constexpr int PX_OFF = PX_OVERLAY ? 0 : PIPE_WAVE;
     static constexpr int WAVE_REGION = PX_OVERLAY ? (PIPE_WAVE > PX_WAVE ? PIPE_WAVE : PX_WAVE) : PIPE_WAVE + PX_WAVE;
-    static constexpr bool Q_LDS = Q_LDS_WANTED && USE_LDS;
     static constexpr int Q_OFF = NW * WAVE_REGION + SR_BYTES;   /* Q^T tiles: [DW][R][QROW] u16 */
     static constexpr int LOOP_BYTES = NW * WAVE_REGION + SR_BYTES + (Q_LDS ? Q_BYTES : 0);
     /* Floats of the key group's S^T tiles each wave reduces (reduce-scatter). */

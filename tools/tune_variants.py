@@ -31,7 +31,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HEADS = (64, 128, 256, 512)
+HEADS = (64, 96, 128, 192, 256, 512)
 ROWS = (16, 32)
 
 
@@ -63,7 +63,10 @@ def decode_cfg(arch, head, rows, kw, dw, waves, reg_stages=2, lds_stages_max=4):
         budget = min(131072 // pool, 65536)
     px = T * 256 * 4 if dw > 1 else 0
     sr = kw * T * 256 * 4 if dw > 1 else 0
-    q_bytes = dw * rows * (ds + 8) * 2 if arch.startswith("sm_") and T >= 2 else 0   # Q^T in shared memory
+    per_stage = 2 * 16 * (ds + 8) * 2
+    q_bytes = dw * rows * (ds + 8) * 2   # Q^T in shared memory (R = 32) where the stages still fit
+    if not (arch.startswith("sm_") and T >= 2 and (budget - 16 - nw * px - sr - q_bytes) // nw // per_stage >= 2):
+        q_bytes = 0
     free = budget - 16 - nw * px - sr - q_bytes
     if arch.startswith("sm_"):
         per_stage = 2 * 16 * (ds + 8) * 2
