@@ -249,10 +249,11 @@ R35A_DEV void store_o(const r35a_decode_args &a, const frag::acc &o, const frag:
  * waves and no serial chain of loads: (1) every thread loads some of the records' running maxima
  * into LDS (independent loads, unrolled), (2) one thread per row turns them into weights
  * 2^(m_k - max_k m_k), (3) the waves take the accumulator fragments (row tile x d chunk) in turn and
- * sum w_k x acc_k and w_k x l_k over the records, 4 records' loads in flight at a time. */
+ * sum w_k x acc_k and w_k x l_k over the records, several records' loads of all of a wave's
+ * fragments in flight at a time. */
 template <class C, class E>
 R35A_DEV void merge_splits(const r35a_decode_args &a, const float *grec, i64 rec_floats, int nsplit, int rows, int rg,
-                           int q0, int M, int g, const bool (&row_ok)[C::R / 16][frag::NCOL], float *wts) {
+                           int q0, int M, int g, float *wts) {
     constexpr int R = C::R, T = R / 16;
     const int tv = imin(T, (rows - rg * R + 15) / 16);     /* row tiles with a real row (the others have no record) */
     const int nv = 16 * tv;
@@ -270,32 +271,60 @@ R35A_DEV void merge_splits(const r35a_decode_args &a, const float *grec, i64 rec
         for (int k = 0; k < nsplit; ++k) wts[k * R + n] = exp2_fast(wts[k * R + n] - mu);
     }
     block_sync();
-    for (int f = wave_id(); f < tv * C::DC; f += C::NW) {
-        const int t = f / C::DC, ch = f - t * C::DC;
-        bool ok[frag::NCOL];   /* row_ok[t] without a run-time index into a register array (no scratch) */
+    /* Pass 3: wave w owns fragments w, w + NW, ... (FPW of them); RB records' loads of all of them
+     * are issued before any is used (as many as half the register budget holds), so the records
+     * cost nsplit / RB round trips, not nsplit x FPW. Records past nsplit re-read the last one (a
+     * valid address; their weight is not applied). */
+    constexpr int NF = T * C::DC, FPW = (NF + C::NW - 1) / C::NW;
+    constexpr int RB_FIT = (C::REG_BUDGET / 2) / (FPW * (frag::ACC_ELEMS + 2));
+    constexpr int RB = RB_FIT < 1 ? 1 : RB_FIT > 8 ? 8 : RB_FIT;
+    const int nf = tv * C::DC;
+    frag::acc o[FPW];
+    frag::colv l[FPW];
+    bool ok[FPW][frag::NCOL];   /* the rows that exist, per fragment and column slot */
+    int tj[FPW];
 #pragma unroll
-        for (int c = 0; c < frag::NCOL; ++c) {
-            ok[c] = row_ok[0][c];
+    for (int j = 0; j < FPW; ++j) {
+        const int f = imin(wave_id() + j * C::NW, NF - 1);
+        tj[j] = f / C::DC;
+        o[j] = frag::acc_zero();
+        l[j] = frag::colv_fill(0.f);
 #pragma unroll
-            for (int tt = 1; tt < T; ++tt) ok[c] = tt == t ? row_ok[tt][c] : ok[c];
+        for (int c = 0; c < frag::NCOL; ++c) ok[j][c] = rg * R + tj[j] * 16 + frag::acc_n_of_slot(c) < rows;
+    }
+    for (int k0 = 0; k0 < nsplit; k0 += RB) {
+        frag::acc ak[RB][FPW];
+        frag::colv lk[RB][FPW];
+#pragma unroll
+        for (int r = 0; r < RB; ++r)
+#pragma unroll
+            for (int j = 0; j < FPW; ++j) {
+                const int f = imin(wave_id() + j * C::NW, NF - 1);
+                const float *rec = grec + imin(k0 + r, nsplit - 1) * rec_floats;
+                ak[r][j] = frag::acc_load_global_if(rec + 2 * R + f * frag::ACC_NATIVE_FLOATS, ok[j]);
+                lk[r][j] = frag::colv_load(rec + R + tj[j] * 16, true);
+            }
+#pragma unroll
+        for (int r = 0; r < RB; ++r) {
+            if (k0 + r >= nsplit) break;   /* uniform */
+#pragma unroll
+            for (int j = 0; j < FPW; ++j) {
+                const frag::colv wk = frag::colv_load(wts + (k0 + r) * R + tj[j] * 16, false);
+#pragma unroll
+                for (int c = 0; c < frag::NCOL; ++c) l[j].v[c] += lk[r][j].v[c] * wk.v[c];
+#pragma unroll
+                for (int e = 0; e < frag::ACC_ELEMS; ++e) o[j].v[e] += ak[r][j].v[e] * wk.v[frag::acc_slot(e)];
+            }
         }
-        frag::acc o = frag::acc_zero();
-        frag::colv l = frag::colv_fill(0.f);
-#pragma unroll 4
-        for (int k = 0; k < nsplit; ++k) {
-            const float *rec = grec + k * rec_floats;
-            const frag::acc ak = frag::acc_load_global_if(rec + 2 * R + f * frag::ACC_NATIVE_FLOATS, ok);
-            const frag::colv lk = frag::colv_load(rec + R + t * 16, true);
-            const frag::colv wk = frag::colv_load(wts + k * R + t * 16, false);
+    }
 #pragma unroll
-            for (int c = 0; c < frag::NCOL; ++c) l.v[c] += lk.v[c] * wk.v[c];
-#pragma unroll
-            for (int e = 0; e < frag::ACC_ELEMS; ++e) o.v[e] += ak.v[e] * wk.v[frag::acc_slot(e)];
-        }
+    for (int j = 0; j < FPW; ++j) {
+        const int f = wave_id() + j * C::NW;
+        if (f >= nf) break;   /* uniform */
         frag::colv inv;
 #pragma unroll
-        for (int c = 0; c < frag::NCOL; ++c) inv.v[c] = l.v[c] > 0.f ? rcp_fast(l.v[c]) : 0.f;
-        store_o<E>(a, o, inv, t, ch, rg, R, q0, M, g, ok);
+        for (int c = 0; c < frag::NCOL; ++c) inv.v[c] = l[j].v[c] > 0.f ? rcp_fast(l[j].v[c]) : 0.f;
+        store_o<E>(a, o[j], inv, tj[j], f - tj[j] * C::DC, rg, R, q0, M, g, ok[j]);
     }
 }
 
@@ -584,7 +613,7 @@ R35A_DEV void decode_kernel(const r35a_decode_args &a) {
         block_sync();
         if (!*last_flag) return;
         fence_acquire_device();
-        merge_splits<C, E>(a, grec, rec_floats, nsplit, rows, rg, q0, M, g, row_ok, (float *)smem);
+        merge_splits<C, E>(a, grec, rec_floats, nsplit, rows, rg, q0, M, g, (float *)smem);
         return;
     }
     if (kg != 0) return;
