@@ -384,6 +384,8 @@ def main():
             continue
         r["roof_pct"] = 100 * r["gbs"] / peak
         result["decode"].append(r)
+        with open(os.path.join(args.out, f"{args.tag}.json"), "w") as fjson:   # partial results survive a timeout
+            json.dump(result, fjson, indent=1)
         f = lambda x: f"{x:9.1f}" if x else f"{'-':>9}"  # noqa: E731
         print(f"{D:>4} {G:>2} {M:>2} {B:>3} {c:>6} {r['impl'][:36]:<36} {r['splits']:>3} {r['t_ours_us']:9.1f} "
               f"{r['gbs']:7.0f} {r['roof_pct']:6.1f} {f(r.get('t_flash_us'))} {f(r.get('t_cudnn_us'))} "
