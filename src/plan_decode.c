@@ -4,8 +4,9 @@
  *
  * The variants of the desc's dtype and head size compete; the one that needs the fewest row groups
  * (each row group reads the KV once) wins, the smaller R on a tie (fewer padded rows). The split
- * count then fills the device (decode_args.h: r35a_decode_num_splits). Everything the choice reads
- * is in the descriptor, so a plan is graph-capture safe. */
+ * count then fills the device (decode_args.h: r35a_decode_num_splits; each sequence then uses as
+ * many of them as its own length needs, on the device). Everything the choice reads is in the
+ * descriptor, so a plan is graph-capture safe. */
 #include "planner.h"
 
 #include <stdio.h>
@@ -88,9 +89,13 @@ bool r35a_plan_decode(const r35a_paged_attention_desc *d, const char *arch, int 
     r35a_launch_init(out, R35A_GPU_DECODE, best);
     out->max_query_len = d->max_query_len;
     out->num_row_groups = best_groups;
+    /* Resident workgroups per CU from the variant's occupancy contract: the split count never asks
+     * for more workgroups than the device holds at once (decode_args.h). On NVIDIA a "CU" is an SM. */
+    const int32_t simds = strncmp(arch, "sm_", 3) == 0 ? R35A_DECODE_SIMDS_PER_CU_NVIDIA : R35A_DECODE_SIMDS_PER_CU_GFX11;
     out->num_splits = r35a_decode_num_splits(d->num_seqs, d->num_kv_heads, best_groups, d->max_seq_len,
                                              d->max_query_len, d->window,
-                                             num_cus > 0 ? num_cus : R35A_GFX1151_DEFAULT_CUS);
+                                             num_cus > 0 ? num_cus : R35A_GFX1151_DEFAULT_CUS,
+                                             r35a_decode_resident_wgs_per_cu(simds, v->waves, v->kw * v->dw));
     r35a_decode_grid(d->num_seqs, d->num_kv_heads, best_groups, out->num_splits, out->grid);
     out->block[0] = r35a_decode_block_threads(v->kw, v->dw);
     out->block[1] = out->block[2] = 1;

@@ -162,7 +162,8 @@ def roofline(cubin):
 MIN_TOUCH = 512 << 20
 
 
-def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=16, hkv=8, peers=("flash", "cudnn", "efficient")):
+def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=16, hkv=8, peers=("flash", "cudnn", "efficient"),
+               vllm=None):
     tdt = DT[dtype][1]
     hq = hkv * G
     kv_bytes_one = B * ctx_len * hkv * D * 2 * 2
@@ -235,6 +236,25 @@ def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=16, hkv=8, peers=("fl
         except Exception as e:  # noqa: BLE001 - a backend that does not serve the shape
             row[f"t_{name}_us"] = None
             row[f"err_{name}"] = str(e).splitlines()[0][:120]
+    # vLLM's Triton unified attention (tools/peer_vllm_triton.py): the same K/V, Q and block tables in
+    # vLLM's cache layout [blocks, 2, page, Hkv, D]
+    if vllm is not None:
+        import peer_vllm_triton
+        try:
+            del kt, vt   # torch's contiguous copies are not needed any more
+            torch.cuda.empty_cache()
+            pv = peer_vllm_triton.VllmDecode(vllm, D, G, M, ctx_len, B, dtype=tdt, page=page, hkv=hkv, copies=copies,
+                                             k_pages=kc, v_pages=vc, block_tables=bt, q=q)
+            row["t_vllm_us"] = peer_vllm_triton.time_graph(pv, copies) * 1e6
+            row["vllm_3d"] = pv.uses_3d
+            if ref is not None and M == 1:
+                torch.cuda.synchronize()
+                row["maxdiff_vllm"] = float((pv.out[0].float() - ref).abs().max())
+            del pv
+        except Exception as e:  # noqa: BLE001
+            row["t_vllm_us"] = None
+            row["err_vllm"] = str(e).splitlines()[0][:160] if str(e) else type(e).__name__
+        row["ratio_vllm"] = row["t_vllm_us"] / row["t_ours_us"] if row.get("t_vllm_us") else None
     # check (M = 1 only: torch's M = 4 rows are non-causal)
     torch.cuda.synchronize()
     if ref is not None and M == 1:
@@ -243,7 +263,7 @@ def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=16, hkv=8, peers=("fl
     row["t_torch_best_us"] = min(ts) if ts else None
     row["ratio"] = row["t_torch_best_us"] / row["t_ours_us"] if ts else None
     lib.l.r35a_plan_destroy(plan)
-    del kc, vc, kt, vt, q, o, qt, ws, ref
+    del kc, vc, q, o, qt, ws, ref
     torch.cuda.empty_cache()
     return row
 
@@ -321,10 +341,19 @@ def main():
     ap.add_argument("--peers", default="flash,cudnn,efficient",
                     help="torch SDPA backends to time next to ours, or 'none'")
     ap.add_argument("--tag", default="bench")
+    ap.add_argument("--ctxs", default="1024,2048,4096,8192,16384,32768", help="decode contexts of the sweep")
+    ap.add_argument("--vllm-triton", default="", metavar="PATH",
+                    help="vLLM's triton_unified_attention.py (with triton_quant_kv/_helpers.py beside it): adds its "
+                         "column (tools/peer_vllm_triton.py)")
     args = ap.parse_args()
     torch.manual_seed(0)
     random.seed(0)
     lib = Lib(args.lib)
+    vllm = None
+    if args.vllm_triton:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import peer_vllm_triton
+        vllm = peer_vllm_triton.load(args.vllm_triton)
     dev = torch.cuda.get_device_properties(0)
     print(f"device: {dev.name}, {dev.multi_processor_count} SMs, torch {torch.__version__}; library: {lib.info}",
           flush=True)
@@ -334,7 +363,7 @@ def main():
     result = dict(device=dev.name, library=lib.info, roofline_gbs=peak, roofline_how=how, roofline_all=rl,
                   decode=[], encoder=[])
     heads = [int(x) for x in args.heads.split(",")]
-    ctxs = [1024, 2048, 4096, 8192, 16384, 32768]
+    ctxs = [int(x) for x in args.ctxs.split(",")]
     shapes = [(D, G, M, c, B) for D in heads for G in (4, 8) for M in (1, 4) for B in (1, 16) for c in ctxs]
     if args.quick:
         shapes = [s for s in shapes if s[3] in (1024, 8192, 32768) and not (s[1] == 8 and s[2] == 4)]
@@ -343,10 +372,11 @@ def main():
         shapes = [(D, G, M, c, B) for (D, G, M, B, c) in shapes]
     peers = () if args.peers == "none" else tuple(args.peers.split(","))
     print(f"\n{'D':>4} {'G':>2} {'M':>2} {'B':>3} {'ctx':>6} {'variant':<36} {'spl':>3} {'us':>9} {'GB/s':>7} "
-          f"{'%roof':>6} {'flash':>9} {'cudnn':>9} {'effic':>9} {'ratio':>6} {'maxdiff':>8}", flush=True)
+          f"{'%roof':>6} {'flash':>9} {'cudnn':>9} {'effic':>9} {'ratio':>6} {'maxdiff':>8}"
+          + (f" {'vllm':>9} {'r_vllm':>6}" if vllm else ""), flush=True)
     for (D, G, M, c, B) in shapes:
         try:
-            r = decode_row(lib, D, G, M, c, B, peers=peers)
+            r = decode_row(lib, D, G, M, c, B, peers=peers, vllm=vllm)
         except Exception as e:  # noqa: BLE001
             print(f"{D:>4} {G:>2} {M:>2} {B:>3} {c:>6} ERROR {e}", flush=True)
             result["decode"].append(dict(D=D, G=G, M=M, ctx=c, B=B, error=str(e)))
@@ -354,13 +384,19 @@ def main():
             continue
         r["roof_pct"] = 100 * r["gbs"] / peak
         result["decode"].append(r)
+        with open(os.path.join(args.out, f"{args.tag}.json"), "w") as fjson:   # partial results survive a timeout
+            json.dump(result, fjson, indent=1)
         f = lambda x: f"{x:9.1f}" if x else f"{'-':>9}"  # noqa: E731
         print(f"{D:>4} {G:>2} {M:>2} {B:>3} {c:>6} {r['impl'][:36]:<36} {r['splits']:>3} {r['t_ours_us']:9.1f} "
               f"{r['gbs']:7.0f} {r['roof_pct']:6.1f} {f(r.get('t_flash_us'))} {f(r.get('t_cudnn_us'))} "
-              f"{f(r.get('t_efficient_us'))} {r['ratio'] or 0:6.2f} {r.get('maxdiff', float('nan')):8.1e}", flush=True)
+              f"{f(r.get('t_efficient_us'))} {r['ratio'] or 0:6.2f} {r.get('maxdiff', float('nan')):8.1e}"
+              + (f" {f(r.get('t_vllm_us'))} {r.get('ratio_vllm') or 0:6.2f}" if vllm else ""), flush=True)
     dec = [r for r in result["decode"] if "error" not in r]
     result["decode_geomean_ratio"] = geomean([r["ratio"] for r in dec])
     result["decode_min_ratio"] = min((r["ratio"] for r in dec if r["ratio"]), default=None)
+    if vllm:
+        result["decode_geomean_ratio_vllm"] = geomean([r.get("ratio_vllm") for r in dec])
+        result["decode_min_ratio_vllm"] = min((r["ratio_vllm"] for r in dec if r.get("ratio_vllm")), default=None)
     for lo, hi, name in ((8192, 1 << 30, ">=8K"), (1024, 1024, "1K")):
         sel = [r["roof_pct"] for r in dec if lo <= r["ctx"] <= hi]
         if sel:
@@ -386,7 +422,9 @@ def main():
     print(f"\nroofline {peak:.0f} GB/s | decode: geomean ratio vs best torch {result['decode_geomean_ratio']:.2f}, "
           f"min {result['decode_min_ratio'] or 0:.2f} | %roof >=8K min {result.get('roof_pct_min_>=8K', 0):.1f} "
           f"median {result.get('roof_pct_median_>=8K', 0):.1f} | 1K min {result.get('roof_pct_min_1K', 0):.1f} | "
-          f"encoder geomean vs flash {result.get('encoder_geomean_ratio', float('nan')):.2f} | {time.time() - t0:.0f} s")
+          f"encoder geomean vs flash {result.get('encoder_geomean_ratio', float('nan')):.2f} | "
+          + (f"vs vLLM Triton: geomean {result['decode_geomean_ratio_vllm']:.2f}, min "
+             f"{result['decode_min_ratio_vllm'] or 0:.2f} | " if vllm else "") + f"{time.time() - t0:.0f} s")
 
 
 if __name__ == "__main__":

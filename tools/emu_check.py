@@ -183,7 +183,9 @@ class HostFormulas:
     def __init__(self, build_dir):
         fns = {  # name: (restype, argtypes)
             "r35a_decode_num_row_groups": (ctypes.c_int32, [ctypes.c_int32] * 3),
-            "r35a_decode_num_splits": (ctypes.c_int32, [ctypes.c_int32] * 7),
+            "r35a_decode_num_splits": (ctypes.c_int32, [ctypes.c_int32] * 8),
+            "r35a_decode_seq_splits": (ctypes.c_int32, [ctypes.c_int32, ctypes.c_int64]),
+            "r35a_decode_resident_wgs_per_cu": (ctypes.c_int32, [ctypes.c_int32] * 3),
             "r35a_decode_workspace_bytes": (ctypes.c_int64, [ctypes.c_int32] * 6),
             "r35a_decode_counters_bytes": (ctypes.c_int64, [ctypes.c_int32] * 3),
             "r35a_decode_block_threads": (ctypes.c_uint32, [ctypes.c_int32] * 2),
@@ -215,6 +217,12 @@ class HostFormulas:
 
 
 HOST = None   # HostFormulas, set in main()
+SIMDS_PER_CU = 2   # gfx11 (decode_args.h R35A_DECODE_SIMDS_PER_CU_GFX11)
+
+
+def resident_per_cu(v):
+    """Workgroups of variant v a gfx11 CU holds at once (what the planner passes for gfx1151)."""
+    return HOST.resident_wgs_per_cu(SIMDS_PER_CU, v["waves"], v["KW"] * v["DW"])
 
 # ------------------------------------------------------------------------------- numeric helpers
 
@@ -580,6 +588,12 @@ def decode_cases(v):
          dict(splits=3, bounds=True)),
         ("row_groups_planned", dict(Hkv=1, G=G * 2, B=16, seqs=[(700 if D <= 128 else 520, Mfull), (40, Mfull)]),
          dict(splits="plan")),
+        # 8 planned splits; each sequence uses what its own length allows (decode_args.h
+        # r35a_decode_seq_splits: 5, 1 (direct write, no counter), none, 2): the device-side split
+        # count, the merge of several records by the last workgroup, counters back at 0 (run twice)
+        ("adaptive_splits", dict(Hkv=1 if small else 2, G=G, B=16,
+                                 seqs=[(1317 if not small else 700, Mfull), (20, 1), (0, 0), (530, 1)]),
+         dict(splits=8, repeat=2)),
         ("mixed_batch", dict(Hkv=1, G=2, B=32, seqs=[(120, 3), (64, 9), (30, 1)]), dict(splits=2, fast_max_m=8)),
         # M = 8 (the largest speculative step), L == M (the first query sees one key), page 784
         ("m8_l_eq_m", dict(Hkv=1, G=R // 8, B=784 if D <= 128 else 16, seqs=[(L1 + 33, 8), (8, 8), (70, 5)]),
@@ -600,7 +614,8 @@ def run_decode_case(G_, co, v, label, pk, rk, rng):
         rg = HOST.num_row_groups(P.G, fast_max, v["R"])
         splits = rk["splits"]
         if splits == "plan":   # what the library's planner picks for a 40-CU gfx1151
-            splits = HOST.num_splits(len(P.seqs), P.Hkv, rg, max(L for L, _, _ in P.seqs), fast_max, P.window, 40)
+            splits = HOST.num_splits(len(P.seqs), P.Hkv, rg, max(L for L, _, _ in P.seqs), fast_max, P.window, 40,
+                                     resident_per_cu(v))
         wsb = HOST.workspace_bytes(len(P.seqs), P.Hkv, rg, splits, v["R"], v["D"])
         ws = mem.buf(wsb, "workspace") if wsb else None   # zeroed once (the documented contract)
         ref = P.reference(scale)
@@ -848,7 +863,7 @@ def static_summary(objs, dec, gen):
 # ------------------------------------------------------------------------------------- counting
 
 
-def count_default(G_, co, dec):
+def count_default(G_, co, dec, co_path):
     """Instruction counts for the bench's default problem: 1 sequence, 8 kv heads x G = 4 (32 query
     heads), D = 128, f16, page 16, context 4096, M = 1 and M = 4, planner's split count."""
     v = next(x for x in dec if x["dtype"] == "f16" and x["D"] == 128 and x["R"] == 16)
@@ -860,7 +875,7 @@ def count_default(G_, co, dec):
             L, Hkv, G = 4096, 8, 4
             P = PagedProblem(mem, rng, "f16", 128, Hkv=Hkv, G=G, B=16, seqs=[(L, M)])
             rg = HOST.num_row_groups(G, M, v["R"])
-            splits = HOST.num_splits(1, Hkv, rg, L, M, 0, 40)   # the planner's choice for 40 CUs
+            splits = HOST.num_splits(1, Hkv, rg, L, M, 0, 40, resident_per_cu(v))   # the planner's choice for 40 CUs
             wsb = HOST.workspace_bytes(1, Hkv, rg, splits, v["R"], 128)
             ws = mem.buf(wsb, "workspace") if wsb else None
             a, rg = decode_args(P, v, splits, M, ws.ptr if ws else 0, 1 / math.sqrt(128))
@@ -876,6 +891,8 @@ def count_default(G_, co, dec):
         finally:
             mem.close()
     print(f"\ndefault bench problem: variant {v['name']}, 1 sequence, L=4096, Hkv=8, G=4, D=128, f16, page 16")
+    b16_splits = HOST.num_splits(16, 8, 1, 8192, 1, 0, 40, resident_per_cu(v))
+    pipeline_summary(co_path, v, results[0][1], 16 * 8 * b16_splits)
     for M, splits, st, est, kv, must, ok, err in results:
         c = st.by_class
         simd = c["VALU"] + 4 * c["VALU_TRANS"] + 32 * c["WMMA"]
@@ -890,6 +907,79 @@ def count_default(G_, co, dec):
               f"must move {must:,}")
         print(f"    cost model: compute {est.compute_seconds * 1e6:.1f} us, memory {est.memory_seconds * 1e6:.1f} us "
               f"(requested bytes), bound {est.bound}; must-move bytes at 215 GB/s: {must / 215e9 * 1e6:.1f} us")
+
+def pipeline_summary(obj, v, splits_b1, grid_b16_wgs):
+    """KV loads in flight per wave, read from the code object (static, in program order): the
+    s_waitcnt vmcnt(N) in front of each S^T product of the main loop lets N loads stay outstanding
+    while it runs, and the one in front of the V^T stores (the P.V half) likewise. A tile is 3 NC
+    global_load_b128 per lane (K: 2 per 16-wide chunk, both half-waves reading the same 256 unique
+    bytes; V: 1 per chunk, 512 bytes) = 64 DS bytes of K and V. Chip-wide bytes in flight = resident
+    waves x bytes per wave during the products, for the 40-CU (20-WGP) Radeon 8060S."""
+    dis = subprocess.run(["llvm-objdump-19", "-d", "--no-show-raw-insn", obj], capture_output=True, text=True).stdout
+    insns, cur = [], None   # (address, text, branch target or None)
+    for line in dis.splitlines():
+        m = re.match(r"^[0-9a-f]+ <(\w+)>:", line)
+        if m:
+            cur = m.group(1)
+            continue
+        if cur != v["name"] or "//" not in line:
+            continue
+        text, comment = line.split("//", 1)
+        a = re.match(r"\s*([0-9A-Fa-f]+):", comment)
+        t = re.search(r"<\w+\+0x([0-9a-f]+)>", comment)
+        if a:
+            insns.append((int(a.group(1), 16), text.strip(), int(t.group(1), 16) if t else None))
+    # the main loop: the backward branch whose span holds the most WMMAs
+    base = insns[0][0] if insns else 0
+    best, body = -1, []
+    for i, (addr, text, tgt) in enumerate(insns):
+        if text.startswith("s_") and "branch" in text and tgt is not None and base + tgt < addr:
+            span = [x[1] for x in insns if base + tgt <= x[0] <= addr]
+            n = sum(x.startswith("v_wmma") for x in span)
+            if n > best:
+                best, body = n, span
+    DS = v["D"] // v["DW"]
+    nc = DS // 16
+    per_tile = 3 * nc
+    # waits on the path that refills the block-table entries (a global_load_b32, once per 32 tiles;
+    # the compiler drains vmcnt there) are counted apart from the steady state
+    # Loads outstanding at an instruction: the last vmcnt(N) before it plus the loads issued since
+    # (in-order counter), tracked from the first wait of the loop body; recorded at the first WMMA
+    # after each wait (an S^T product) and at the first transposing V store (the P.V half).
+    qk, pv, refill_waits, out, armed, refill = [], [], [], None, False, False
+    for ins in body:
+        m = re.match(r"s_waitcnt.*vmcnt\((\d+)\)", ins)
+        if ins.startswith("global_load_b32"):
+            refill = True
+        if ins.startswith("global_load") and out is not None:
+            out += 1
+        elif m:
+            out = int(m.group(1)) if out is None else min(out, int(m.group(1)))
+            armed = True
+        elif ins.startswith(("v_wmma", "ds_store_b16")) and armed and out is not None:
+            (refill_waits if refill else qk if ins.startswith("v_wmma") else pv).append(out)
+            armed = False
+            if ins.startswith("v_wmma"):
+                refill = False
+    loop_qk, loop_pv = qk, pv
+    tile_bytes = 64 * DS
+    during = min(loop_qk + loop_pv) if (loop_qk or loop_pv) else 0
+    peak = max(loop_qk + loop_pv) if (loop_qk or loop_pv) else 0
+    wave_bytes = during / per_tile * tile_bytes
+    nw = v["KW"] * v["DW"]
+    resident = 40 * 2 * v["waves"]
+    waves_b1 = min(resident, splits_b1 * 8 * nw)
+    waves_b16 = min(resident, grid_b16_wgs * nw)
+    little = 215e9 * 2e-6
+    print(f"\npipeline (static, {v['name']}, main loop): {per_tile} loads per tile and wave ({tile_bytes} B of K and V); "
+          f"loads outstanding at the S^T products {sorted(set(loop_qk))}, at the V^T stores {sorted(set(loop_pv))}")
+    print(f"  tiles in flight per wave: {during / per_tile:.2f} during the products (least), "
+          f"{peak / per_tile:.2f} at the most, plus the tile being waited for; on the table-refill path "
+          f"(1 step in 32): {sorted(set(refill_waits))} loads")
+    for label, waves in (("batch 1, L=4096 (planner's grid)", waves_b1), ("batch 16, L=8192", waves_b16)):
+        chip = waves * wave_bytes
+        print(f"  chip-wide, {label}: {waves} resident waves x {wave_bytes / 1024:.1f} KiB = {chip / 1e6:.2f} MB in "
+              f"flight = {chip / little:.1f}x Little's law (215 GB/s x 2 us = {little / 1e3:.0f} KB)")
 
 # ------------------------------------------------------------------------------------------ main
 
@@ -927,7 +1017,7 @@ def main():
     print(f"seed {seed}  (replay with --seed {seed})")
     cos = {src: G_.load(obj) for src, (obj, _) in objs.items()}
     if args.count:
-        count_default(G_, cos["decode"], dec)
+        count_default(G_, cos["decode"], dec, objs["decode"][0])
         return 0
 
     sel = lambda n: args.only is None or any(s in n for s in args.only)

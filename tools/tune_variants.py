@@ -16,7 +16,7 @@ launches them directly with r35a_decode_args (the decode_args.h formulas are mir
 times each on representative decode shapes: cold cache (a CUDA/HIP graph of calls over disjoint
 pages and Q buffers touching >= 256 MiB per replay), median of replays. A group's winner has the
 lowest geometric-mean time; f16 decides, bf16 gets the same tiling. The split planner's target
-(blocks per SM, backend_cuda.c's R35A_CUDA_BLOCKS_PER_SM) is swept for the winners and reported.
+(workgroups per SM, decode_args.h's R35A_DECODE_WGS_PER_CU) is swept for the winners and reported.
 """
 import argparse
 import ctypes
@@ -31,13 +31,13 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HEADS = (64, 128, 256, 512)
+HEADS = (64, 96, 128, 192, 256, 512)
 ROWS = (16, 32)
 
 
 # ------------------------------------------------------------------------------------------ candidates
 def candidates(arch, head, rows):
-    waves = (2, 3, 4) if arch.startswith("sm_") else (6, 8, 10)
+    waves = (1, 2, 3, 4) if arch.startswith("sm_") else (6, 7, 8, 10)
     out = []
     for dw in (1, 2, 4, 8, 16):
         if head % (16 * dw):
@@ -52,26 +52,55 @@ def candidates(arch, head, rows):
     return out
 
 
-def lds_bytes(head, rows, kw, dw):
-    """decode_cfg's LDS_BYTES (kernels/decode.hip)."""
-    T, ds = rows // 16, head // dw
+def decode_cfg(arch, head, rows, kw, dw, waves, reg_stages=2, lds_stages_max=4):
+    """kernels/decode.hip's decode_cfg: LDS budget, KV pipeline (shared-memory stages or registers), LDS bytes."""
+    T, ds, nw = rows // 16, head // dw, kw * dw
     nc = ds // 16
-    wave = max(ds * 16 * 2, T * 256 * 4 if dw > 1 else 0)
-    loop = kw * dw * wave + (kw * T * 256 * 4 if dw > 1 else 0)
+    pool = (4 * waves + nw - 1) // nw
+    if arch.startswith("sm_"):
+        budget = min(233472 // pool - 1024, 49152)
+    else:
+        budget = min(131072 // pool, 65536)
+    px = T * 256 * 4 if dw > 1 else 0
+    sr = kw * T * 256 * 4 if dw > 1 else 0
+    per_stage = 2 * 16 * (ds + 8) * 2
+    q_bytes = dw * rows * (ds + 8) * 2   # Q^T in shared memory (R = 32) where the stages still fit
+    if not (arch.startswith("sm_") and T >= 2 and (budget - 16 - nw * px - sr - q_bytes) // nw // per_stage >= 2):
+        q_bytes = 0
+    free = budget - 16 - nw * px - sr - q_bytes
+    if arch.startswith("sm_"):
+        per_stage = 2 * 16 * (ds + 8) * 2
+        fit = (free // nw) // per_stage
+        vt = 16 * (ds + 8) * 2
+    else:
+        per_stage, fit, vt = 0, 0, ds * 16 * 2
+    use_lds = fit >= 2
+    stages = min(fit, lds_stages_max) if use_lds else reg_stages
+    region = stages * per_stage + px if use_lds else max(vt, px)
+    loop = nw * region + sr + (q_bytes if use_lds else 0)
     merge = (kw // 2) * (dw * T * nc * 256 + 2 * rows) * 4 if kw > 1 else 0
-    return max(loop, merge) + 16
+    split_merge = 64 * rows * 4   # the split merge's weights (R35A_DECODE_MAX_SPLITS x R floats)
+    return dict(pipe="lds" if use_lds else "regs", stages=stages, lds=max(loop, merge, split_merge) + 16, budget=budget)
 
 
 def lds_ok(arch, c):
-    nw = c["kw"] * c["dw"]
-    wgs = (4 * c["waves"] + nw - 1) // nw
-    budget = min(131072 // wgs, 65536)
-    limit = 49152 if arch.startswith("sm_") else budget   # CUDA: static shared memory <= 48 KiB
-    return lds_bytes(c["head"], c["rows"], c["kw"], c["dw"]) <= min(budget, limit)
+    k = decode_cfg(arch, c["head"], c["rows"], c["kw"], c["dw"], c["waves"])
+    c.update(pipe=k["pipe"], stages=k["stages"], lds=k["lds"])
+    return k["lds"] <= k["budget"]
+
+
+def worth_building(arch, c):
+    """On NVIDIA the shared-memory pipeline is the fast path: register-pipeline tilings are only
+    candidates where no shared-memory one fits (D = 512)."""
+    if not arch.startswith("sm_"):
+        return True
+    if c["head"] >= 512:   # registers: one key group, the widest register budgets
+        return c["kw"] == 1 and c["waves"] <= 2
+    return c["pipe"] == "lds"
 
 
 def compile_group(arch, d, head, rows, src_dir=None):
-    cands = [c for c in candidates(arch, head, rows) if lds_ok(arch, c)]
+    cands = [c for c in candidates(arch, head, rows) if lds_ok(arch, c) and worth_building(arch, c)]
     d = os.path.abspath(d)
     lst = os.path.join(d, f"d{head}_r{rows}.def")
     with open(lst, "w") as f:
@@ -153,11 +182,20 @@ class DecodeArgs(ctypes.Structure):   # r35a_decode_args (kernels/common/decode_
 
 
 MIN_TILES_PER_SPLIT, MAX_SPLITS, WGS_PER_CU = 16, 64, 2
+SIMDS_PER_CU = {"sm": 4, "gfx": 2}   # decode_args.h R35A_DECODE_SIMDS_PER_CU_NVIDIA / _GFX11
 
 
-def num_splits(seqs, hkv, groups, max_seq, max_q, cus):
+def resident_per_cu(arch, waves, nw):
+    return max(1, SIMDS_PER_CU[arch[:2] if arch.startswith("sm") else "gfx"] * waves // nw)
+
+
+def num_splits(seqs, hkv, groups, max_seq, max_q, cus, resident, wgs_per_cu=WGS_PER_CU):
+    """decode_args.h r35a_decode_num_splits (no window)."""
     wgs = seqs * hkv * groups
-    want = -(-cus * WGS_PER_CU // wgs)
+    target, cap = cus * wgs_per_cu, cus * max(resident, wgs_per_cu)
+    want = -(-target // wgs)
+    if want * wgs > cap:
+        want = cap // wgs
     by_len = ((max_seq + 15) // 16 + 1) // MIN_TILES_PER_SPLIT
     return max(1, min(want, by_len, MAX_SPLITS))
 
@@ -265,12 +303,13 @@ class Shape:
         return a
 
 
-def measure_candidate(torch, rt, path, cand, shapes, cus):
+def measure_candidate(torch, rt, path, cand, shapes, cus, wgs_per_cu=WGS_PER_CU, arch="sm_90"):
     f = rt.function(path, cand["name"])
     times = []
+    res = resident_per_cu(arch, cand["waves"], cand["kw"] * cand["dw"])
     for sh in shapes:
         groups = -(-sh.G * sh.M // cand["rows"])
-        splits = num_splits(sh.B, sh.hkv, groups, sh.ctx, sh.M, cus)
+        splits = num_splits(sh.B, sh.hkv, groups, sh.ctx, sh.M, cus, res, wgs_per_cu)
         grid = (splits, sh.hkv * groups, sh.B)
         block = 32 * cand["kw"] * cand["dw"]
         ws_bytes = counters_bytes(sh.B, sh.hkv, groups) + sh.B * sh.hkv * groups * splits * (2 * cand["rows"] + cand["rows"] * sh.D) * 4
@@ -297,12 +336,12 @@ def cmd_measure(args):
     torch.cuda.init()
     dev = torch.cuda.get_device_properties(0)
     sms = dev.multi_processor_count
-    cus = sms * args.blocks_per_sm // WGS_PER_CU
-    log = dict(device=dev.name, arch=arch, blocks_per_sm=args.blocks_per_sm, groups={})
+    cus = sms   # the planner's CU on NVIDIA is the SM (decode_args.h)
+    log = dict(device=dev.name, arch=arch, wgs_per_cu=WGS_PER_CU, groups={})
     winners = {}
     for head in HEADS:
         shapes_by_rows = {
-            16: [(4, 1, 8192, 1), (4, 1, 8192, 16), (8, 2, 32768, 1), (4, 1, 1024, 16)],
+            16: [(4, 1, 8192, 1), (4, 1, 8192, 16), (8, 2, 32768, 1), (4, 1, 1024, 16), (4, 1, 32768, 16)],
             32: [(8, 4, 8192, 1), (8, 4, 8192, 16), (8, 4, 1024, 16)],
         }
         allocated = {}
@@ -321,7 +360,7 @@ def cmd_measure(args):
             results = []
             for cand in cands:
                 try:
-                    ts = measure_candidate(torch, rt, path, cand, shapes, cus)
+                    ts = measure_candidate(torch, rt, path, cand, shapes, cus, arch=arch)
                 except Exception as e:  # noqa: BLE001
                     print(f"  {cand['name']}: {e}", flush=True)
                     continue
@@ -343,28 +382,28 @@ def cmd_measure(args):
                         continue
                     w = results[0]
                     winners[key] = w
-                print(f"{key}: {len(results)} measured; best {w['name']} ({w.get('regs', '?')} regs) "
+                print(f"{key}: {len(results)} measured; best {w['name']} ({w.get('regs', '?')} regs, "
+                      f"{w.get('pipe', '?')} x{w.get('stages', '?')}) "
                       f"{w['geomean_us']:.1f} us geomean, GB/s " + " ".join(f"{g:.0f}" for g in w["gbs"]) +
                       f"; runner-up {results[1]['name'] if len(results) > 1 else '-'}", flush=True)
         del allocated
         torch.cuda.empty_cache()
-    # the split planner's target, for the winners
+    # the split planner's aim (workgroups per SM), for the winners
     bps_scores = {}
     for bps in args.sweep_blocks_per_sm:
-        cus_b = sms * bps // WGS_PER_CU
         tot = []
         for key, w in winners.items():
             head, rows = w["head"], w["rows"]
             G, M, ctx, B = (4, 1, 8192, 16) if rows == 16 else (8, 4, 8192, 16)
             sh = Shape(torch, head, G, M, ctx, B)
-            tot += measure_candidate(torch, rt, os.path.join(args.dir, f"{key}.co"), w, [sh], cus_b)
+            tot += measure_candidate(torch, rt, os.path.join(args.dir, f"{key}.co"), w, [sh], cus, bps, arch)
             sh1 = Shape(torch, head, G, M, 4096, 1)
-            tot += measure_candidate(torch, rt, os.path.join(args.dir, f"{key}.co"), w, [sh1], cus_b)
+            tot += measure_candidate(torch, rt, os.path.join(args.dir, f"{key}.co"), w, [sh1], cus, bps, arch)
             del sh, sh1
             torch.cuda.empty_cache()
         bps_scores[bps] = math.exp(sum(math.log(t) for t in tot) / len(tot)) * 1e6
-        print(f"blocks per SM {bps}: geomean {bps_scores[bps]:.1f} us", flush=True)
-    log["blocks_per_sm_geomean_us"] = bps_scores
+        print(f"planner aim {bps} workgroups per SM: geomean {bps_scores[bps]:.1f} us", flush=True)
+    log["wgs_per_cu_geomean_us"] = bps_scores
     write_table(args, arch, dev.name, winners, bps_scores)
     with open(os.path.join(args.out or args.dir, f"tune_{arch}{args.tag}.json"), "w") as f:
         json.dump(log, f, indent=1)
@@ -383,7 +422,7 @@ def write_table(args, arch, device, winners, bps):
              "# Decode rows: the fastest (geomean over the tuning shapes, cold cache) of every kw x dw x waves",
              "# that compiles without spills, per head size and rows; bf16 takes f16's tiling.",
              "# waves: minimum warps per SM sub-partition the registers must allow (2 = 255, 3 = 168, 4 = 128).",
-             f"# Split planner target measured best at {best_bps} blocks per SM (backend_cuda.c R35A_CUDA_BLOCKS_PER_SM).",
+             f"# Split planner aim measured best at {best_bps} workgroups per SM (decode_args.h R35A_DECODE_WGS_PER_CU).",
              "#", "# kind\tdtype\thead\trows\tkw\tdw\twaves"]
     for dt in ("f16", "bf16"):
         for head in HEADS:
@@ -411,8 +450,8 @@ def main():
     m.add_argument("--dir", required=True)
     m.add_argument("--out", default=os.environ.get("OUT"))
     m.add_argument("--write", default="", help="the table to write (default <out or dir>/<arch>.tsv)")
-    m.add_argument("--blocks-per-sm", type=int, default=4)
-    m.add_argument("--sweep-blocks-per-sm", type=int, nargs="*", default=[2, 3, 4, 6, 8])
+    m.add_argument("--sweep-blocks-per-sm", type=int, nargs="*", default=[1, 2, 3, 4],
+                   help="planner aims (workgroups per SM) to time the winners with")
     m.add_argument("--tag", default="", help="suffix of the log file (tune_<arch><tag>.json)")
     args = ap.parse_args()
     (cmd_build if args.cmd == "build" else cmd_measure)(args)

@@ -77,7 +77,12 @@ R35A_HD int r35a_decode_pointer_ok(const void *p) { return (uintptr_t)p % R35A_D
 /* Tuning constants of the split planner. */
 #define R35A_DECODE_MIN_TILES_PER_SPLIT 16  /* 256 keys: a split's partial record stays <= ~2 % of its KV bytes */
 #define R35A_DECODE_MAX_SPLITS 64
-#define R35A_DECODE_WGS_PER_CU 2           /* workgroups per CU the splits aim to fill */
+#define R35A_DECODE_WGS_PER_CU 2           /* workgroups per CU the splits aim at (bandwidth saturation) */
+/* SIMDs per compute unit, for the resident-workgroup count of an occupancy contract: a gfx11 CU has 2
+ * SIMD32 (a WGP, which ROCm reports as one "CU" on RDNA, has 4); an NVIDIA SM (the planner's CU there)
+ * has 4 sub-partitions, each issuing one warp at a time. */
+#define R35A_DECODE_SIMDS_PER_CU_GFX11 2
+#define R35A_DECODE_SIMDS_PER_CU_NVIDIA 4
 
 R35A_HD int32_t r35a_decode_num_row_groups(int32_t group_size, int32_t max_query_len, int32_t rows_per_group) {
     int64_t rows = (int64_t)group_size * max_query_len;
@@ -90,14 +95,40 @@ R35A_HD int64_t r35a_decode_max_tiles(int32_t max_seq_len, int32_t max_query_len
     return (keys + 15) / 16 + 1; /* +1: the reached range need not start on a tile boundary */
 }
 
-/* Split count from host-known values only (graph-capture safe): enough workgroups to give every
- * CU R35A_DECODE_WGS_PER_CU of them, but at least R35A_DECODE_MIN_TILES_PER_SPLIT tiles per split. */
+/* Splits one sequence really uses, on the device, from its own tile count: the planned count (the
+ * grid's x, made for max_seq_len) or fewer, so that every split keeps at least
+ * R35A_DECODE_MIN_TILES_PER_SPLIT tiles. Workgroups with split >= this exit at once (before the
+ * arrival counter), the merge waits for this many arrivals, and with 1 the only workgroup writes O
+ * directly (no workspace, no counter). A plan for a long max_seq_len thus costs short sequences
+ * nothing. */
+R35A_HD int32_t r35a_decode_seq_splits(int32_t planned, int64_t tiles) {
+    int64_t by_len = tiles / R35A_DECODE_MIN_TILES_PER_SPLIT;
+    if (by_len < 1) by_len = 1;
+    return by_len < planned ? (int32_t)by_len : planned;
+}
+
+/* Workgroups of a variant resident on one CU at once, from its occupancy contract (waves per SIMD)
+ * and its waves per workgroup. */
+R35A_HD int32_t r35a_decode_resident_wgs_per_cu(int32_t simds_per_cu, int32_t waves_per_simd, int32_t waves_per_wg) {
+    int32_t n = waves_per_wg > 0 ? simds_per_cu * waves_per_simd / waves_per_wg : 1;
+    return n > 0 ? n : 1;
+}
+
+/* Split count from host-known values only (graph-capture safe). Workgroups without splits:
+ * wgs = sequences x kv heads x row groups. Aim: R35A_DECODE_WGS_PER_CU workgroups per CU, so
+ * ceil(num_cus x WGS_PER_CU / wgs) splits, but never more workgroups than the CUs hold at once
+ * (num_cus x resident_per_cu: a partial second round of workgroups would leave most of the machine
+ * idle while it runs), at least R35A_DECODE_MIN_TILES_PER_SPLIT tiles per split and at most
+ * R35A_DECODE_MAX_SPLITS. One split (no merge, no workspace) when wgs alone fills the aim. */
 R35A_HD int32_t r35a_decode_num_splits(int32_t num_seqs, int32_t num_kv_heads, int32_t num_row_groups,
                                        int32_t max_seq_len, int32_t max_query_len, int32_t window,
-                                       int32_t num_cus) {
+                                       int32_t num_cus, int32_t resident_per_cu) {
     int64_t wgs = (int64_t)num_seqs * num_kv_heads * num_row_groups;
+    if (wgs <= 0) return 1;
     int64_t target = (int64_t)num_cus * R35A_DECODE_WGS_PER_CU;
-    int64_t want = wgs > 0 ? (target + wgs - 1) / wgs : 1;
+    int64_t cap = (int64_t)num_cus * (resident_per_cu > R35A_DECODE_WGS_PER_CU ? resident_per_cu : R35A_DECODE_WGS_PER_CU);
+    int64_t want = (target + wgs - 1) / wgs;
+    if (want * wgs > cap) want = cap / wgs;
     int64_t by_len = r35a_decode_max_tiles(max_seq_len, max_query_len, window) / R35A_DECODE_MIN_TILES_PER_SPLIT;
     if (want > by_len) want = by_len;
     if (want > R35A_DECODE_MAX_SPLITS) want = R35A_DECODE_MAX_SPLITS;
@@ -118,16 +149,18 @@ R35A_HD uint32_t r35a_decode_block_threads(int32_t kw, int32_t dw) { return 32u 
  *   [0, counters_bytes)   uint32 arrival counter per (sequence, kv head, row group), index
  *                         s * num_kv_heads * num_row_groups + (g * num_row_groups + rg);
  *   [records_offset, ...) one partial record per (sequence, kv head, row group, split), index
- *                         ((s * num_kv_heads * num_row_groups) + g * num_row_groups + rg) * num_splits + split,
+ *                         ((s * num_kv_heads * num_row_groups) + g * num_row_groups + rg) * num_splits + split
+ *                         (a sequence that uses fewer splits, r35a_decode_seq_splits(), uses the first ones),
  *                         each r35a_decode_record_floats() floats: m[R], l[R] (base-2 running max
  *                         and sum of each row) then the R x D unnormalized f32 accumulator in the
  *                         fragment header's native layout.
  * Counter protocol (the one place it is decided): the library clears the counter region on the
  * caller's stream right before every launch that uses it (num_splits > 1), so the caller's
  * workspace needs no initialization and may be shared with other work between runs. The kernel's
- * last workgroup of a group also wraps its counter back to 0 with the same atomic that elects it;
- * that keeps a completed run's counters clean but is not relied on. A launch with one split uses
- * no workspace and no clear. */
+ * last workgroup of a group also wraps its counter back to 0 with the same atomic that elects it
+ * (at the sequence's own split count); that keeps a completed run's counters clean but is not relied
+ * on. A launch with one split uses no workspace and no clear; a sequence that uses one split of
+ * several planned touches neither its counter nor its records. */
 R35A_HD int64_t r35a_decode_record_floats(int32_t rows_per_group, int32_t head_size) {
     return 2 * (int64_t)rows_per_group + (int64_t)rows_per_group * head_size;
 }

@@ -47,6 +47,8 @@
 #endif
 
 #define R35A_DEV __device__ static inline __attribute__((always_inline))
+/* The same for member functions (no `static`). */
+#define R35A_MEMBER __device__ inline __attribute__((always_inline))
 #define R35A_KERNEL extern "C" __global__
 /* VGPRs per SIMD lane in wave32 (variants/archs.tsv `vgprs`): the larger file of gfx1100, gfx1101
  * and gfx1151, 1024 on the other gfx11 chips. */
@@ -154,6 +156,8 @@ R35A_DEV float wave_max(float v) {
 R35A_DEV u32 byte_perm(u32 a, u32 b, u32 sel) { return __builtin_amdgcn_perm(a, b, sel); }
 /* True in every lane when p holds in any active lane (a wave vote; branches on it are uniform). */
 R35A_DEV bool wave_any(bool p) { return __builtin_amdgcn_ballot_w32(p) != 0u; }
+/* Lane `lane`'s value of v, in every lane; `lane` must be wave-uniform (v_readlane_b32 into an SGPR). */
+R35A_DEV int read_lane(int v, int lane) { return __builtin_amdgcn_readlane(v, lane); }
 
 /* ---- code generation ------------------------------------------------------------------------ */
 /* Makes x opaque to the optimizer at this point (an empty asm on its register): the value is neither
@@ -238,6 +242,11 @@ R35A_DEV u16 load_u16_off(const void *uniform_base, u32 byte_offset) {
 R35A_DEV u32 load_u8_off(const void *uniform_base, u32 byte_offset) {
     return *(const R35A_GLOBAL unsigned char *)((const char *)uniform_base + byte_offset);
 }
+/* 16 bytes at a wave-uniform base plus a per-lane 32-bit byte offset (global_load_b128 with the base
+ * in SGPRs: no per-lane 64-bit address arithmetic). */
+R35A_DEV u32x4 load_b128_off(const void *uniform_base, u32 byte_offset) {
+    return *(const R35A_GLOBAL u32x4 *)((const char *)uniform_base + byte_offset);
+}
 R35A_DEV void store_u16(void *p, u16 v) { *(R35A_GLOBAL u16 *)p = v; }
 R35A_DEV float load_f32(const void *p) { return *(const R35A_GLOBAL float *)p; }
 R35A_DEV void store_f32(void *p, float v) { *(R35A_GLOBAL float *)p = v; }
@@ -263,6 +272,7 @@ R35A_DEV const P *byte_offset(const P *p, i64 bytes) { return (const P *)((const
 #include <cuda_fp16.h>
 
 #define R35A_DEV __device__ static __forceinline__
+#define R35A_MEMBER __device__ __forceinline__
 #define R35A_KERNEL extern "C" __global__
 /* Occupancy contract: at most `threads` per block and at least `waves` warps per SM sub-partition
  * (4 per SM), i.e. ceil(4 * 32 * waves / threads) resident blocks per SM: this caps the registers
@@ -349,6 +359,7 @@ R35A_DEV u32 byte_perm(u32 a, u32 b, u32 sel) {
     return __byte_perm(b, a, s);
 }
 R35A_DEV bool wave_any(bool p) { return __any_sync(0xffffffffu, p) != 0; }
+R35A_DEV int read_lane(int v, int lane) { return __shfl_sync(0xffffffffu, v, lane); }
 
 /* ---- code generation ------------------------------------------------------------------------ */
 template <class T>
@@ -426,12 +437,27 @@ R35A_DEV u16 load_u16_off(const void *uniform_base, u32 byte_offset) {
 R35A_DEV u32 load_u8_off(const void *uniform_base, u32 byte_offset) {
     return *(const unsigned char *)((const char *)uniform_base + byte_offset);
 }
+R35A_DEV u32x4 load_b128_off(const void *uniform_base, u32 byte_offset) {
+    return *(const u32x4 *)((const char *)uniform_base + byte_offset);
+}
 R35A_DEV void store_u16(void *p, u16 v) { *(u16 *)p = v; }
 R35A_DEV float load_f32(const void *p) { return *(const float *)p; }
 R35A_DEV void store_f32(void *p, float v) { *(float *)p = v; }
 R35A_DEV int load_i32(const void *p) { return *(const int *)p; }
 /* Metadata nothing writes during the kernel: the read-only (non-coherent) path. */
 R35A_DEV int load_i32_uniform(const void *p) { return __ldg((const int *)p); }
+
+/* Asynchronous 16-byte copies global -> shared memory (cp.async, L2 only: the data is streamed once).
+ * With fill false the 16 bytes are zeroed and global memory is not read. Copies issued between two
+ * async_commit() form a group; async_wait<N>() returns once at most N of this thread's groups are
+ * still in flight; other threads' copies need a barrier (wave_sync / block_sync) after that. */
+R35A_DEV void async_copy_16(void *smem, const void *gmem, bool fill) {
+    const u32 s = (u32)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(gmem), "r"(fill ? 16 : 0) : "memory");
+}
+R35A_DEV void async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+R35A_DEV void async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 
 template <class P>
 R35A_DEV P *byte_offset(P *p, i64 bytes) { return (P *)((char *)p + bytes); }

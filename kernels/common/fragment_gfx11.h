@@ -92,6 +92,16 @@ R35A_DEV ab load_vec16_global(F ptr_of) {
     a.v = (v8u){x.x, x.y, x.z, x.w, y.x, y.y, y.z, y.w};
     return a;
 }
+/* Vector i (0..15) is 16 contiguous 16-bit elements at base + i * row_bytes (base wave-uniform,
+ * 16-byte aligned; i * row_bytes < 4 GiB): load_vec16_global with the base in SGPRs and a 32-bit
+ * per-lane offset. */
+R35A_DEV ab load_vec16_global_rows(const void *base, u32 row_bytes) {
+    const u32 off = (u32)(lane_id() & 15) * row_bytes;
+    const u32x4 x = load_b128_off(base, off), y = load_b128_off(base, off + 16);
+    ab a;
+    a.v = (v8u){x.x, x.y, x.z, x.w, y.x, y.y, y.z, y.w};
+    return a;
+}
 /* Vector i is loaded from where ptr_of(i) points by plain 16-bit loads (no alignment needed);
  * vectors with ok(i) false read as zeros. ptr_of must return a readable address for every i (give
  * a valid stand-in for the not-ok ones): loads are not branched around, they are selected away.
@@ -253,7 +263,37 @@ R35A_DEV colv colv_load(const float *p, bool global) {
     return c;
 }
 
+
+/* ---- V tile -> V^T operands through LDS (decode's register pipeline, fragment_kv_regs.h) ----------
+ * Lane l holds row l % 16 of a 16 x DS tile in 16-byte chunks 2u + l / 16. The products reduce over
+ * the rows (keys), so the tile is stored transposed, V^T[d][key] with 32-byte rows (8 ds_store_b16
+ * per chunk), and each 16 x 16 block is read back as an A fragment (2 ds_load_b128). Kept over an
+ * in-register transpose (pair exchange by DPP + v_perm_b32, then b32 stores) because LDS stores cost
+ * no VALU cycles, which is what the cost model charges (kernels/README.md). */
+template <int DS>
+struct VT_BYTES {
+    static constexpr int value = DS * 16 * 2;
+};
+template <int DS>
+R35A_DEV void store_v_rows_lds(u16 *vt, const u32x4 (&v)[DS / 16]) {
+    const int row = lane_id() & 15, half = lane_id() >> 4;
+#pragma unroll
+    for (int u = 0; u < DS / 16; ++u) {
+        const u32x4 x = v[u];
+        const int d0 = 8 * (2 * u + half);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            vt[(d0 + 2 * e) * 16 + row] = (u16)x[e];
+            vt[(d0 + 2 * e + 1) * 16 + row] = (u16)(x[e] >> 16);
+        }
+    }
+}
+template <int DS>
+R35A_DEV ab load_vt_lds(const u16 *vt, int c) { return load_vec16_lds(vt + 16 * c * 16, 16); }
+
 } /* namespace frag */
 } /* namespace r35a */
+
+#include "fragment_kv_regs.h"   /* decode's KV tile pipeline in registers */
 
 #endif /* R35A_FRAGMENT_GFX11_H */

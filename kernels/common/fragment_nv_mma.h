@@ -1,27 +1,23 @@
 /*
  * fragment_nv_mma.h - the 16x16x16 fragment layer on NVIDIA mma.sync.m16n8k16 (f16/bf16 inputs,
- * f32 accumulation, sm_80 and later): two m16n8k16 products per 16x16x16 step.
+ * f32 accumulation, sm_80 and later): two m16n8k16 products per 16x16x16 step. Operands come from
+ * shared memory by ldmatrix (ldmatrix.trans for a tile stored the other way round), and decode's
+ * KV tiles are staged in shared memory by cp.async (kv_pipe below).
  *
- * Layout. Lane l is (g, t) = (l / 4, l % 4) as in the PTX fragment tables. Two choices make the
- * layer cheap for the kernels' "transposed" products (query rows on the accumulator's n axis):
+ * Layout. Lane l is (g, t) = (l / 4, l % 4) as in the PTX fragment tables, with no permutation:
  *
- * 1. The accumulator is held transposed: mma(a, b, c) runs the hardware product with A_hw = b and
- *    B_hw = a, so C_hw[n][m] = C[m][n]. A column n of C (one query row: its softmax statistics) is
- *    then a hardware ROW: it lives in the 4 lanes of one quad, 4 elements each, and the accumulator
- *    reinterpreted as the B operand of the next product (b_from_acc: P^T feeding O^T += V^T P^T)
- *    is already in place in every lane: 4 packs, no shuffle (the hardware C layout of a row matches
- *    its A-operand layout).
- * 2. Vectors and k are permuted consistently so that each lane's share of a 16-element vector is 4
- *    CONTIGUOUS elements (one 8-byte load) instead of pairs 8 apart. Hardware position p in 0..15
- *    (a row of A_hw / column of B_hw, and likewise a k slot) is p = 2u + j + 8h (u = 0..3, j, h = 0..1)
- *    and stands for index q(p) = 4u + 2h + j. Both operands use the same k map, so the dot
- *    products are unchanged; vectors and accumulator coordinates are reported through the same map.
- *
- *   operand fragment `ab` (4 words): vector q(g) = 4(g/2) + g%2 in words 0 and 2, vector q(g + 8) =
- *     q(g) + 2 in words 1 and 3; word 0/1 hold k = 4t, 4t+1, words 2/3 k = 4t+2, 4t+3 (low half first)
+ *   operand fragment `ab` (4 words): vector g in words 0 and 2, vector g + 8 in words 1 and 3;
+ *     words 0/1 hold k = 2t, 2t+1, words 2/3 k = 2t+8, 2t+9 (low half first). This is what
+ *     ldmatrix.x4 delivers from four 8x8 blocks (vectors 0-7 / 8-15 x k 0-7 / 8-15).
  *   accumulator `acc` (8 floats): element e is C[m][n] with
- *     m = 4t + 2(e / 4) + e % 2,  n = q(g) + 2 ((e / 2) % 2)   -> column slots: NCOL = 2
- * A column (one slot of the 4 lanes of a quad) is reduced with 2 shuffles (xor 1, xor 2).
+ *     m = 2t + e % 2 + 8 (e / 4),  n = g + 8 ((e / 2) % 2)   -> column slots: NCOL = 2
+ *
+ * The accumulator is held transposed: mma(a, b, c) runs the hardware product with A_hw = b and
+ * B_hw = a, so C_hw[n][m] = C[m][n]. A column n of C (one query row: its softmax statistics) is
+ * then a hardware ROW: it lives in the 4 lanes of one quad, 4 elements each (reduced with 2
+ * shuffles, xor 1 and xor 2), and the accumulator reinterpreted as the B operand of the next
+ * product (b_from_acc: P^T feeding O^T += V^T P^T) is already in place in every lane: 4 packs, no
+ * shuffle (the hardware C layout of a row matches its A-operand layout).
  */
 #ifndef R35A_FRAGMENT_NV_MMA_H
 #define R35A_FRAGMENT_NV_MMA_H
@@ -65,63 +61,83 @@ R35A_DEV colv colv_fill(float x) {
 /* ---- coordinates ---- */
 R35A_DEV int quad_g() { return lane_id() >> 2; }
 R35A_DEV int quad_t() { return lane_id() & 3; }
-/* The vector (or column) index this lane's group holds at hardware rows g (h = 0) and g + 8 (h = 1). */
-R35A_DEV int vec_of(int h) { const int g = quad_g(); return 4 * (g >> 1) + (g & 1) + 2 * h; }
-R35A_DEV int acc_m(int e) { return 4 * quad_t() + 2 * (e >> 2) + (e & 1); }
+R35A_DEV int acc_m(int e) { return 2 * quad_t() + (e & 1) + 8 * (e >> 2); }
 R35A_DEV int acc_slot(int e) { return (e >> 1) & 1; }
-R35A_DEV int acc_n_of_slot(int slot) { return vec_of(slot); }
+R35A_DEV int acc_n_of_slot(int slot) { return quad_g() + 8 * slot; }
 R35A_DEV int acc_n(int e) { return acc_n_of_slot(acc_slot(e)); }
 R35A_DEV bool col_owner(int slot) { (void)slot; return quad_t() == 0; }
 
-/* ---- operand loads: each lane reads 4 contiguous elements (8 bytes) of each of its 2 vectors ---- */
-R35A_DEV void set4(ab &a, u32x2 lo_vec, u32x2 hi_vec) {
-    a.v[0] = lo_vec.x; a.v[2] = lo_vec.y;
-    a.v[1] = hi_vec.x; a.v[3] = hi_vec.y;
-}
+/* ---- operand loads ---- */
+/* Vector i is 16 contiguous elements at ptr_of(i): 4-byte loads (word w of vector h: k = 2t + 8 (w / 2)). */
 template <class F>
 R35A_DEV ab load_vec16_global(F ptr_of) {
-    const int t = quad_t();
-    const u32x2 x = *(const u32x2 *)byte_offset(ptr_of(vec_of(0)), 8 * t);
-    const u32x2 y = *(const u32x2 *)byte_offset(ptr_of(vec_of(1)), 8 * t);
-    ab a;
-    set4(a, x, y);
-    return a;
-}
-template <class F, class OK>
-R35A_DEV ab load_vec16_global_u16(F ptr_of, OK ok) {
-    const int t = quad_t();
+    const int g = quad_g(), t = quad_t();
     ab a;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-        const int i = vec_of(h);
-        const u16 *p = (const u16 *)ptr_of(i) + 4 * t;
+        const u32 *p = (const u32 *)ptr_of(g + 8 * h);
+        a.v[h] = p[t];
+        a.v[2 + h] = p[4 + t];
+    }
+    return a;
+}
+R35A_DEV ab load_vec16_global_rows(const void *base, u32 row_bytes) {
+    return load_vec16_global([&](int i) -> const void * { return (const char *)base + (u32)i * row_bytes; });
+}
+template <class F, class OK>
+R35A_DEV ab load_vec16_global_u16(F ptr_of, OK ok) {
+    const int g = quad_g(), t = quad_t();
+    ab a;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int i = g + 8 * h;
+        const u16 *p = (const u16 *)ptr_of(i) + 2 * t;
         const bool keep = ok(i);
         const u32 lo = (u32)load_u16(p) | ((u32)load_u16(p + 1) << 16);
-        const u32 hi = (u32)load_u16(p + 2) | ((u32)load_u16(p + 3) << 16);
+        const u32 hi = (u32)load_u16(p + 8) | ((u32)load_u16(p + 9) << 16);
         a.v[h] = keep ? lo : 0u;
         a.v[2 + h] = keep ? hi : 0u;
     }
     return a;
 }
+/* Vector i is 16 contiguous elements at lds + i * ld (a row-major 16 x 16 tile; ld in elements, rows
+ * 16-byte aligned): one ldmatrix.x4. Lane l addresses row l % 8 of block l / 8 (blocks: vectors 0-7
+ * / 8-15 for bit 0, k 0-7 / 8-15 for bit 1). */
 R35A_DEV ab load_vec16_lds(const u16 *lds, int ld) {
-    const int t = quad_t();
-    const u32x2 x = *(const u32x2 *)(lds + vec_of(0) * ld + 4 * t);
-    const u32x2 y = *(const u32x2 *)(lds + vec_of(1) * ld + 4 * t);
+    const int l = lane_id(), blk = l >> 3;
+    const u16 *p = lds + ((l & 7) + 8 * (blk & 1)) * ld + 8 * (blk >> 1);
+    const u32 s = (u32)__cvta_generic_to_shared(p);
     ab a;
-    set4(a, x, y);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(a.v[0]), "=r"(a.v[1]), "=r"(a.v[2]), "=r"(a.v[3])
+                 : "r"(s)
+                 : "memory");
+    return a;
+}
+/* Vector i is COLUMN i of a row-major 16 x 16 tile at lds (row k at lds + k * ld, 16-byte aligned):
+ * one ldmatrix.x4.trans (blocks: vectors 0-7 / 8-15 for bit 0, k 0-7 / 8-15 for bit 1). */
+R35A_DEV ab load_vec16_lds_trans(const u16 *lds, int ld) {
+    const int l = lane_id(), blk = l >> 3;
+    const u16 *p = lds + ((l & 7) + 8 * (blk >> 1)) * ld + 8 * (blk & 1);
+    const u32 s = (u32)__cvta_generic_to_shared(p);
+    ab a;
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(a.v[0]), "=r"(a.v[1]), "=r"(a.v[2]), "=r"(a.v[3])
+                 : "r"(s)
+                 : "memory");
     return a;
 }
 /* Vector i goes to the 16-bit elements at ptr_of(i); only its first n (8 or 16) are written; a null
- * pointer writes nothing: one 8-byte store per lane and vector. */
+ * pointer writes nothing: 4-byte stores. */
 template <class F>
 R35A_DEV void store_vec16_global(const ab &a, int n, F ptr_of) {
-    const int t = quad_t();
+    const int g = quad_g(), t = quad_t();
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-        u16 *p = (u16 *)ptr_of(vec_of(h));
-        if (p && 4 * t < n) {
-            const u32x2 x = {a.v[h], a.v[2 + h]};
-            *(u32x2 *)(p + 4 * t) = x;
+        u32 *p = (u32 *)ptr_of(g + 8 * h);
+        if (p) {
+            p[t] = a.v[h];
+            if (n > 8) p[4 + t] = a.v[2 + h];
         }
     }
 }
@@ -254,7 +270,79 @@ R35A_DEV colv colv_load(const float *p, bool global) {
     return c;
 }
 
+/* ---- decode's KV tile pipeline: S shared-memory stages filled by cp.async ------------------------
+ * A tile is 16 rows (keys) x DS elements of K and of V, rows `ks` / `vs` elements apart in memory.
+ * issue() starts the copies of one tile into stage `slot` (rows >= valid_rows are zero-filled and
+ * not read: the K/V slots past a sequence's end may hold NaN/Inf, and 0 * NaN would reach O), one
+ * commit group per issue; wait() makes the tile of `slot` visible to the whole wave (at most S - 1
+ * younger groups stay in flight: the caller issues tile i + S - 1 before waiting for tile i). K
+ * operands are read with ldmatrix, V operands (V^T: the products reduce over keys) with
+ * ldmatrix.trans, straight from the row-major staged tile. Staged rows are padded by 16 bytes, so
+ * the 8 rows of an ldmatrix block fall in 8 different bank groups. Slots are chosen by the caller
+ * (compile-time after unrolling); a stage is private to its wave. */
+#define R35A_FRAG_HAS_KV_PIPE_LDS 1
+
+template <int DS, int S>
+struct kv_pipe_lds {
+    static constexpr int ROW = DS + 8;                 /* elements per staged row (+16 bytes) */
+    static constexpr int TILE = 16 * ROW;              /* elements of one staged K or V tile */
+    static constexpr bool ISSUE_ALWAYS = false;   /* see tile_feed (decode.hip) */
+    static constexpr int LDS_PER_STAGE = 2 * TILE * 2; /* bytes */
+    static constexpr int LDS_FIXED = 0;
+    static constexpr int LDS_BYTES = S * LDS_PER_STAGE;
+    static constexpr int CPR = DS / 8;                 /* 16-byte chunks per row */
+    static constexpr int CP = 16 * CPR / 32;           /* chunks per lane and tile */
+    static_assert(DS % 16 == 0 && CP * 32 == 16 * CPR, "whole 16-byte chunks per lane");
+    u16 *base;
+
+    R35A_MEMBER explicit kv_pipe_lds(void *lds) : base((u16 *)lds) {}
+    R35A_MEMBER void issue(int slot, const u16 *k0, const u16 *v0, i64 ks, i64 vs, int valid_rows) {
+        wave_sync();   /* every lane's reads of this slot (its tile, S steps back) are done */
+        u16 *kd = base + slot * 2 * TILE, *vd = kd + TILE;
+#pragma unroll
+        for (int j = 0; j < CP; ++j) {
+            const int q = 32 * j + lane_id(), row = q / CPR, d8 = q - row * CPR;
+            const bool ok = row < valid_rows;
+            async_copy_16(kd + row * ROW + 8 * d8, k0 + row * ks + 8 * d8, ok);
+            async_copy_16(vd + row * ROW + 8 * d8, v0 + row * vs + 8 * d8, ok);
+        }
+        async_commit();
+    }
+    /* No tile for this step: an empty group keeps wait()'s count. */
+    R35A_MEMBER void skip(int slot) { (void)slot; async_commit(); }
+    R35A_MEMBER void wait(int slot) {
+        (void)slot;
+        async_wait<S - 1>();
+        wave_sync();   /* the other lanes' copies are visible too */
+    }
+    R35A_MEMBER ab k_operand(int slot, int c) const { return load_vec16_lds(base + slot * 2 * TILE + 16 * c, ROW); }
+    R35A_MEMBER void prepare_v(int slot) { (void)slot; }
+    R35A_MEMBER ab v_operand(int slot, int c) const { return load_vec16_lds_trans(base + slot * 2 * TILE + TILE + 16 * c, ROW); }
+    R35A_MEMBER void release(int slot) { (void)slot; }
+    /* Nothing in flight any more (before the stages' memory is reused). */
+    R35A_MEMBER void drain() { async_wait<0>(); }
+};
+
+
+/* ---- V tile -> V^T operands through shared memory (the register pipeline, fragment_kv_regs.h) ----
+ * Lane l holds row l % 16 of a 16 x DS tile in 16-byte chunks 2u + l / 16: stored as rows (16-byte
+ * stores, rows padded by 16 bytes against bank conflicts), read back transposed by ldmatrix.trans. */
+template <int DS>
+struct VT_BYTES {
+    static constexpr int value = 16 * (DS + 8) * 2;
+};
+template <int DS>
+R35A_DEV void store_v_rows_lds(u16 *vt, const u32x4 (&v)[DS / 16]) {
+    const int row = lane_id() & 15, half = lane_id() >> 4;
+#pragma unroll
+    for (int u = 0; u < DS / 16; ++u) *(u32x4 *)(vt + row * (DS + 8) + 8 * (2 * u + half)) = v[u];
+}
+template <int DS>
+R35A_DEV ab load_vt_lds(const u16 *vt, int c) { return load_vec16_lds_trans(vt + 16 * c, DS + 8); }
+
 } /* namespace frag */
 } /* namespace r35a */
+
+#include "fragment_kv_regs.h"   /* decode's KV tile pipeline in registers (widest tilings) */
 
 #endif /* R35A_FRAGMENT_NV_MMA_H */

@@ -238,7 +238,7 @@ static void test_gpu_decode_plan_and_run(void **state)
     r35a_paged_attention_desc_init(&d, R35A_DTYPE_F16, 1, 1, 1, 4096, 32, 8, 128, 16, 256);
     r35a_plan *plan = plan_paged(ctx, &d, R35A_OK);
     r35a_plan_info pi = plan_info_of(plan);
-    assert_string_equal(pi.implementation, "decode_f16_d128_r16_kw2_dw2_w8");
+    assert_string_equal(pi.implementation, "decode_f16_d128_r16_kw2_dw2_w6");
     assert_string_equal(pi.fallback_reason, "");
     assert_int_equal(pi.num_splits, 10);
     assert_int_equal(pi.grid[0], 10);
@@ -262,7 +262,7 @@ static void test_gpu_decode_plan_and_run(void **state)
     assert_int_equal(m->bytes, 256);
     assert_ptr_equal(m->stream, &stream_token);
     const fake_launch *l = fake.launch(0);
-    assert_string_equal(l->kernel, "decode_f16_d128_r16_kw2_dw2_w8");
+    assert_string_equal(l->kernel, "decode_f16_d128_r16_kw2_dw2_w6");
     assert_memory_equal(l->grid, pi.grid, sizeof pi.grid);
     assert_memory_equal(l->block, pi.block, sizeof pi.block);
     assert_ptr_equal(l->stream, &stream_token);
@@ -293,7 +293,7 @@ static void test_gpu_decode_plan_and_run(void **state)
     r35a_paged_attention_desc_init(&busy, R35A_DTYPE_BF16, 64, 64, 1, 4096, 8, 8, 64, 16, 64 * 256);
     plan = plan_paged(ctx, &busy, R35A_OK);
     pi = plan_info_of(plan);
-    assert_string_equal(pi.implementation, "decode_bf16_d64_r16_kw4_dw1_w8");
+    assert_string_equal(pi.implementation, "decode_bf16_d64_r16_kw4_dw1_w6");
     assert_int_equal(pi.workspace_bytes, 0);
     fake.reset();
     a = paged_args();
@@ -525,14 +525,14 @@ static void test_gpu_mixed_batch(void **state)
     r35a_paged_attention_desc_init(&busy, R35A_DTYPE_BF16, 64, 200, 16, 4096, 8, 8, 64, 16, 64 * 256);
     plan = plan_paged(ctx, &busy, R35A_OK);
     pi = plan_info_of(plan);
-    assert_string_equal(pi.implementation, "decode_bf16_d64_r16_kw4_dw1_w8+generic_paged_bf16_dmax256");
+    assert_string_equal(pi.implementation, "decode_bf16_d64_r16_kw4_dw1_w6+generic_paged_bf16_dmax256");
     assert_int_equal(pi.num_splits, 1);
     assert_int_equal(pi.workspace_bytes, 0);
     fake.reset();
     a = paged_args();
     assert_int_equal(r35a_paged_attention_run(ctx, plan, &a, NULL, 0, NULL), R35A_OK);
     assert_string_equal(fake.order(), "LL");
-    assert_string_equal(fake.launch(0)->kernel, "decode_bf16_d64_r16_kw4_dw1_w8");
+    assert_string_equal(fake.launch(0)->kernel, "decode_bf16_d64_r16_kw4_dw1_w6");
     assert_int_equal(fake.launch(0)->grid[2], 64);
     memcpy(&ka, fake.launch(0)->args, sizeof ka);
     assert_null(ka.workspace);

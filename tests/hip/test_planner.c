@@ -204,12 +204,12 @@ static void test_decode_single_sequence(void **state)
 {
     (void)state;
     r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 1, 1, 4096, 32, 8, 128, 16);
-    expect_decode(&d, 40, "decode_f16_d128_r16_kw2_dw2_w8", 10, 8, 1, 128, 256 + 80 * 2080 * 4);
+    expect_decode(&d, 40, "decode_f16_d128_r16_kw2_dw2_w6", 10, 8, 1, 128, 256 + 80 * 2080 * 4);
     /* 32 CUs (Radeon 8050S): 64 workgroups wanted -> 8 splits. */
-    expect_decode(&d, 32, "decode_f16_d128_r16_kw2_dw2_w8", 8, 8, 1, 128, 256 + 64 * 2080 * 4);
+    expect_decode(&d, 32, "decode_f16_d128_r16_kw2_dw2_w6", 8, 8, 1, 128, 256 + 64 * 2080 * 4);
     /* bf16 picks the bf16 kernel of the same shape. */
     r35a_paged_attention_desc b = paged(R35A_DTYPE_BF16, 1, 1, 4096, 32, 8, 128, 16);
-    expect_decode(&b, 40, "decode_bf16_d128_r16_kw2_dw2_w8", 10, 8, 1, 128, 256 + 80 * 2080 * 4);
+    expect_decode(&b, 40, "decode_bf16_d128_r16_kw2_dw2_w6", 10, 8, 1, 128, 256 + 80 * 2080 * 4);
 }
 
 /* G=8, M=4: 32 rows -> R=32 needs 1 row group, R=16 two: R=32. 2 seqs x 8 kv heads = 16 WGs ->
@@ -227,7 +227,7 @@ static void test_decode_speculative_rows(void **state)
     r35a_paged_attention_desc f = paged(R35A_DTYPE_BF16, 1, 8, 1000, 16, 8, 64, 16);
     /* 1000 keys: (1000+15)/16 + 1 = 64 tiles allow 4 splits; 8 WGs want 10. Records 8 x 4 of
      * (32 + 16*64) floats; the 256-byte counter block. */
-    expect_decode(&f, 40, "decode_bf16_d64_r16_kw4_dw1_w8", 4, 8, 1, 128, 256 + 32 * 1056 * 4);
+    expect_decode(&f, 40, "decode_bf16_d64_r16_kw4_dw1_w6", 4, 8, 1, 128, 256 + 32 * 1056 * 4);
 }
 
 static void test_decode_no_split_when_busy_or_short(void **state)
@@ -235,13 +235,13 @@ static void test_decode_no_split_when_busy_or_short(void **state)
     (void)state;
     /* 64 seqs x 8 kv heads = 512 WGs >= 80: one split, no workspace. */
     r35a_paged_attention_desc d = paged(R35A_DTYPE_BF16, 64, 1, 4096, 8, 8, 64, 16);
-    expect_decode(&d, 40, "decode_bf16_d64_r16_kw4_dw1_w8", 1, 8, 64, 128, 0);
+    expect_decode(&d, 40, "decode_bf16_d64_r16_kw4_dw1_w6", 1, 8, 64, 128, 0);
     /* 100 keys: 8 tiles, fewer than the 16 a split needs: one split. */
     r35a_paged_attention_desc s = paged(R35A_DTYPE_F16, 1, 1, 100, 8, 1, 256, 16);
-    expect_decode(&s, 40, "decode_f16_d256_r16_kw1_dw4_w8", 1, 1, 1, 128, 0);
+    expect_decode(&s, 40, "decode_f16_d256_r16_kw1_dw4_w6", 1, 1, 1, 128, 0);
     /* D=512: the R=16 kernel has 8 waves of 64 columns. */
     r35a_paged_attention_desc big = paged(R35A_DTYPE_F16, 40, 1, 512, 8, 1, 512, 16);
-    expect_decode(&big, 40, "decode_f16_d512_r16_kw1_dw8_w8", 2, 1, 40, 256, 256 + 80 * (32 + 16 * 512) * 4);
+    expect_decode(&big, 40, "decode_f16_d512_r16_kw1_dw8_w6", 2, 1, 40, 256, 256 + 80 * (32 + 16 * 512) * 4);
 }
 
 static void test_decode_window_limits_splits(void **state)
@@ -250,12 +250,12 @@ static void test_decode_window_limits_splits(void **state)
     /* Window 512 over a 32768 context: the rows reach 512 keys = 33 tiles -> at most 2 splits. */
     r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 1, 1, 32768, 32, 8, 128, 16);
     d.window = 512;
-    expect_decode(&d, 40, "decode_f16_d128_r16_kw2_dw2_w8", 2, 8, 1, 128, 256 + 16 * 2080 * 4);
+    expect_decode(&d, 40, "decode_f16_d128_r16_kw2_dw2_w6", 2, 8, 1, 128, 256 + 16 * 2080 * 4);
     /* Page sizes of the hybrid models (multiples of 16) are served. */
     const int pages[] = {32, 528, 544, 784, 1056};
     for (size_t i = 0; i < sizeof pages / sizeof *pages; ++i) {
         r35a_paged_attention_desc p = paged(R35A_DTYPE_BF16, 1, 1, 4096, 32, 8, 128, pages[i]);
-        expect_decode(&p, 40, "decode_bf16_d128_r16_kw2_dw2_w8", 10, 8, 1, 128, 256 + 80 * 2080 * 4);
+        expect_decode(&p, 40, "decode_bf16_d128_r16_kw2_dw2_w6", 10, 8, 1, 128, 256 + 80 * 2080 * 4);
     }
 }
 
@@ -384,7 +384,7 @@ static void test_decode_forced_variant(void **state)
     assert_true(r35a_plan_decode(&d, ARCH, 40, "decode_f16_d128_r32_kw1_dw4_w8", &l, why, sizeof why));
     assert_string_equal(r35a_decode_variants[l.kernel].name, "decode_f16_d128_r32_kw1_dw4_w8");
     expect_decode_declines(&d, "decode_bf16_d128_r32_kw1_dw4_w8", "is for bf16");
-    expect_decode_declines(&d, "decode_f16_d64_r16_kw4_dw1_w8", "head_size 128 not built (gfx1151 f16: 64)");
+    expect_decode_declines(&d, "decode_f16_d64_r16_kw4_dw1_w6", "head_size 128 not built (gfx1151 f16: 64)");
     expect_decode_declines(&d, "decode_f16_d100", "no decode variant decode_f16_d100");
     /* Another arch has no variants here. */
     assert_false(r35a_plan_decode(&d, "gfx1100", 40, NULL, &l, why, sizeof why));
@@ -504,7 +504,7 @@ static void test_mixed_batch(void **state)
     r35a_paged_attention_desc b = paged(R35A_DTYPE_BF16, 3, 40, 1000, 8, 8, 256, 32);
     /* G=1, M<=8: 8 rows -> R=16; 3 x 8 = 24 WGs want 4 splits; 1000 keys: 64 tiles allow 4.
      * Counters 24 x 4 B -> 256 B; 24 x 4 records of (32 + 16*256) floats. */
-    expect_mixed(&b, NULL, "decode_bf16_d256_r16_kw1_dw4_w8", 4, 8, 256 + 96 * 4128 * 4, "generic_paged_bf16_dmax256");
+    expect_mixed(&b, NULL, "decode_bf16_d256_r16_kw1_dw4_w6", 4, 8, 256 + 96 * 4128 * 4, "generic_paged_bf16_dmax256");
     /* G=8: capped M=8 gives 64 rows, two row groups of 32 (M=12 would need three). 4 x 8 x 2 = 64
      * WGs want 2 splits (2048 keys: 129 tiles allow 8). Counters 64 x 4 B = 256 B; 128 records. */
     r35a_paged_attention_desc g8 = paged(R35A_DTYPE_F16, 4, 12, 2048, 64, 8, 128, 16);
@@ -517,7 +517,7 @@ static void test_mixed_batch(void **state)
     expect_mixed(&w, NULL, "decode_f16_d128_r32_kw1_dw4_w8", 2, 8, 256 + 32 * 4160 * 4, "generic_paged_f16_dmax256");
     /* A forced decode variant serves the decode part: R=16 needs two row groups for 32 rows; 32 WGs
      * want 3 splits. Counters 32 x 4 B -> 256 B; 96 records of (32 + 16*128) floats. */
-    expect_mixed(&d, "decode_f16_d128_r16_kw2_dw2_w8", "decode_f16_d128_r16_kw2_dw2_w8", 3, 16,
+    expect_mixed(&d, "decode_f16_d128_r16_kw2_dw2_w6", "decode_f16_d128_r16_kw2_dw2_w6", 3, 16,
                  256 + 96 * 2080 * 4, "generic_paged_f16_dmax256");
     /* One sequence whose M = num_tokens is known to be <= 8: decode serves it, generic skips it. */
     r35a_paged_attention_desc one_short = paged(R35A_DTYPE_F16, 1, 12, 4096, 32, 8, 128, 16);
