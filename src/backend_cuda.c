@@ -139,10 +139,6 @@ static void load_driver(void)
 /* The family suffix of the cubins built with the gfx11-exact fragment emulation (the generic family has
  * none: it uses no fragments). */
 #define EMU_SUFFIX ".gfx11emu"
-/* The decode split planner aims at R35A_DECODE_WGS_PER_CU workgroups per "CU"; on NVIDIA a CU is
- * an SM and several blocks of a decode variant are resident at once (4 warps of <= 128 registers:
- * 4 blocks fill an SM's 64K registers). The planner is given SMs * blocks / WGS_PER_CU "CUs". */
-#define R35A_CUDA_BLOCKS_PER_SM 3   /* measured best of 2, 3, 4, 6, 8 by tools/tune_variants.py on the H200 */
 
 typedef struct cuda_state {
     cu_device device;
@@ -193,16 +189,6 @@ static void context_release(r35a_context *ctx)
     release_state((cuda_state *)ctx->gpu);
     ctx->gpu = NULL;
     ctx->gpu_runtime = NULL;
-}
-
-static int env_int(const char *name, int fallback, int lo, int hi)
-{
-    const char *s = getenv(name);
-    if (!s || !s[0])
-        return fallback;
-    char *end = NULL;
-    long v = strtol(s, &end, 10);
-    return end && *end == '\0' && v >= lo && v <= hi ? (int)v : fallback;
 }
 
 /* ---- launches (the runtime of the shared entries, gpu_impls.c) ---- */
@@ -284,9 +270,10 @@ bool r35a_cuda_context_init(r35a_context *ctx, int device_index, bool *built, ch
     }
     st->device = dev;
     st->num_sms = sms > 0 ? sms * row->cus_per_unit : row->default_cus;
-    const int blocks = env_int("R35A_CUDA_BLOCKS_PER_SM", R35A_CUDA_BLOCKS_PER_SM, 1, 64);
     st->runtime.arch = row;
-    st->runtime.planner_cus = (st->num_sms * blocks + R35A_DECODE_WGS_PER_CU - 1) / R35A_DECODE_WGS_PER_CU;
+    /* An SM is the planner's compute unit; how many blocks of a variant it holds at once follows from
+     * the variant's occupancy contract and the arch table's simds_per_cu (plan_decode.c). */
+    st->runtime.planner_cus = st->num_sms;
     st->runtime.launch = launch;
     st->runtime.release = context_release;
     const char *frag = getenv("R35A_CUDA_FRAGMENTS");

@@ -7,8 +7,7 @@
  * batch; the encoder variants; the portable kernel), planned by the planners (src/plan_*.c) for the device's
  * arch ("sm_90") from its tuning rows of variants.def. Test-only knobs, read at each context creation:
  *   R35A_CUDA_FRAGMENTS=gfx11emu   load the cubins built with the gfx11-exact fragment emulation
- *   R35A_CUDA_LIBRARY=<path>       the one driver library to try
- *   R35A_CUDA_BLOCKS_PER_SM=<n>    the decode split planner's target of resident blocks per SM */
+ *   R35A_CUDA_LIBRARY=<path>       the one driver library to try */
 #ifndef R35A_BACKEND_CUDA_H
 #define R35A_BACKEND_CUDA_H
 

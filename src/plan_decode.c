@@ -91,7 +91,7 @@ bool r35a_plan_decode(const r35a_paged_attention_desc *d, const char *arch, int 
     out->num_row_groups = best_groups;
     /* Resident workgroups per CU from the variant's occupancy contract: the split count never asks
      * for more workgroups than the device holds at once (decode_args.h). On NVIDIA a "CU" is an SM. */
-    const int32_t simds = strncmp(arch, "sm_", 3) == 0 ? R35A_DECODE_SIMDS_PER_CU_NVIDIA : R35A_DECODE_SIMDS_PER_CU_GFX11;
+    const int32_t simds = r35a_tuning_simds_per_cu(arch);
     out->num_splits = r35a_decode_num_splits(d->num_seqs, d->num_kv_heads, best_groups, d->max_seq_len,
                                              d->max_query_len, d->window,
                                              num_cus > 0 ? num_cus : R35A_GFX1151_DEFAULT_CUS,

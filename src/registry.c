@@ -33,11 +33,20 @@ const r35a_encoder_variant r35a_encoder_variants[] = {
 };
 
 const r35a_gpu_arch r35a_gpu_archs[] = {
-#define R35A_GPU_ARCH(arch, tuning, unit, cus_per_unit, default_cus, vgprs) {#arch, #tuning, #unit, cus_per_unit, default_cus},
+#define R35A_GPU_ARCH(arch, tuning, unit, cus_per_unit, default_cus, vgprs, simds_per_cu) \
+    {#arch, #tuning, #unit, cus_per_unit, default_cus, simds_per_cu},
 #include "variants.def"
 #undef R35A_GPU_ARCH
-    {NULL, NULL, NULL, 0, 0},
+    {NULL, NULL, NULL, 0, 0, 0},
 };
+
+int32_t r35a_tuning_simds_per_cu(const char *tuning)
+{
+    for (const r35a_gpu_arch *a = r35a_gpu_archs; a->arch; ++a)
+        if (strcmp(a->tuning, tuning) == 0)
+            return a->simds_per_cu;
+    return 2;
+}
 
 const r35a_gpu_arch *r35a_find_gpu_arch(const char *arch)
 {

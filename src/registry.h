@@ -71,8 +71,11 @@ typedef struct r35a_gpu_arch {
     const char *unit;            /* what the runtime's multiprocessor count counts: "wgp", "cu" or "sm" */
     int32_t cus_per_unit;        /* compute units per reported unit (2 per RDNA WGP) */
     int32_t default_cus;         /* CUs assumed when the runtime reports none */
+    int32_t simds_per_cu;        /* SIMDs (NVIDIA: SM sub-partitions) per compute unit */
 } r35a_gpu_arch;
 extern const r35a_gpu_arch r35a_gpu_archs[];   /* ends with a NULL arch */
+/* SIMDs per CU of the archs that run tuning table `tuning` (they share it: 2 on gfx11, 4 on sm_90). */
+int32_t r35a_tuning_simds_per_cu(const char *tuning);
 /* The row of arch (a base name such as "gfx1151", without ':' features), or NULL. */
 const r35a_gpu_arch *r35a_find_gpu_arch(const char *arch);
 

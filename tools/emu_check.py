@@ -217,7 +217,7 @@ class HostFormulas:
 
 
 HOST = None   # HostFormulas, set in main()
-SIMDS_PER_CU = 2   # gfx11 (decode_args.h R35A_DECODE_SIMDS_PER_CU_GFX11)
+SIMDS_PER_CU = 2   # gfx11 (variants/archs.tsv simds_per_cu)
 
 
 def resident_per_cu(v):

@@ -8,7 +8,7 @@ the macros they need before including it (the others default to nothing):
     R35A_GENERIC_KERNEL(arch, name, op, dtype, dmax)
     R35A_ENCODER_VARIANT(arch, name, dtype, head_size, rows, kb, nw, waves)
     R35A_ENCODER_SHAPE(arch, dtype, head_size, heads)       one served encoder shape (bench, tests)
-    R35A_GPU_ARCH(arch, tuning, unit, cus_per_unit, default_cus, vgprs)   variants/archs.tsv
+    R35A_GPU_ARCH(arch, tuning, unit, cus_per_unit, default_cus, vgprs, simds_per_cu)   variants/archs.tsv
 
 kernels/*.hip instantiate one extern "C" kernel per *_VARIANT / *_KERNEL entry (symbol = name);
 src/ builds its registry and arch table from it, tests/ one test per entry, bench/ one row per entry.
@@ -69,7 +69,7 @@ def arch_of_table(path):
 
 
 ARCHS_TABLE = "archs.tsv"
-ARCH_COLUMNS = ("arch", "tuning", "unit", "cus_per_unit", "default_cus", "vgprs")
+ARCH_COLUMNS = ("arch", "tuning", "unit", "cus_per_unit", "default_cus", "vgprs", "simds_per_cu")
 
 
 def device_macro(arch):
@@ -110,6 +110,7 @@ def parse_archs(path):
             row["cus_per_unit"] = _int("cus_per_unit", row["cus_per_unit"], where)
             row["default_cus"] = _int("default_cus", row["default_cus"], where)
             row["vgprs"] = _int("vgprs", row["vgprs"], where)
+            row["simds_per_cu"] = _int("simds_per_cu", row["simds_per_cu"], where)
             if any(a["arch"] == row["arch"] for a in archs):
                 raise TableError(f"{where}: arch {row['arch']} listed twice")
             archs.append(row)
@@ -228,14 +229,14 @@ def render(tables, entries, archs):
            "#define R35A_DEF_UNDEF_SHAPE_",
            "#endif",
            "#ifndef R35A_GPU_ARCH",
-           "#define R35A_GPU_ARCH(arch, tuning, unit, cus_per_unit, default_cus, vgprs)",
+           "#define R35A_GPU_ARCH(arch, tuning, unit, cus_per_unit, default_cus, vgprs, simds_per_cu)",
            "#define R35A_DEF_UNDEF_ARCH_",
            "#endif",
            "",
            "/* The archs (variants/archs.tsv) and the tuning table each runs. */"]
     for a in archs:
         out.append(f"R35A_GPU_ARCH({a['arch']}, {a['tuning']}, {a['unit']}, {a['cus_per_unit']}, {a['default_cus']}, "
-                   f"{a['vgprs']})")
+                   f"{a['vgprs']}, {a['simds_per_cu']})")
     out.append("")
     tunings = []
     for e in entries:

@@ -182,7 +182,7 @@ class DecodeArgs(ctypes.Structure):   # r35a_decode_args (kernels/common/decode_
 
 
 MIN_TILES_PER_SPLIT, MAX_SPLITS, WGS_PER_CU = 16, 64, 2
-SIMDS_PER_CU = {"sm": 4, "gfx": 2}   # decode_args.h R35A_DECODE_SIMDS_PER_CU_NVIDIA / _GFX11
+SIMDS_PER_CU = {"sm": 4, "gfx": 2}   # variants/archs.tsv simds_per_cu
 
 
 def resident_per_cu(arch, waves, nw):

@@ -78,11 +78,9 @@ R35A_HD int r35a_decode_pointer_ok(const void *p) { return (uintptr_t)p % R35A_D
 #define R35A_DECODE_MIN_TILES_PER_SPLIT 16  /* 256 keys: a split's partial record stays <= ~2 % of its KV bytes */
 #define R35A_DECODE_MAX_SPLITS 64
 #define R35A_DECODE_WGS_PER_CU 2           /* workgroups per CU the splits aim at (bandwidth saturation) */
-/* SIMDs per compute unit, for the resident-workgroup count of an occupancy contract: a gfx11 CU has 2
- * SIMD32 (a WGP, which ROCm reports as one "CU" on RDNA, has 4); an NVIDIA SM (the planner's CU there)
- * has 4 sub-partitions, each issuing one warp at a time. */
-#define R35A_DECODE_SIMDS_PER_CU_GFX11 2
-#define R35A_DECODE_SIMDS_PER_CU_NVIDIA 4
+/* SIMDs per compute unit, for the resident-workgroup count of an occupancy contract, come from the
+ * arch table (variants/archs.tsv `simds_per_cu`): a gfx11 CU has 2 SIMD32 (a WGP, which ROCm reports
+ * as one multiprocessor on RDNA, has 4); an NVIDIA SM (the planner's CU there) has 4 sub-partitions. */
 
 R35A_HD int32_t r35a_decode_num_row_groups(int32_t group_size, int32_t max_query_len, int32_t rows_per_group) {
     int64_t rows = (int64_t)group_size * max_query_len;
