@@ -33,8 +33,33 @@ static void check_encoder_strides(const r35a_varlen_attention_desc *d, char *rea
     }
 }
 
-/* Among the variants of the desc's dtype and head size, the first of the table serves (one tiling
- * per (dtype, D) today; the head count is a run-time value). */
+/* Among the variants of the desc's dtype and head size (the head count is a run-time value): the
+ * small-problem tiling (maxlen > 0: one wave per group, encoder_args.h) when max_seqlen <= its
+ * maxlen, the tightest such bound first; otherwise the workgroup-wide tiling (maxlen = 0); a
+ * small-problem kernel serves any length (its groups stream the keys too), so it is the last resort.
+ * Only max_seqlen decides: the grid (segments x row blocks x heads) then follows from it and
+ * num_segments, and both are host-known, so one launch serves every segment and graph capture holds. */
+static int choose_encoder_variant(const r35a_varlen_attention_desc *d, const char *arch, int forced)
+{
+    int stream = -1, short_fit = -1, short_any = -1;
+    for (int i = 0; i < R35A_NUM_ENCODER_VARIANTS; ++i) {
+        const r35a_encoder_variant *v = &r35a_encoder_variants[i];
+        if (!r35a_same_name(v->arch, arch) || (forced >= 0 && i != forced) || v->dtype != d->dtype ||
+            v->head_size != d->head_size)
+            continue;
+        if (v->maxlen == 0) {
+            if (stream < 0)
+                stream = i;
+        } else {
+            if (short_any < 0)
+                short_any = i;
+            if (d->max_seqlen <= v->maxlen && (short_fit < 0 || v->maxlen < r35a_encoder_variants[short_fit].maxlen))
+                short_fit = i;
+        }
+    }
+    return short_fit >= 0 ? short_fit : stream >= 0 ? stream : short_any;
+}
+
 bool r35a_plan_encoder(const r35a_varlen_attention_desc *d, const char *arch, const char *only,
                        r35a_gpu_launch *out, char *reason, size_t cap)
 {
@@ -59,22 +84,17 @@ bool r35a_plan_encoder(const r35a_varlen_attention_desc *d, const char *arch, co
     if ((uint32_t)d->num_q_heads > R35A_GRID_YZ_MAX)
         r35a_text_append(reason, cap, ", ", "num_q_heads %d above the grid limit %u", (int)d->num_q_heads, R35A_GRID_YZ_MAX);
 
-    int best = -1;
-    for (int i = 0; i < R35A_NUM_ENCODER_VARIANTS && best < 0; ++i) {
-        const r35a_encoder_variant *v = &r35a_encoder_variants[i];
-        if (r35a_same_name(v->arch, arch) && (forced < 0 || i == forced) && v->dtype == d->dtype &&
-            v->head_size == d->head_size)
-            best = i;
-    }
+    const int best = choose_encoder_variant(d, arch, forced);
     if (best < 0 && half)
         r35a_registry_explain_missing(R35A_GPU_ENCODER, arch, d->dtype, d->head_size, forced, only, reason, cap);
-    int32_t rows_per_wg = 0;
     if (best >= 0) {
-        rows_per_wg = r35a_encoder_rows_per_workgroup(r35a_encoder_variants[best].rows, r35a_encoder_variants[best].nw);
-        int64_t blocks = r35a_encoder_row_blocks(d->max_seqlen, rows_per_wg) * d->num_segments;
-        if (blocks > 0x7fffffff)
-            r35a_text_append(reason, cap, ", ", "%lld row blocks (max_seqlen %d x num_segments %d) above the grid limit 2^31-1",
-                       (long long)blocks, (int)d->max_seqlen, (int)d->num_segments);
+        const r35a_encoder_variant *v = &r35a_encoder_variants[best];
+        const int64_t x = r35a_encoder_grid_x(d->num_segments, d->max_seqlen,
+                                              r35a_encoder_rows_per_group(v->rows, v->nw, v->maxlen),
+                                              r35a_encoder_groups_per_workgroup(v->nw, v->maxlen));
+        if (x > 0x7fffffff)
+            r35a_text_append(reason, cap, ", ", "%lld workgroups (max_seqlen %d x num_segments %d) above the grid limit 2^31-1",
+                       (long long)x, (int)d->max_seqlen, (int)d->num_segments);
     }
     if (reason[0])
         return false;
@@ -82,7 +102,7 @@ bool r35a_plan_encoder(const r35a_varlen_attention_desc *d, const char *arch, co
     const r35a_encoder_variant *v = &r35a_encoder_variants[best];
     r35a_launch_init(out, R35A_GPU_ENCODER, best);
     /* 0 (a zero grid[0]) only when max_seqlen is 0: nothing to launch; the overflow is ruled out above. */
-    (void)r35a_encoder_grid(d->num_segments, d->max_seqlen, d->num_q_heads, rows_per_wg, out->grid);
+    (void)r35a_encoder_variant_grid(v->rows, v->nw, v->maxlen, d->num_segments, d->max_seqlen, d->num_q_heads, out->grid);
     out->block[0] = r35a_encoder_block_threads(v->nw);
     out->block[1] = out->block[2] = 1;
     out->workspace_bytes = 0;

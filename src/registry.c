@@ -25,11 +25,11 @@ const r35a_generic_kernel r35a_generic_kernels[] = {
 };
 
 const r35a_encoder_variant r35a_encoder_variants[] = {
-#define R35A_ENCODER_VARIANT(arch, name, dtype, head_size, rows, kb, nw, waves) \
-    {#arch, #name, R35A_VDTYPE_##dtype, head_size, rows, kb, nw, waves},
+#define R35A_ENCODER_VARIANT(arch, name, dtype, head_size, rows, kb, nw, waves, maxlen) \
+    {#arch, #name, R35A_VDTYPE_##dtype, head_size, rows, kb, nw, waves, maxlen},
 #include "variants.def"
 #undef R35A_ENCODER_VARIANT
-    {NULL, NULL, R35A_DTYPE_F16, 0, 0, 0, 0, 0},
+    {NULL, NULL, R35A_DTYPE_F16, 0, 0, 0, 0, 0, 0},
 };
 
 const r35a_gpu_arch r35a_gpu_archs[] = {

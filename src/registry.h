@@ -51,11 +51,13 @@ typedef struct r35a_encoder_variant {
     int32_t rows;                /* query rows per wave (16 or 32) */
     int32_t kb, nw;              /* keys per K/V block; waves per workgroup: block = 32 * nw threads */
     int32_t waves;               /* minimum waves per SIMD (occupancy contract) */
+    int32_t maxlen;              /* 0: one group per workgroup; > 0: one wave per group, preferred when
+                                    max_seqlen <= maxlen (encoder_args.h) */
 } r35a_encoder_variant;
 
 enum {
     R35A_NUM_ENCODER_VARIANTS = 0
-#define R35A_ENCODER_VARIANT(arch, name, dtype, head_size, rows, kb, nw, waves) +1
+#define R35A_ENCODER_VARIANT(arch, name, dtype, head_size, rows, kb, nw, waves, maxlen) +1
 #include "variants.def"
 #undef R35A_ENCODER_VARIANT
 };

@@ -96,9 +96,9 @@ def expected_kernels(entries, family, arch):
             info = {"dtype": dtype, "waves": int(waves), "waves_per_wg": int(kw) * int(dw), "wmma": True,
                     "b128": True}
         elif macro == "R35A_ENCODER_VARIANT":
-            # kernels/encoder.hip: R35A_ENCODER_VARIANT(arch, name, dtype, D, rows, KB, NW, WAVES)
+            # kernels/encoder.hip: R35A_ENCODER_VARIANT(arch, name, dtype, D, rows, KB, NW, WAVES, MAXLEN)
             fam = "encoder"
-            v_arch, name, dtype, head, rows, kb, nw, waves = args
+            v_arch, name, dtype, head, rows, kb, nw, waves, maxlen = args
             info = {"dtype": dtype, "waves": int(waves), "waves_per_wg": int(nw), "wmma": True, "b128": True}
         elif macro == "R35A_GENERIC_KERNEL":
             fam = "generic"

@@ -9,26 +9,35 @@ float64 numpy oracle on fresh random inputs: outputs poisoned first, NaN never p
 max|out - ref| / max|ref|, elements the kernel must not write must keep their poison, buffers
 allocated exactly and every memory access bounds-checked (check_bounds=True).
 
-Cases per variant (R = query rows per workgroup):
+Cases per variant (R = query rows per group; L = maxlen of a small-problem variant, at most 64):
     mixed    segments [1, 37, 100, 16], 3 heads, separate Q/K/V/O [tokens][heads][D]
+             (small-problem variants: [1, 37, L, 16, 0] clipped to L)
     fused    segments [70, 0, 33], 2 heads, fused qkv [tokens][3][heads][D] read in place, O with
              padded head and token strides (the gaps must stay untouched), max_seqlen > every length
+             (small-problem variants: [L - 3, 0, 17], max_seqlen L)
     long     segments [2R + 3, 5], 1 head: several row blocks per segment, several key blocks, a
              partial last block; key norms grow along the segment (x1 .. x7), so the running max
-             rises by far more than the lazy-rescale threshold in later blocks
+             rises by far more than the lazy-rescale threshold in later blocks (small-problem
+             variants: 13 segments of 1 .. L tokens, several groups per workgroup and a partial
+             last workgroup, the same growing keys)
     served   segments [77, 50], fused qkv, the smallest head count the table serves with the kernel
+             (small-problem variants: [L, L / 2])
 
 The variant list comes from variants/gfx1151_encoder.tsv (rows: kind dtype head heads rows kb nw
-waves); when variants/variants.def already carries R35A_ENCODER_VARIANT entries the two must agree.
+waves maxlen); when variants/variants.def already carries R35A_ENCODER_VARIANT entries the two must
+agree.
 
 Usage:
     python3 tools/emu_check_encoder.py                    # static checks + every variant, all cases
     python3 tools/emu_check_encoder.py --only d64 --seed 7
-    python3 tools/emu_check_encoder.py --model            # also: instruction counts of one 1024-token
-                                                          # segment per variant and the cost model
+    python3 tools/emu_check_encoder.py --model            # also: instruction counts and the cost model
+                                                          # of one 1024-token segment (x 16 heads) per
+                                                          # long-segment variant, and of 4096 segments of
+                                                          # 16 tokens (x 16 heads) per small-problem one
+    python3 tools/emu_check_encoder.py --model-short      # the 4096 x 16 batch for every variant
     python3 tools/emu_check_encoder.py --static-only
-Needs TINYGRAD_DIR (a tinygrad snapshot, see ../shared/gfx11emu/README.md), Python >= 3.11 with numpy.
-gfx11emu is imported from --emu-dir, $GFX11EMU_DIR, or ../shared/gfx11emu next to the repository.
+Needs Python >= 3.11 with numpy. gfx11emu is imported from --emu-dir, $GFX11EMU_DIR, or
+../shared/gfx11emu next to the repository (it finds the tinygrad snapshot beside it, or $TINYGRAD_DIR).
 Exit status: 0 all pass, 1 a check failed, 2 setup error.
 """
 import argparse
@@ -45,7 +54,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TABLE = os.path.join(ROOT, "variants", "gfx1151_encoder.tsv")
 VARIANTS_DEF = os.path.join(ROOT, "variants", "variants.def")
 SOURCE = os.path.join(ROOT, "kernels", "encoder.hip")
-COLUMNS = ("kind", "dtype", "head", "heads", "rows", "kb", "nw", "waves")
+COLUMNS = ("kind", "dtype", "head", "heads", "rows", "kb", "nw", "waves", "maxlen")
 HEADS = (32, 48, 64, 72, 80, 128)
 ARGS_BYTES = 120                         # sizeof(r35a_encoder_args), kernels/common/encoder_args.h
 TOL = {"f16": 2e-3, "bf16": 1.5e-2}      # max|out - ref| / max|ref| (observed <= 6e-4, <= 5.1e-3)
@@ -68,12 +77,13 @@ def parse_table(path):
             row = dict(zip(COLUMNS, cells))
             if row["kind"] != "encoder" or row["dtype"] not in ("f16", "bf16"):
                 sys.exit(f"{where}: kind must be 'encoder' and dtype f16 or bf16")
-            p = {k: int(row[k]) for k in ("head", "heads", "rows", "kb", "nw", "waves")}
+            p = {k: int(row[k]) for k in ("head", "heads", "rows", "kb", "nw", "waves", "maxlen")}
             if p["head"] not in HEADS or p["rows"] not in (16, 32) or p["kb"] % 16 or p["nw"] * 32 > 1024:
                 sys.exit(f"{where}: bad parameters {p}")
-            name = f"encoder_{row['dtype']}_d{p['head']}_r{p['rows']}_kb{p['kb']}_nw{p['nw']}_w{p['waves']}"
+            name = (f"encoder_{row['dtype']}_d{p['head']}_r{p['rows']}_kb{p['kb']}_nw{p['nw']}_w{p['waves']}"
+                    + (f"_l{p['maxlen']}" if p["maxlen"] else ""))
             k = dict(arch=arch, name=name, dtype=row["dtype"], head=p["head"], rows=p["rows"], kb=p["kb"],
-                     nw=p["nw"], waves=p["waves"])
+                     nw=p["nw"], waves=p["waves"], maxlen=p["maxlen"])
             kernels.setdefault(name, k)
             kernels[name]["served_heads"] = min(kernels[name].get("served_heads", p["heads"]), p["heads"])
             shapes.append((name, row["dtype"], p["head"], p["heads"]))
@@ -82,7 +92,7 @@ def parse_table(path):
 
 def variant_line(k):
     return (f"R35A_ENCODER_VARIANT({k['arch']}, {k['name']}, {k['dtype']}, {k['head']}, {k['rows']}, "
-            f"{k['kb']}, {k['nw']}, {k['waves']})")
+            f"{k['kb']}, {k['nw']}, {k['waves']}, {k['maxlen']})")
 
 
 def check_generated(kernels):
@@ -209,8 +219,34 @@ def oracle(q, k, v, segs, scale):
 
 
 # ---------------------------------------------------------------------------------------------- cases
+def group_shape(k):
+    """(rows per group, groups per workgroup): encoder_args.h's r35a_encoder_rows_per_group and
+    r35a_encoder_groups_per_workgroup."""
+    gw = 1 if k["maxlen"] else k["nw"]
+    return k["rows"] * gw, k["nw"] // gw
+
+
+def grid_of(k, segs, max_seqlen, heads):
+    """r35a_encoder_variant_grid()."""
+    R, G = group_shape(k)
+    items = -(-max_seqlen // R) * len(segs) if max_seqlen > 0 else 0
+    return (-(-items // G), heads)
+
+
 def cases_for(k):
-    R = k["rows"] * k["nw"]
+    R, _ = group_shape(k)
+    if k["maxlen"]:
+        L = min(k["maxlen"], 64)
+        clip = lambda xs: [min(x, L) for x in xs]   # noqa: E731
+        return [
+            dict(name="mixed", segs=clip([1, 37, L, 16, 0]), heads=3, layout="separate", scale_mul=1.0, extra_max=0),
+            dict(name="fused", segs=[max(L - 3, 1), 0, min(17, L)], heads=2, layout="fused", scale_mul=1.0,
+                 extra_max=L - max(L - 3, 1, min(17, L))),
+            dict(name="long", segs=[1 + (i * 37) % L for i in range(13)], heads=1, layout="separate", scale_mul=1.0,
+                 extra_max=0, ramp=6.0),
+            dict(name="served", segs=[L, max(L // 2, 1)], heads=k["served_heads"], layout="fused", scale_mul=1.0,
+                 extra_max=0),
+        ]
     return [
         dict(name="mixed", segs=[1, 37, 100, 16], heads=3, layout="separate", scale_mul=1.0, extra_max=0),
         dict(name="fused", segs=[70, 0, 33], heads=2, layout="fused", scale_mul=1.0, extra_max=R + 5),
@@ -283,8 +319,7 @@ def launch_case(G, co, k, case, rng, bounds, count=False):
     scale = case["scale_mul"] / np.sqrt(D)
     scale_log2 = float(np.float32(scale * 1.4426950408889634))
     max_seqlen = max(segs) + case["extra_max"]
-    R = k["rows"] * k["nw"]
-    grid = (-(-max_seqlen // R) * len(segs), H)              # r35a_encoder_grid()
+    grid = grid_of(k, segs, max_seqlen, H)
     args = pack_args(ptrs, bufs["out"].ptr, bufs["cu"].ptr, strides, ostr, len(segs), H, max_seqlen, scale_log2)
     st = G.launch(co.kernels[k["name"]], grid=grid, block=(32 * k["nw"],), args=[args], check_bounds=bounds, count=count)
     ob = np.array(bufs["out"].read("H", o_elems), dtype=np.uint16)
@@ -320,24 +355,52 @@ def evaluate(k, out, ref, ob, written):
 
 
 # ---------------------------------------------------------------------------------------------- model
-def model_run(G, co, k, heads_model, rng):
-    """One 1024-token segment, 1 head, counted; scaled to heads_model heads (heads run independently)."""
-    case = dict(name="model", segs=[1024], heads=1, layout="separate", scale_mul=1.0, extra_max=0)
+MODELS = {
+    # name: (segment length, segments run on the emulator, segments modelled, what it stands for)
+    "long": (1024, 1, 1, "one 1024-token segment"),
+    "short": (16, 256, 4096, "4096 segments of 16 tokens"),
+}
+
+
+def model_run(G, co, k, which, heads_model, rng):
+    """The problem MODELS[which] on 1 head, counted on the emulator, scaled to its modelled segments and
+    heads_model heads (segments and heads run independently; the counts are linear in both). The cost
+    model is gfx11emu.cost_model's: VALU + 4 TRANS + 32 WMMA SIMD cycles over 80 SIMDs at 2.9 GHz."""
+    n, nrun, nmodel, _ = MODELS[which]
+    case = dict(name="model", segs=[n] * nrun, heads=1, layout="separate", scale_mul=1.0, extra_max=0)
     out, ref, ob, written, st, grid = launch_case(G, co, k, case, rng, bounds=False, count=True)
     err, problems = evaluate(k, out, ref, ob, written)
     c = st.by_class
     D = k["head"]
+    scale = heads_model * nmodel / nrun
     cyc = c["VALU"] + 4 * c["VALU_TRANS"] + 32 * c["WMMA"]
-    t_c = cyc * heads_model / 80 / 2.9e9
-    byt = (st.bytes_loaded + st.bytes_stored) * heads_model
-    uniq = 4 * 1024 * heads_model * D * 2
-    flops = 4 * 1024 * 1024 * D * heads_model
-    waves = grid[0] * heads_model * k["nw"]
+    t_c = cyc * scale / 80 / 2.9e9
+    byt = (st.bytes_loaded + st.bytes_stored) * scale
+    uniq = 4 * n * nmodel * heads_model * D * 2
+    flops = 4 * n * n * D * nmodel * heads_model
+    waves = grid[0] * scale * k["nw"]
     per_wave = cyc / (grid[0] * k["nw"])
     t_q = -(-waves // 80) * per_wave / 2.9e9             # whole waves per SIMD (tail)
-    return dict(err=err, problems=problems, by_class=c, cycles=cyc * heads_model, t_compute=t_c,
-                bytes=byt, t_mem_req=byt / 215e9, t_mem_unique=uniq / 215e9, t_roof=max(flops / 59e12, uniq / 215e9),
-                flops=flops, t_wave_quant=t_q, instr=st.instructions * heads_model, wmma_share=32 * c["WMMA"] / cyc)
+    return dict(err=err, problems=problems, by_class=c, cycles=cyc * scale, t_compute=t_c, scale=scale,
+                bytes=byt, t_mem_req=byt / 215e9, t_mem_unique=uniq / 215e9, t_flop=flops / 59e12,
+                t_roof=max(flops / 59e12, uniq / 215e9), flops=flops, t_wave_quant=t_q,
+                instr=st.instructions * scale, wmma_share=32 * c["WMMA"] / cyc)
+
+
+def print_model(name, k, which, m):
+    c, per = m["by_class"], MODELS[which][2] / MODELS[which][1]
+    unit = "per head" if which == "long" else f"per head and {MODELS[which][2]} segments"
+    f = lambda x: int(round(x * per))   # noqa: E731
+    print(f"  {name} [{MODELS[which][3]}]: err {m['err']:.2e}{' FAIL ' + '; '.join(m['problems']) if m['problems'] else ''}\n"
+          f"    {unit}: WMMA {f(c['WMMA'])}, VALU {f(c['VALU'])}, TRANS {f(c['VALU_TRANS'])}, LDS {f(c['LDS'])}, "
+          f"VMEM {f(c['VMEM_LOAD'])}+{f(c['VMEM_STORE'])}, SALU {f(c['SALU'])}, BARRIER {f(c['BARRIER'])}; "
+          f"WMMA share of SIMD cycles {100 * m['wmma_share']:.1f} %\n"
+          f"    FLOP floor (4 N^2 D H per segment at 59 TFLOP/s) {1e6 * m['t_flop']:.1f} us ({m['flops'] / 1e9:.2f} GFLOP); "
+          f"Q+K+V+O once at 215 GB/s {1e6 * m['t_mem_unique']:.1f} us\n"
+          f"    cost model: compute {1e6 * m['t_compute']:.1f} us = {m['t_compute'] / m['t_flop']:.2f}x the FLOP floor "
+          f"({100 * m['t_flop'] / m['t_compute']:.1f} % of the WMMA peak; whole waves per SIMD: "
+          f"{1e6 * m['t_wave_quant']:.1f} us), requested bytes {m['bytes'] / 1e6:.1f} MB = {1e6 * m['t_mem_req']:.1f} us "
+          f"at 215 GB/s")
 
 
 # ---------------------------------------------------------------------------------------------- main
@@ -350,7 +413,9 @@ def main():
     ap.add_argument("--cases", default="", help="comma-separated case names (mixed, fused, long, served)")
     ap.add_argument("--no-bounds", action="store_true", help="skip check_bounds (faster; not a valid pass)")
     ap.add_argument("--static-only", action="store_true")
-    ap.add_argument("--model", action="store_true", help="also count one 1024-token segment per variant")
+    ap.add_argument("--model", action="store_true",
+                    help="also count each variant's model problem (1024-token segment, or 4096 x 16 tokens)")
+    ap.add_argument("--model-short", action="store_true", help="count the 4096 x 16-token batch for every variant")
     ap.add_argument("--model-heads", type=int, default=16)
     ap.add_argument("--clang", default=os.environ.get("GFX11EMU_CLANG"))
     ap.add_argument("--keep", default=None, help="directory to keep the code object in")
@@ -388,9 +453,6 @@ def main():
         import gfx11emu as G
     except ImportError as e:
         print(f"cannot import gfx11emu from {a.emu_dir}: {e}", file=sys.stderr)
-        return 2
-    if not os.environ.get("TINYGRAD_DIR"):
-        print("TINYGRAD_DIR is not set (see gfx11emu/README.md)", file=sys.stderr)
         return 2
     seed = a.seed if a.seed is not None else int.from_bytes(os.urandom(4), "little")
     print(f"\nseed {seed} (replay with --seed {seed}); check_bounds={'off' if a.no_bounds else 'on'}, "
@@ -435,21 +497,15 @@ def main():
     for n in names:
         print(f"  {n:44s} Hq {', '.join(map(str, served.get(n, [])))}")
 
-    if a.model:
-        print(f"\nmodel: one 1024-token segment x {a.model_heads} heads (emulator counts of 1 head, scaled); "
-              f"gfx1151 cost model (80 SIMDs x 2.9 GHz, WMMA 32 cycles, transcendental 4), 215 GB/s, 59 TFLOP/s")
+    if a.model or a.model_short:
+        print(f"\nmodel: emulator counts on 1 head, scaled to {a.model_heads} heads; gfx1151 cost model (80 SIMDs x "
+              f"2.9 GHz, WMMA 32 cycles, transcendental 4), 215 GB/s, 59 TFLOP/s")
         for name, k in kernels.items():
-            m = model_run(G, co, k, a.model_heads, rng)
-            c = m["by_class"]
-            ok_all &= not m["problems"]
-            print(f"  {name}: err {m['err']:.2e}{' FAIL ' + '; '.join(m['problems']) if m['problems'] else ''}\n"
-                  f"    per head: WMMA {c['WMMA']}, VALU {c['VALU']}, TRANS {c['VALU_TRANS']}, LDS {c['LDS']}, "
-                  f"VMEM {c['VMEM_LOAD']}+{c['VMEM_STORE']}, SALU {c['SALU']}, BARRIER {c['BARRIER']}; "
-                  f"WMMA share of SIMD cycles {100 * m['wmma_share']:.0f} %\n"
-                  f"    roofline (4*N^2*D*H FLOP at 59 TFLOP/s, Q+K+V+O once at 215 GB/s): {1e6 * m['t_roof']:.1f} us "
-                  f"({m['flops'] / 1e9:.2f} GFLOP, {1e6 * m['t_mem_unique']:.1f} us memory)\n"
-                  f"    cost model: compute {1e6 * m['t_compute']:.1f} us (whole waves per SIMD: {1e6 * m['t_wave_quant']:.1f} us), "
-                  f"requested bytes {m['bytes'] / 1e6:.1f} MB = {1e6 * m['t_mem_req']:.1f} us at 215 GB/s (L2 serves the re-reads)")
+            runs = ["short"] if a.model_short else ["short" if k["maxlen"] else "long"]
+            for which in runs:
+                m = model_run(G, co, k, which, a.model_heads, rng)
+                ok_all &= not m["problems"]
+                print_model(name, k, which, m)
     print(f"\n{'ALL PASS' if ok_all else 'FAILURES'} (seed {seed})")
     return 0 if ok_all else 1
 

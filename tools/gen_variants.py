@@ -6,7 +6,7 @@ the macros they need before including it (the others default to nothing):
 
     R35A_DECODE_VARIANT(arch, name, dtype, head_size, rows, kw, dw, waves)
     R35A_GENERIC_KERNEL(arch, name, op, dtype, dmax)
-    R35A_ENCODER_VARIANT(arch, name, dtype, head_size, rows, kb, nw, waves)
+    R35A_ENCODER_VARIANT(arch, name, dtype, head_size, rows, kb, nw, waves, maxlen)
     R35A_ENCODER_SHAPE(arch, dtype, head_size, heads)       one served encoder shape (bench, tests)
     R35A_GPU_ARCH(arch, tuning, unit, cus_per_unit, default_cus, vgprs, simds_per_cu)   variants/archs.tsv
 
@@ -18,9 +18,10 @@ that table runs those kernels (a gfx1100 runs gfx1151's rows).
 Tables: every variants/<arch>[_<part>].tsv (arch e.g. gfx1151 or sm_90; part a word, e.g. encoder). A row's
 first cell is its kind, which fixes its columns:
     decode, generic_paged, generic_varlen:  kind dtype head rows kw dw waves
-    encoder:                                kind dtype head heads rows kb nw waves
+    encoder:                                kind dtype head heads rows kb nw waves maxlen
 (encoder rows naming the same kernel parameters share one kernel; their `heads` cells, the served
-head counts, are validated here and read by the encoder's own tools from the table.)
+head counts, are validated here and read by the encoder's own tools from the table; a (dtype, head,
+heads) shape served by several kernels, e.g. a long- and a short-segment tiling, is listed once.)
 
 Kernel names encode every kernel parameter and nothing else: the same name in two tuning tables is
 the same instantiation of the source compiled for two archs, and the registry looks kernels up by
@@ -49,7 +50,7 @@ DTYPES = ("f16", "bf16")
 DECODE_MAX_HEAD = 512      # the decode kernels hold Q, O in registers: a head is 16-wide chunks up to this
 ENCODER_HEADS = (32, 48, 64, 72, 80, 128)
 COLUMNS = ("kind", "dtype", "head", "rows", "kw", "dw", "waves")
-ENCODER_COLUMNS = ("kind", "dtype", "head", "heads", "rows", "kb", "nw", "waves")
+ENCODER_COLUMNS = ("kind", "dtype", "head", "heads", "rows", "kb", "nw", "waves", "maxlen")
 
 
 class TableError(Exception):
@@ -154,15 +155,22 @@ def parse_table(path):
                 entries.append(dict(kind="decode", arch=arch, name=name, dtype=row["dtype"], head=head,
                                     rows=rows, kw=kw, dw=dw, waves=waves, where=where))
             elif row["kind"] == "encoder":
-                heads, rows, kb, nw, waves = (_int(k, row[k], where) for k in ("heads", "rows", "kb", "nw", "waves"))
+                heads, rows, kb, nw, waves, maxlen = (_int(k, row[k], where)
+                                                      for k in ("heads", "rows", "kb", "nw", "waves", "maxlen"))
                 if head not in ENCODER_HEADS:
                     raise TableError(f"{where}: encoder head {head} is not one of {ENCODER_HEADS}")
                 if rows not in (16, 32) or kb < 16 or kb % 16 or not 1 <= nw <= 32 or not 1 <= waves <= 16 or heads < 1:
                     raise TableError(f"{where}: bad encoder parameters heads={heads} rows={rows} kb={kb} nw={nw} "
                                      f"waves={waves}")
-                name = f"encoder_{row['dtype']}_d{head}_r{rows}_kb{kb}_nw{nw}_w{waves}{suffix}"
+                if maxlen < 0 or (maxlen and (maxlen > 1024 or nw > 16)) or (not maxlen and rows * nw > 128):
+                    raise TableError(f"{where}: maxlen {maxlen} must be 0 (rows * nw <= 128 rows per workgroup) or "
+                                     f"1..1024 (one wave per group, nw <= 16)")
+                # names encode kernel parameters: maxlen > 0 selects the one-wave groups (and is the
+                # planner's bound for preferring the kernel)
+                lsuffix = f"_l{maxlen}" if maxlen else ""
+                name = f"encoder_{row['dtype']}_d{head}_r{rows}_kb{kb}_nw{nw}_w{waves}{lsuffix}{suffix}"
                 entries.append(dict(kind="encoder", arch=arch, name=name, dtype=row["dtype"], head=head, heads=heads,
-                                    rows=rows, kb=kb, nw=nw, waves=waves, where=where))
+                                    rows=rows, kb=kb, nw=nw, waves=waves, maxlen=maxlen, where=where))
             elif row["kind"] in ("generic_paged", "generic_varlen"):
                 if any(row[k] != "-" for k in ("rows", "kw", "dw", "waves")):
                     raise TableError(f"{where}: generic kernels take no rows/kw/dw/waves (write '-')")
@@ -181,21 +189,24 @@ def load_tables():
     tables = sorted(f for f in os.listdir(TABLE_DIR) if f.endswith(".tsv") and f != ARCHS_TABLE)
     if not tables:
         raise TableError(f"no *.tsv tuning table in {TABLE_DIR}")
-    entries, seen, shapes = [], {}, set()
+    entries, seen, shapes, served = [], {}, set(), set()
     for t in tables:
         for e in parse_table(os.path.join(TABLE_DIR, t)):
             if e["kind"] == "encoder":
-                # rows naming the same kernel share it; each row is one served shape (head count)
+                # rows naming the same kernel share it; each row is one served shape (head count),
+                # emitted once per (arch, dtype, head, heads) however many kernels serve it
                 shape = (e["arch"], e["name"], e["heads"])
                 if shape in shapes:
                     raise TableError(f"{e['where']}: shape {e['name']} x {e['heads']} heads listed twice")
                 shapes.add(shape)
-                if (e["arch"], e["name"]) in seen:
+                key = (e["arch"], e["dtype"], e["head"], e["heads"])
+                new_shape = key not in served
+                served.add(key)
+                if (e["arch"], e["name"]) not in seen:
+                    seen[(e["arch"], e["name"])] = e["where"]
+                    entries.append(e)
+                if new_shape:
                     entries.append(dict(e, kind="encoder_shape"))
-                    continue
-                seen[(e["arch"], e["name"])] = e["where"]
-                entries.append(e)
-                entries.append(dict(e, kind="encoder_shape"))
                 continue
             key = (e["arch"], e["name"])
             if key in seen:
@@ -221,7 +232,7 @@ def render(tables, entries, archs):
            "#define R35A_DEF_UNDEF_GENERIC_",
            "#endif",
            "#ifndef R35A_ENCODER_VARIANT",
-           "#define R35A_ENCODER_VARIANT(arch, name, dtype, head_size, rows, kb, nw, waves)",
+           "#define R35A_ENCODER_VARIANT(arch, name, dtype, head_size, rows, kb, nw, waves, maxlen)",
            "#define R35A_DEF_UNDEF_ENCODER_",
            "#endif",
            "#ifndef R35A_ENCODER_SHAPE",
@@ -265,7 +276,7 @@ def render(tables, entries, archs):
             for e in mine:
                 if e["kind"] == "encoder":
                     out.append(f"R35A_ENCODER_VARIANT({e['arch']}, {e['name']}, {e['dtype']}, {e['head']}, "
-                               f"{e['rows']}, {e['kb']}, {e['nw']}, {e['waves']})")
+                               f"{e['rows']}, {e['kb']}, {e['nw']}, {e['waves']}, {e['maxlen']})")
             for e in mine:
                 if e["kind"] == "encoder_shape":
                     out.append(f"R35A_ENCODER_SHAPE({e['arch']}, {e['dtype']}, {e['head']}, {e['heads']})")

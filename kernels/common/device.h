@@ -502,4 +502,35 @@ R35A_DEV float int8_to_f32(u32 b) { return (float)((int)(b << 24) >> 24); }
 
 } /* namespace r35a */
 
+/* ============================================================================================
+ * Encoder section (kernels/encoder.hip): probability packing, one wave's LDS ordering. Appended so the
+ * other families' edits above merge without touching it; nothing above depends on it.
+ * ============================================================================================ */
+#if defined(R35A_TARGET_AMDGCN)
+namespace r35a {
+/* Two finite non-negative f32 (softmax probabilities) to bf16x2, lo in bits 0-15, rounded half
+ * away from zero: one integer add per value instead of round-to-nearest-even's three. The two
+ * roundings differ only on exact ties (low 16 bits 0x8000, one value in 2^16). */
+R35A_DEV u32 pack_prob_bf16x2(float lo, float hi) {
+    return byte_perm(__builtin_bit_cast(u32, hi) + 0x8000u, __builtin_bit_cast(u32, lo) + 0x8000u, 0x07060302u);
+}
+/* Orders the LDS accesses of one wave's lanes (a lane reading what another lane of the same wave
+ * wrote) where the wave alone shares a region: gfx11 executes a wave's LDS instructions in order,
+ * so only the compiler must not move accesses across (the "memory" clobber). */
+R35A_DEV void wave_lds_sync() { __asm__ volatile("" ::: "memory"); }
+} /* namespace r35a */
+#elif defined(R35A_TARGET_CUDA)
+namespace r35a {
+/* Two finite non-negative f32 to bf16x2 (lo in bits 0-15), round to nearest even: one cvt. */
+R35A_DEV u32 pack_prob_bf16x2(float lo, float hi) {
+    u32 r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));   /* first source -> bits 16-31 */
+    return r;
+}
+/* Lanes of one warp share a shared-memory region: __syncwarp orders their accesses. */
+R35A_DEV void wave_lds_sync() { __syncwarp(); }
+/* (cp.async: async_copy_16, async_commit, async_wait above.) */
+} /* namespace r35a */
+#endif
+
 #endif /* R35A_DEVICE_H */

@@ -7,24 +7,30 @@
  * kernel's single argument, and static inline functions. Units: strides in ELEMENTS of the dtype,
  * int64. Pointers are device pointers.
  *
- * Kernels: encoder_<dtype>_d<D>_r<rows>_kb<KB>_nw<NW>_w<waves>
+ * Kernels: encoder_<dtype>_d<D>_r<rows>_kb<KB>_nw<NW>_w<waves>[_l<maxlen>]
  *     D      head size (32, 48, 64, 72, 80, 128; 72 is padded to 80 inside the kernel)
  *     rows   query rows per wave (16 or 32: one or two 16-row tiles sharing each K/V operand)
  *     KB     keys per K/V block staged in LDS (one barrier per block)
- *     NW     waves per workgroup; a workgroup serves rows * NW query rows of one (segment, head)
+ *     NW     waves per workgroup
  *     waves  occupancy contract: minimum waves per SIMD (bounds VGPRs and LDS)
+ *     maxlen 0 (no suffix): the NW waves of a workgroup form one GROUP that streams the keys of one
+ *            (segment, head) and serves rows * NW of its query rows. > 0 (suffix _l<maxlen>): the
+ *            small-problem tiling, every wave is its own group (rows query rows of one (segment,
+ *            head), its own K/V stream, no workgroup barrier), NW groups per workgroup; the planner
+ *            prefers it when max_seqlen <= maxlen (segments of a few dozen tokens)
  * The head count is a run-time value: one kernel per (dtype, D, tiling) serves every Hq.
  *
- * Launch (one per call, all segments; graph-capture safe: only host-known values):
- *     grid  = { ceil(max_seqlen / (rows * NW)) * num_segments, num_heads, 1 }
- *     block = { 32 * NW }
- * Workgroup (x, h) serves query rows [r * rows * NW, (r + 1) * rows * NW) of segment s and head h,
- * where s = x / ceil(max_seqlen / (rows * NW)) and r is the remainder (row blocks of a segment are
- * neighbours in dispatch order, so they meet its K/V in L2), and exits at once when the segment is
- * shorter than its first row. Segments and row blocks share grid.x, which takes 2^31 - 1
- * workgroups (y and z may be limited to 65535 by the runtime). Segment lengths come from cu_seqlens
- * on the device; the host never reads them. A segment longer than max_seqlen (a caller error the
- * host cannot see) has its rows past max_seqlen left unwritten.
+ * Launch (one per call, all segments; graph-capture safe: only host-known values), with
+ * R = rows per group (rows * group waves), nrb = ceil(max_seqlen / R) row blocks per segment and
+ * G = groups per workgroup:
+ *     grid  = { ceil(nrb * num_segments / G), num_heads, 1 },  block = { 32 * NW }
+ * Group g of workgroup (x, h) serves item i = x * G + g: query rows [r * R, (r + 1) * R) of segment
+ * s = i / nrb and head h, r = i % nrb (row blocks of a segment are neighbours in dispatch order, so
+ * they meet its K/V in L2), and exits at once when s >= num_segments or the segment is shorter than
+ * its first row. Segments and row blocks share grid.x, which takes 2^31 - 1 workgroups (y and z may
+ * be limited to 65535 by the runtime). Segment lengths come from cu_seqlens on the device; the host
+ * never reads them. A segment longer than max_seqlen (a caller error the host cannot see) has its
+ * rows past max_seqlen left unwritten.
  *
  * Fast-path layout conditions (the planner checks them; the portable kernel serves the rest):
  * every stride a multiple of 8 elements and every pointer 16-byte aligned (128-bit loads and stores
@@ -65,9 +71,21 @@ static_assert(sizeof(r35a_encoder_args) == R35A_ENCODER_ARGS_BYTES, "host and de
 _Static_assert(sizeof(r35a_encoder_args) == R35A_ENCODER_ARGS_BYTES, "host and device must agree on the layout");
 #endif
 
-/* Query rows one workgroup serves. */
+/* Query rows one workgroup serves (maxlen = 0 variants: one group of all its waves). */
 R35A_HD int32_t r35a_encoder_rows_per_workgroup(int32_t rows_per_wave, int32_t waves_per_workgroup) {
     return rows_per_wave * waves_per_workgroup;
+}
+/* Waves of one group (they share a K/V stream and its barriers): the whole workgroup, or one wave
+ * in the small-problem tiling (maxlen > 0). */
+R35A_HD int32_t r35a_encoder_group_waves(int32_t waves_per_workgroup, int32_t maxlen) {
+    return maxlen > 0 ? 1 : waves_per_workgroup;
+}
+R35A_HD int32_t r35a_encoder_groups_per_workgroup(int32_t waves_per_workgroup, int32_t maxlen) {
+    return waves_per_workgroup / r35a_encoder_group_waves(waves_per_workgroup, maxlen);
+}
+/* Query rows one group serves (R above). */
+R35A_HD int32_t r35a_encoder_rows_per_group(int32_t rows_per_wave, int32_t waves_per_workgroup, int32_t maxlen) {
+    return rows_per_wave * r35a_encoder_group_waves(waves_per_workgroup, maxlen);
 }
 
 R35A_HD uint32_t r35a_encoder_block_threads(int32_t waves_per_workgroup) { return 32u * (uint32_t)waves_per_workgroup; }
@@ -77,16 +95,29 @@ R35A_HD int64_t r35a_encoder_row_blocks(int32_t max_seqlen, int32_t rows_per_wor
     return max_seqlen > 0 ? ((int64_t)max_seqlen + rows_per_workgroup - 1) / rows_per_workgroup : 0;
 }
 
-/* grid[3] from host-known values only. Returns 0 when the launch must be skipped (nothing to do:
- * max_seqlen, num_segments or num_heads is 0) or does not fit grid.x (more than 2^31 - 1
- * workgroups), else 1. */
-R35A_HD int r35a_encoder_grid(int32_t num_segments, int32_t max_seqlen, int32_t num_heads,
-                                  int32_t rows_per_workgroup, uint32_t grid[3]) {
-    int64_t x = r35a_encoder_row_blocks(max_seqlen, rows_per_workgroup) * (num_segments > 0 ? num_segments : 0);
+/* Workgroups along grid.x: row blocks of every segment, groups_per_workgroup of them per workgroup. */
+R35A_HD int64_t r35a_encoder_grid_x(int32_t num_segments, int32_t max_seqlen, int32_t rows_per_group,
+                                    int32_t groups_per_workgroup) {
+    const int64_t items = r35a_encoder_row_blocks(max_seqlen, rows_per_group) * (num_segments > 0 ? num_segments : 0);
+    return (items + groups_per_workgroup - 1) / groups_per_workgroup;
+}
+/* grid[3] of a variant from host-known values only. Returns 0 when the launch must be skipped
+ * (nothing to do: max_seqlen, num_segments or num_heads is 0) or does not fit grid.x (more than
+ * 2^31 - 1 workgroups), else 1. */
+R35A_HD int r35a_encoder_variant_grid(int32_t rows_per_wave, int32_t waves_per_workgroup, int32_t maxlen,
+                                      int32_t num_segments, int32_t max_seqlen, int32_t num_heads, uint32_t grid[3]) {
+    const int64_t x = r35a_encoder_grid_x(num_segments, max_seqlen,
+                                          r35a_encoder_rows_per_group(rows_per_wave, waves_per_workgroup, maxlen),
+                                          r35a_encoder_groups_per_workgroup(waves_per_workgroup, maxlen));
     grid[0] = x <= 0x7fffffff ? (uint32_t)x : 0u;
     grid[1] = (uint32_t)(num_heads > 0 ? num_heads : 0);
     grid[2] = 1u;
     return grid[0] > 0 && grid[1] > 0;
+}
+/* The same for a maxlen = 0 variant given its rows per workgroup. */
+R35A_HD int r35a_encoder_grid(int32_t num_segments, int32_t max_seqlen, int32_t num_heads,
+                                  int32_t rows_per_workgroup, uint32_t grid[3]) {
+    return r35a_encoder_variant_grid(rows_per_workgroup, 1, 0, num_segments, max_seqlen, num_heads, grid);
 }
 
 /* ---- the rules a call must meet (the planner falls back to the portable kernel otherwise) ----

@@ -123,9 +123,10 @@ static const struct {
 static const struct {
     const char *arch;
     variant v;
+    int maxlen;   /* > 0: the small-problem tiling, planned when max_seqlen <= maxlen */
 } k_encoder[] = {
-#define R35A_ENCODER_VARIANT(arch, name, dtype, head_size, rows, kb, nw, waves) \
-    {#arch, {#name, R35A_VT_##dtype, head_size, rows}},
+#define R35A_ENCODER_VARIANT(arch, name, dtype, head_size, rows, kb, nw, waves, maxlen) \
+    {#arch, {#name, R35A_VT_##dtype, head_size, rows}, maxlen},
 #include "variants.def"
 #undef R35A_ENCODER_VARIANT
 };
@@ -488,10 +489,40 @@ static void encoder_cases(r35a_context *ctx, const char *arch)
         if (strcmp(k_encoder[i].arch, arch) != 0 || strcmp(k_encoder[i].v.name, last) == 0)
             continue;
         const variant *e = &k_encoder[i].v;
+        const int maxlen = k_encoder[i].maxlen;
         last = e->name;
         if (g_quick && (e->dtype != R35A_DTYPE_BF16 || (e->head != 64 && e->head != 72)))
             continue;
         varlen_spec v;
+        if (maxlen > 0) {
+            /* the small-problem tiling (one wave per group): max_seqlen <= maxlen */
+            const int cap = maxlen < 64 ? maxlen : 64;
+            varlen_spec_init(&v, e->dtype, 3, 3, e->head);
+            varlen_spec_add_segment(&v, 1);
+            varlen_spec_add_segment(&v, cap);
+            varlen_spec_add_segment(&v, 0);
+            varlen_spec_add_segment(&v, cap / 2 + 5 < cap ? cap / 2 + 5 : cap);
+            varlen_spec_add_segment(&v, 16 < cap ? 16 : cap);
+            run_varlen(ctx, &v, "encoder_short_mixed", index++, e->name);
+            /* fused qkv, padded O, an empty segment, max_seqlen above every segment */
+            varlen_spec_init(&v, e->dtype, 2, 2, e->head);
+            varlen_spec_add_segment(&v, cap - 3 > 1 ? cap - 3 : 1);
+            varlen_spec_add_segment(&v, 0);
+            varlen_spec_add_segment(&v, 17 < cap ? 17 : cap);
+            v.layout = VARLEN_FUSED;
+            v.token_pad[0] = 8;
+            v.token_pad[3] = 8;
+            v.head_pad[3] = 8;
+            v.max_seqlen_slack = 3;
+            run_varlen(ctx, &v, "encoder_short_fused", index++, e->name);
+            /* many segments: several groups per workgroup, a partial last workgroup, sharper scores (keys x3) */
+            varlen_spec_init(&v, e->dtype, 2, 2, e->head);
+            for (int k = 0; k < (g_quick ? 13 : 61); ++k)
+                varlen_spec_add_segment(&v, 1 + (k * 37) % cap);
+            v.k_amp = 3.0;
+            run_varlen(ctx, &v, "encoder_short_many", index++, e->name);
+            continue;
+        }
         const int h = 3;
         /* mixed lengths: 1, not multiples of 16, several in one call */
         varlen_spec_init(&v, e->dtype, h, h, e->head);

@@ -133,6 +133,11 @@ EXPORT int hipModuleGetFunction(void **function, void *module, const char *name)
     snprintf(kd, sizeof kd, "%s.kd", name);
     if (!has_symbol(m->image, name, STT_FUNC) || !has_symbol(m->image, kd, STT_OBJECT))
         return 500; /* hipErrorNotFound */
+    for (int i = 0; i < num_functions; ++i)   /* every context looks its kernels up again: one slot per name */
+        if (strcmp(functions[i].name, name) == 0) {
+            *function = &functions[i];
+            return 0;
+        }
     if (num_functions == (int)(sizeof functions / sizeof *functions))
         return 2;
     snprintf(functions[num_functions].name, sizeof functions[num_functions].name, "%s", name);

@@ -663,12 +663,13 @@ static void test_gpu_encoder(void **state)
     assert_null(fake.launch(0)->stream);
     r35a_plan_destroy(plan);
 
-    /* Every segment empty (max_seqlen 0): planned on the encoder, nothing launched. */
+    /* Every segment empty (max_seqlen 0): planned on the encoder (the small-problem tiling, as for
+     * any max_seqlen up to its maxlen), nothing launched. */
     r35a_varlen_attention_desc empty;
     r35a_varlen_attention_desc_init(&empty, R35A_DTYPE_F16, 4, 0, 0, 16, 16, 64);
     plan = plan_varlen(ctx, &empty, R35A_OK);
     pi = plan_info_of(plan);
-    assert_string_equal(pi.implementation, "encoder_f16_d64_r32_kb32_nw4_w6");
+    assert_string_equal(pi.implementation, "encoder_f16_d64_r16_kb16_nw4_w6_l64");
     assert_int_equal(pi.grid[0], 0);
     fake.reset();
     va = (r35a_varlen_attention_args){sizeof va, q_buf, kv_buf, kv_buf, o_buf, meta, NULL};

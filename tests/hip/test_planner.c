@@ -172,7 +172,8 @@ static void test_registry(void **state)
     }
     for (int i = 0; i < R35A_NUM_GENERIC_KERNELS; ++i)
         assert_int_equal(r35a_registry_find(R35A_GPU_GENERIC, r35a_generic_kernels[i].arch, r35a_generic_kernels[i].name), i);
-    /* The gfx1151 encoder variants: 6 head sizes x 2 dtypes, one tiling each. */
+    /* The gfx1151 encoder variants: 6 head sizes x 2 dtypes, a workgroup-wide and a small-problem
+     * tiling each. */
     int gfx1151_encoders = 0;
     for (int i = 0; i < R35A_NUM_ENCODER_VARIANTS; ++i) {
         const r35a_encoder_variant *v = &r35a_encoder_variants[i];
@@ -180,8 +181,9 @@ static void test_registry(void **state)
         assert_int_equal(r35a_registry_find(R35A_GPU_ENCODER, v->arch, v->name), i);
         assert_true((v->rows == 16 || v->rows == 32) && v->kb % 16 == 0 && v->nw >= 1 && 32 * v->nw <= 1024);
         assert_true(v->dtype == R35A_DTYPE_F16 || v->dtype == R35A_DTYPE_BF16);
+        assert_true(v->maxlen >= 0 && (v->maxlen > 0 || v->rows * v->nw <= 128));
     }
-    assert_int_equal(gfx1151_encoders, 12);
+    assert_int_equal(gfx1151_encoders, 24);
     assert_int_equal(r35a_registry_find(R35A_GPU_ENCODER, ARCH, "encoder_f16_d96_nope"), -1);
     assert_int_equal(r35a_registry_find(R35A_GPU_DECODE, ARCH, "decode_f16_d96_nope"), -1);
     /* A kernel name is looked up within one tuning table. */
@@ -558,8 +560,10 @@ static void test_mixed_batch_declines(void **state)
     expect_mixed_declines(&stride, "q_token_stride");
 }
 
-/* The encoder: rows per workgroup = rows x nw = 128 for every variant of the table, so
- * grid.x = ceil(max_seqlen / 128) x num_segments. */
+/* The encoder. Workgroup-wide variants (maxlen 0): rows per workgroup = rows x nw = 128 for every
+ * one of the table, so grid.x = ceil(max_seqlen / 128) x num_segments. Small-problem variants
+ * (maxlen 64, planned when max_seqlen <= 64): 16 rows per wave-group, 4 groups per workgroup, so
+ * grid.x = ceil(ceil(max_seqlen / 16) x num_segments / 4). */
 static void test_encoder_plan(void **state)
 {
     (void)state;
@@ -576,7 +580,7 @@ static void test_encoder_plan(void **state)
         const char *name;
         uint32_t block;
     } served[] = {
-        {R35A_DTYPE_F16, 32, 4, "encoder_f16_d32_r32_kb64_nw4_w6", 128},
+        {R35A_DTYPE_F16, 32, 4, "encoder_f16_d32_r32_kb32_nw4_w6", 128},
         {R35A_DTYPE_BF16, 48, 32, "encoder_bf16_d48_r32_kb32_nw4_w6", 128},
         {R35A_DTYPE_F16, 72, 16, "encoder_f16_d72_r16_kb32_nw8_w6", 256},
         {R35A_DTYPE_BF16, 128, 24, "encoder_bf16_d128_r16_kb32_nw8_w5", 256},
@@ -592,9 +596,23 @@ static void test_encoder_plan(void **state)
     r35a_varlen_attention_desc fused = varlen(R35A_DTYPE_F16, 2, 500, 300, 12, 12, 64);
     fused.q_token_stride = fused.k_token_stride = fused.v_token_stride = 3 * 12 * 64;
     expect_encoder(&fused, NULL, "encoder_f16_d64_r32_kb32_nw4_w6", 6, 128);
-    /* max_seqlen 0 (every segment empty): accepted, nothing to launch. */
+    /* max_seqlen 0 (every segment empty): accepted (the small-problem tiling), nothing to launch. */
     r35a_varlen_attention_desc empty = varlen(R35A_DTYPE_F16, 3, 0, 0, 16, 16, 64);
-    expect_encoder(&empty, NULL, "encoder_f16_d64_r32_kb32_nw4_w6", 0, 128);
+    expect_encoder(&empty, NULL, "encoder_f16_d64_r16_kb16_nw4_w6_l64", 0, 128);
+    /* Short segments: 4096 segments of 16 tokens -> 4096 wave-groups, 1024 workgroups; 100 segments
+     * up to 48 tokens -> 3 row blocks each, 300 groups, 75 workgroups; up to 64 (the bound) still;
+     * 65 goes workgroup-wide (1 row block of 128 per segment). */
+    r35a_varlen_attention_desc s16 = varlen(R35A_DTYPE_BF16, 4096, 4096 * 16, 16, 16, 16, 64);
+    expect_encoder(&s16, NULL, "encoder_bf16_d64_r16_kb16_nw4_w6_l64", 1024, 128);
+    r35a_varlen_attention_desc s48 = varlen(R35A_DTYPE_F16, 100, 3000, 48, 8, 8, 128);
+    expect_encoder(&s48, NULL, "encoder_f16_d128_r16_kb16_nw4_w3_l64", 75, 128);
+    r35a_varlen_attention_desc s64 = varlen(R35A_DTYPE_F16, 7, 300, 64, 4, 4, 72);
+    expect_encoder(&s64, NULL, "encoder_f16_d72_r16_kb16_nw4_w4_l64", 7, 128);
+    r35a_varlen_attention_desc s65 = s64;
+    s65.max_seqlen = 65;
+    expect_encoder(&s65, NULL, "encoder_f16_d72_r16_kb32_nw8_w6", 7, 256);
+    /* A small-problem variant forced on a long segment streams its keys like the others. */
+    expect_encoder(&ref, "encoder_f16_d64_r16_kb16_nw4_w6_l64", "encoder_f16_d64_r16_kb16_nw4_w6_l64", 16, 128);
     /* Forcing a variant. */
     expect_encoder(&d, "encoder_bf16_d80_r16_kb32_nw8_w6", "encoder_bf16_d80_r16_kb32_nw8_w6", 16, 256);
     expect_encoder_declines(&d, "encoder_f16_d80_r16_kb32_nw8_w6", "is for f16");
@@ -656,7 +674,12 @@ static void test_encoder_declines(void **state)
 
     /* 2^30 / 128 row blocks x 300 segments > 2^31 - 1 workgroups in grid.x. */
     r35a_varlen_attention_desc huge = varlen(R35A_DTYPE_F16, 300, 1000, 1 << 30, 16, 16, 64);
-    expect_encoder_declines(&huge, NULL, "row blocks (max_seqlen 1073741824 x num_segments 300) above the grid limit");
+    expect_encoder_declines(&huge, NULL, "2516582400 workgroups (max_seqlen 1073741824 x num_segments 300) above "
+                                         "the grid limit");
+    /* The small-problem tiling: 2^31 segments of <= 16 tokens would be 2^29 workgroups (fits); its
+     * grid is checked the same way. */
+    r35a_varlen_attention_desc many = varlen(R35A_DTYPE_F16, 0x7fffffff, 0x7fffffff, 1, 1, 1, 64);
+    expect_encoder(&many, NULL, "encoder_f16_d64_r16_kb16_nw4_w6_l64", 0x20000000, 128);
 
     /* Several reasons are all named. */
     r35a_varlen_attention_desc all = gqa;

@@ -1,0 +1,384 @@
+#!/usr/bin/env python3
+"""tune_encoder.py - measures encoder tilings (kernels/encoder.hip) on an NVIDIA GPU against torch SDPA
+flash and picks each head size's winner for variants/<arch>_encoder.tsv.
+
+Two steps, so the compiler and the GPU need not be on one machine:
+
+    tools/tune_encoder.py build   --arch sm_90 --dir tune-enc            # candidates -> one cubin
+    tools/tune_encoder.py measure --dir tune-enc [--out DIR] [--quick]   # on the GPU: check, time, pick
+
+`build` compiles every candidate (bf16; f16 gets the same tiling) of every head size into one cubin with
+nvcc through encoder.hip's R35A_ENCODER_VARIANT_LIST hook and drops those that spill (ptxas -v) or do
+not compile (the LDS contract). `measure` loads the cubin through the CUDA driver and launches the
+kernels directly with r35a_encoder_args (the encoder_args.h grid formulas are mirrored below):
+
+  1. correctness of every candidate: a varlen problem with segment lengths [1, 37, 100, 577, 16, 0,
+     129, 1100] (partial blocks, an empty segment, a length-1 segment, several row blocks, growing
+     keys over the long segment so the lazy rescale runs) against a float32 torch reference per
+     segment, outputs pre-filled with NaN; metric max|out - ref| / max|ref| <= 1.5e-2 (bf16), NaN fails;
+  2. timing on the 21 encoder shapes (the sm_90 R35A_ENCODER_SHAPE rows of variants/variants.def, bf16,
+     4 segments of 1024 tokens each) and on extra rows (the previous bench rows and short-segment
+     batches), ours and torch SDPA flash (dense [B, H, L, D], equal lengths) each captured in a CUDA
+     graph of `copies` calls over disjoint buffers (>= 256 MiB per replay: cold L2), median of 15
+     replays; ratio = flash time / ours (> 1: we are faster).
+
+A head size's long-segment winner has the lowest geometric-mean time over its rows among the
+candidates that passed; the short-segment (maxlen > 0) winner likewise over the short rows. Prints
+one table per part, the winners, and the geomean / min ratio of the winners over the 21 shapes;
+writes tune_encoder.json to --out.
+"""
+import argparse
+import ctypes
+import json
+import math
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HEADS = (32, 48, 64, 72, 80, 128)
+ARGS_BYTES = 120
+
+# (rows, kb, nw, waves, maxlen) per head size; the table's current row is among them
+CANDIDATES = {
+    32: [(32, 64, 4, 2, 0), (32, 128, 4, 2, 0), (32, 32, 4, 3, 0), (16, 64, 8, 2, 0), (16, 16, 4, 4, 64), (16, 32, 4, 4, 64)],
+    48: [(32, 64, 4, 2, 0), (32, 32, 4, 2, 0), (16, 64, 8, 2, 0), (16, 16, 4, 4, 64)],
+    64: [(32, 64, 4, 2, 0), (32, 32, 4, 2, 0), (32, 32, 4, 3, 0), (16, 64, 8, 2, 0), (16, 32, 8, 3, 0),
+         (16, 16, 4, 4, 64), (16, 32, 4, 4, 64), (16, 16, 8, 4, 64)],
+    72: [(32, 32, 4, 2, 0), (32, 64, 4, 2, 0), (16, 32, 8, 2, 0), (16, 16, 4, 3, 64)],
+    80: [(32, 32, 4, 2, 0), (32, 64, 4, 2, 0), (16, 32, 8, 2, 0), (16, 64, 8, 2, 0), (16, 16, 4, 3, 64)],
+    128: [(32, 16, 4, 2, 0), (16, 32, 8, 2, 0), (16, 64, 8, 2, 0), (32, 32, 4, 2, 0), (16, 16, 4, 3, 64),
+          (16, 16, 4, 2, 64)],
+}
+
+
+def name_of(dtype, head, c):
+    rows, kb, nw, waves, maxlen = c
+    return f"encoder_{dtype}_d{head}_r{rows}_kb{kb}_nw{nw}_w{waves}" + (f"_l{maxlen}" if maxlen else "")
+
+
+# ------------------------------------------------------------------------------------------ build
+def cmd_build(a):
+    os.makedirs(a.dir, exist_ok=True)
+    nvcc = a.nvcc or "nvcc"
+    cands = [dict(name=name_of("bf16", h, c), head=h, rows=c[0], kb=c[1], nw=c[2], waves=c[3], maxlen=c[4])
+             for h in HEADS for c in CANDIDATES[h]]
+    kept = []
+    # compile one candidate at a time: a candidate whose LDS breaks the contract fails static_assert
+    for i in range(0, len(cands)):
+        c = cands[i]
+        lst = os.path.join(os.path.abspath(a.dir), f"{c['name']}.def")
+        with open(lst, "w") as f:
+            f.write(f"R35A_ENCODER_VARIANT({a.arch}, {c['name']}, bf16, {c['head']}, {c['rows']}, {c['kb']}, "
+                    f"{c['nw']}, {c['waves']}, {c['maxlen']})\n")
+        out = os.path.join(a.dir, f"{c['name']}.cubin")
+        cmd = [nvcc, "-x", "cu", "-cubin", "-O3", "-std=c++17", "-Xptxas", "-v", f"-arch={a.arch}",
+               "-DR35A_FRAGMENT_EMULATE_GFX11=0", "-I", os.path.join(ROOT, "kernels"), "-I", os.path.join(ROOT, "variants"),
+               f'-DR35A_ENCODER_VARIANT_LIST="{lst}"', "-o", out, os.path.join(ROOT, "kernels", "encoder.hip")]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            print(f"  {c['name']}: does not compile ({p.stderr.strip().splitlines()[-1][:120] if p.stderr else '?'})")
+            continue
+        spill = re.search(r"(\d+) bytes spill stores", p.stderr)
+        regs = re.search(r"Used (\d+) registers", p.stderr)
+        c["regs"] = int(regs.group(1)) if regs else None
+        if spill and int(spill.group(1)):
+            print(f"  {c['name']}: {spill.group(1)} bytes of spill stores, dropped")
+            continue
+        c["cubin"] = os.path.basename(out)
+        kept.append(c)
+        print(f"  {c['name']}: {c['regs']} registers", flush=True)
+    json.dump(dict(arch=a.arch, candidates=kept), open(os.path.join(a.dir, "manifest.json"), "w"), indent=1)
+    print(f"{len(kept)} of {len(cands)} candidates built into {a.dir}")
+
+
+# ------------------------------------------------------------------------------------------ measure
+class EncoderArgs(ctypes.Structure):
+    _fields_ = ([(n, ctypes.c_void_p) for n in ("q", "k", "v", "out", "cu_seqlens")]
+                + [(n, ctypes.c_int64) for n in ("qts", "qhs", "kts", "khs", "vts", "vhs", "ots", "ohs")]
+                + [("num_segments", ctypes.c_int32), ("num_heads", ctypes.c_int32), ("max_seqlen", ctypes.c_int32),
+                   ("scale_log2", ctypes.c_float)])
+
+
+assert ctypes.sizeof(EncoderArgs) == ARGS_BYTES
+
+
+def grid_of(c, nseg, max_seqlen, heads):
+    """encoder_args.h: r35a_encoder_variant_grid."""
+    gw = 1 if c["maxlen"] else c["nw"]
+    R, G = c["rows"] * gw, c["nw"] // gw
+    items = -(-max_seqlen // R) * nseg if max_seqlen > 0 else 0
+    return (-(-items // G), heads, 1)
+
+
+class Cuda:
+    def __init__(self):
+        self.lib = ctypes.CDLL("libcuda.so.1")
+        self.mods = {}
+
+    def function(self, path, name):
+        if path not in self.mods:
+            m = ctypes.c_void_p()
+            data = open(path, "rb").read()
+            if self.lib.cuModuleLoadData(ctypes.byref(m), ctypes.c_char_p(data)) != 0:
+                raise RuntimeError(f"cuModuleLoadData {path}")
+            self.mods[path] = (m, data)
+        f = ctypes.c_void_p()
+        if self.lib.cuModuleGetFunction(ctypes.byref(f), self.mods[path][0], name.encode()) != 0:
+            raise RuntimeError(f"no {name} in {path}")
+        return f
+
+    def launch(self, f, grid, block, arg, stream):
+        params = (ctypes.c_void_p * 1)(ctypes.addressof(arg))
+        r = self.lib.cuLaunchKernel(f, grid[0], grid[1], grid[2], block, 1, 1, 0, ctypes.c_void_p(stream), params, None)
+        if r != 0:
+            raise RuntimeError(f"cuLaunchKernel: {r}")
+
+
+def time_graph(torch, fn, copies, reps=15, warm=3):
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for c in range(copies):
+            fn(c)
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, capture_error_mode="relaxed"):
+        for c in range(copies):
+            fn(c)
+    for _ in range(warm):
+        g.replay()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(reps):
+        x, y = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        x.record()
+        g.replay()
+        y.record()
+        y.synchronize()
+        ts.append(x.elapsed_time(y) * 1e-3 / copies)
+    del g
+    return statistics.median(ts)
+
+
+def args_for(q, k, v, o, cu, nseg, H, D, max_seqlen):
+    ts = H * D
+    return EncoderArgs(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), cu.data_ptr(), ts, D, ts, D, ts, D, ts, D,
+                       nseg, H, max_seqlen, float((1.0 / math.sqrt(D)) * 1.4426950408889634))
+
+
+def check_candidate(torch, cu_rt, path, c, seed):
+    """Mixed varlen problem against a float32 reference per segment; returns (err, problem or None)."""
+    D, H = c["head"], 3
+    segs = [1, 37, 100, 577, 16, 0, 129, 1100]
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    T = sum(segs)
+    q = torch.randn(T, H, D, device="cuda", generator=g).to(torch.bfloat16)
+    kk = torch.randn(T, H, D, device="cuda", generator=g)
+    # growing keys over the long segment: its running max rises by far more than the rescale limit
+    t0 = sum(segs[:-1])
+    kk[t0:] *= (1.0 + 6.0 * torch.arange(segs[-1], device="cuda") / segs[-1])[:, None, None]
+    k = kk.to(torch.bfloat16)
+    v = (torch.randn(T, H, D, device="cuda", generator=g) + 0.5).to(torch.bfloat16)
+    o = torch.full((T, H, D), float("nan"), device="cuda", dtype=torch.bfloat16)
+    cu = torch.tensor([0] + list(__import__("itertools").accumulate(segs)), dtype=torch.int32, device="cuda")
+    f = cu_rt.function(path, c["name"])
+    arg = args_for(q, k, v, o, cu, len(segs), H, D, max(segs))
+    cu_rt.launch(f, grid_of(c, len(segs), max(segs), H), 32 * c["nw"], arg, torch.cuda.current_stream().cuda_stream)
+    torch.cuda.synchronize()
+    err, s0 = 0.0, 0
+    refmax = 0.0
+    for n in segs:
+        if n:
+            qs, ks, vs = (x[s0:s0 + n].float().transpose(0, 1) for x in (q, k, v))
+            ref = torch.nn.functional.scaled_dot_product_attention(qs, ks, vs).transpose(0, 1)
+            out = o[s0:s0 + n].float()
+            if torch.isnan(out).any():
+                return float("nan"), f"NaN in segment of {n} tokens at offset {s0}"
+            err = max(err, float((out - ref).abs().max()))
+            refmax = max(refmax, float(ref.abs().max()))
+        s0 += n
+    rel = err / refmax
+    return rel, (None if rel <= 1.5e-2 else f"max|out-ref|/max|ref| {rel:.3e} > 1.5e-2")
+
+
+class Problem:
+    """Equal-length segments, bf16 [copies][tokens][H][D], for ours and flash."""
+
+    def __init__(self, torch, D, H, seg, nseg):
+        self.D, self.H, self.seg, self.nseg = D, H, seg, nseg
+        T = seg * nseg
+        one = 4 * T * H * D * 2
+        self.copies = max(1, min(32, -(-(256 << 20) // one)))
+        self.q = torch.randn(self.copies, T, H, D, dtype=torch.bfloat16, device="cuda")
+        self.k = torch.randn_like(self.q)
+        self.v = torch.randn_like(self.q)
+        self.o = torch.empty_like(self.q)
+        self.cu = torch.arange(0, T + 1, seg, dtype=torch.int32, device="cuda")
+        self.flops = 4.0 * D * H * nseg * seg * seg
+        self.t_flash = None
+        self.flash_out = None
+
+    def flash(self, torch):
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        qt, kt, vt = (x.view(self.copies, self.nseg, self.seg, self.H, self.D).transpose(2, 3)
+                      for x in (self.q, self.k, self.v))
+        with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+            outs = [None] * self.copies
+
+            def peer(c):
+                outs[c] = torch.nn.functional.scaled_dot_product_attention(qt[c], kt[c], vt[c])
+            self.t_flash = time_graph(torch, peer, self.copies)
+            ref = torch.nn.functional.scaled_dot_product_attention(qt[0], kt[0], vt[0])
+        self.flash_out = ref.transpose(1, 2).reshape(self.seg * self.nseg, self.H, self.D).float()
+        del outs
+
+    def ours(self, torch, cu_rt, path, c):
+        f = cu_rt.function(path, c["name"])
+        args = [args_for(self.q[i], self.k[i], self.v[i], self.o[i], self.cu, self.nseg, self.H, self.D, self.seg)
+                for i in range(self.copies)]
+        grid = grid_of(c, self.nseg, self.seg, self.H)
+
+        def call(i):
+            cu_rt.launch(f, grid, 32 * c["nw"], args[i], torch.cuda.current_stream().cuda_stream)
+        t = time_graph(torch, call, self.copies)
+        torch.cuda.synchronize()
+        diff = float((self.o[0].float() - self.flash_out).abs().max()) if self.flash_out is not None else None
+        return t, diff
+
+
+def shapes_21():
+    """The sm_90 R35A_ENCODER_SHAPE rows of variants.def (bf16): (D, H)."""
+    text = open(os.path.join(ROOT, "variants", "variants.def")).read()
+    rows = re.findall(r"^R35A_ENCODER_SHAPE\(sm_90, bf16, (\d+), (\d+)\)$", text, re.M)
+    return [(int(d), int(h)) for d, h in rows]
+
+
+EXTRA = [(64, 12, 577, 8), (72, 16, 729, 8), (128, 16, 4096, 1), (32, 8, 256, 32)]
+SHORT = [(64, 16, 16, 4096), (64, 16, 64, 1024), (128, 16, 16, 4096), (80, 16, 49, 1024)]
+
+
+def gmean(xs):
+    xs = [x for x in xs if x]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def cmd_measure(a):
+    import torch
+    man = json.load(open(os.path.join(a.dir, "manifest.json")))
+    cu_rt = Cuda()
+    torch.cuda.init()
+    dev = torch.cuda.get_device_properties(0)
+    t_start = time.time()
+    seed = int.from_bytes(os.urandom(4), "little") if a.seed is None else a.seed
+    print(f"device {dev.name}, {dev.multi_processor_count} SMs, torch {torch.__version__}; seed {seed}", flush=True)
+    cands = man["candidates"]
+    by_head = {h: [c for c in cands if c["head"] == h] for h in HEADS}
+
+    # 1. correctness
+    print(f"\ncorrectness (segments [1, 37, 100, 577, 16, 0, 129, 1100], 3 heads, bf16, vs float32 torch):", flush=True)
+    ok = {}
+    for c in cands:
+        try:
+            err, prob = check_candidate(torch, cu_rt, os.path.join(a.dir, c["cubin"]), c, seed)
+        except Exception as e:  # noqa: BLE001
+            err, prob = float("nan"), f"{type(e).__name__}: {e}"
+        c["check_err"], c["check_problem"] = err, prob
+        ok[c["name"]] = prob is None
+        print(f"  {c['name']:42s} err {err:.2e}  {'PASS' if prob is None else 'FAIL ' + prob}", flush=True)
+
+    # 2. timing
+    rows = [(D, H, 1024, 4, "21") for (D, H) in shapes_21()] + [(D, H, s, n, "extra") for (D, H, s, n) in EXTRA] + \
+           [(D, H, s, n, "short") for (D, H, s, n) in SHORT]
+    if a.quick:
+        rows = [r for r in rows if r[1] in (16, 12, 8) or r[4] != "21"]
+    results = []
+    print(f"\n{'D':>4} {'H':>3} {'seg':>5} {'nseg':>5} {'set':>5} {'flash us':>9}  candidates: us (ratio = flash / ours)", flush=True)
+    for (D, H, seg, nseg, kind) in rows:
+        if time.time() - t_start > a.budget:
+            print(f"  time budget {a.budget} s reached: stopping", flush=True)
+            break
+        p = Problem(torch, D, H, seg, nseg)
+        try:
+            p.flash(torch)
+        except Exception as e:  # noqa: BLE001
+            print(f"  flash failed for D={D}: {str(e).splitlines()[0][:100]}")
+        row = dict(D=D, H=H, seg=seg, nseg=nseg, set=kind, t_flash_us=p.t_flash * 1e6 if p.t_flash else None,
+                   flops=p.flops, ours={})
+        cells = []
+        for c in by_head[D]:
+            if not ok.get(c["name"]) or (kind != "short" and c["maxlen"] and seg > c["maxlen"]):
+                continue
+            try:
+                t, diff = p.ours(torch, cu_rt, os.path.join(a.dir, c["cubin"]), c)
+            except Exception as e:  # noqa: BLE001
+                print(f"  {c['name']}: {e}")
+                continue
+            row["ours"][c["name"]] = dict(t_us=t * 1e6, maxdiff=diff, ratio=(p.t_flash / t) if p.t_flash else None)
+            cells.append(f"{c['name'][len('encoder_bf16_'):]} {t * 1e6:.1f} ({(p.t_flash or 0) / t:.2f})")
+        results.append(row)
+        print(f"{D:>4} {H:>3} {seg:>5} {nseg:>5} {kind:>5} {(row['t_flash_us'] or 0):9.1f}  " + "; ".join(cells), flush=True)
+        del p
+        torch.cuda.empty_cache()
+
+    # 3. winners
+    winners = {}
+    for D in HEADS:
+        for short in (False, True):
+            sel = [r for r in results if r["D"] == D and (r["set"] == "short") == short]
+            best = None
+            for c in by_head[D]:
+                if bool(c["maxlen"]) != short or not ok.get(c["name"]):
+                    continue
+                ts = [r["ours"].get(c["name"], {}).get("t_us") for r in sel]
+                if not sel or any(t is None for t in ts):
+                    continue
+                g = gmean(ts)
+                if best is None or g < best[1]:
+                    best = (c["name"], g)
+            if best:
+                winners[f"d{D}{'_short' if short else ''}"] = best[0]
+    print("\nwinners: " + ", ".join(f"{k} {v}" for k, v in winners.items()))
+    def ratio_of(r):
+        w = winners.get(f"d{r['D']}{'_short' if r['set'] == 'short' else ''}")
+        return r["ours"].get(w, {}).get("ratio") if w else None
+    main = [ratio_of(r) for r in results if r["set"] == "21"]
+    out = dict(device=dev.name, seed=seed, candidates=cands, results=results, winners=winners,
+               geomean_21=gmean(main), min_21=min([x for x in main if x] or [float("nan")]))
+    os.makedirs(a.out, exist_ok=True)
+    json.dump(out, open(os.path.join(a.out, "tune_encoder.json"), "w"), indent=1)
+    print(f"\n{'D':>4} {'H':>3} {'seg':>5} {'nseg':>5} {'set':>5} {'winner':<40} {'us':>9} {'flash':>9} {'ratio':>6} {'TFLOP/s':>8} {'maxdiff':>8}")
+    for r in results:
+        w = winners.get(f"d{r['D']}{'_short' if r['set'] == 'short' else ''}")
+        o = r["ours"].get(w, {})
+        if o:
+            print(f"{r['D']:>4} {r['H']:>3} {r['seg']:>5} {r['nseg']:>5} {r['set']:>5} {w[len('encoder_'):]:<40} "
+                  f"{o['t_us']:9.1f} {(r['t_flash_us'] or 0):9.1f} {(o['ratio'] or 0):6.2f} "
+                  f"{r['flops'] / o['t_us'] / 1e6:8.1f} {(o['maxdiff'] or 0):8.1e}")
+    print(f"\n21 shapes: geomean ratio vs flash {out['geomean_21']:.3f}, min {out['min_21']:.3f}; "
+          f"correctness {sum(ok.values())}/{len(ok)} candidates pass; {time.time() - t_start:.0f} s")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build")
+    b.add_argument("--arch", default="sm_90")
+    b.add_argument("--dir", default="tune-enc")
+    b.add_argument("--nvcc", default=None)
+    m = sub.add_parser("measure")
+    m.add_argument("--dir", default="tune-enc")
+    m.add_argument("--out", default=os.environ.get("OUT", "."))
+    m.add_argument("--seed", type=int, default=None)
+    m.add_argument("--quick", action="store_true")
+    m.add_argument("--budget", type=float, default=150.0, help="seconds for the timing part")
+    a = ap.parse_args()
+    return cmd_build(a) if a.cmd == "build" else cmd_measure(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
