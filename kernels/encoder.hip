@@ -119,7 +119,8 @@ struct encoder_cfg {
     static constexpr int BUDGET = lds_budget<NW, WAVES>::value;
     /* Asynchronous streaming: three stages when they fit, and Q staged beside stage 0 (whose copies
      * are then already in flight) when that fits. Otherwise the Q staging overlays everything. */
-    static constexpr int NSTAGE = SHORT ? 1 : !ASYNC ? 2 : (NG * 2 * imax_t<3 * STAGE, Q_ELEMS>::value <= BUDGET ? 3 : 2);
+    static constexpr int NSTAGE =
+        SHORT ? 1 : !ASYNC ? 2 : (NG * 2 * imax_t<3 * STAGE, Q_ELEMS>::value <= BUDGET ? 3 : 2);
     static constexpr bool Q_BESIDE =
         ASYNC && !SHORT && NG * 2 * (STAGE + imax_t<(NSTAGE - 1) * STAGE, Q_ELEMS>::value) <= BUDGET;
     static constexpr int Q_OFFSET = Q_BESIDE ? STAGE : 0;
@@ -248,7 +249,9 @@ R35A_DEV void encoder_kernel(const r35a_encoder_args &a) {
                                                 (u32)(2 * a.v_token_stride), len - key0, gtid);
     };
     auto k_operand = [&](const u16 *kl, int j, int c) { return frag::load_vec16_lds(kl + 16 * j * KLD + 16 * c, KLD); };
-    auto v_operand = [&](const u16 *vl, int j, int c) { return frag::load_vec16_lds_trans(vl + 16 * j * KLD + 16 * c, KLD); };
+    auto v_operand = [&](const u16 *vl, int j, int c) {
+        return frag::load_vec16_lds_trans(vl + 16 * j * KLD + 16 * c, KLD);
+    };
 #else
     /* ---- K/V blocks through registers: this thread's chunks (fixed over blocks) ---- */
     constexpr int KPT = C::K_PER_THREAD, VPT = C::V_PER_THREAD, VLD = C::VLD;
@@ -386,7 +389,8 @@ R35A_DEV void encoder_kernel(const r35a_encoder_args &a) {
         for (int t = 0; t < TE; ++t)
 #pragma unroll
             for (int c = 0; c < DC; ++c)
-                qf[t][c] = frag::load_vec16_lds(lds + C::Q_OFFSET + (gw * 16 * T + 16 * (TE * pass + t)) * KLD + 16 * c, KLD);
+                qf[t][c] = frag::load_vec16_lds(lds + C::Q_OFFSET + (gw * 16 * T + 16 * (TE * pass + t)) * KLD + 16 * c,
+                                                KLD);
         group_sync();                                            /* Q staging is free again */
         if constexpr (C::DP != D) {                              /* K padding columns: zeros, once per stage */
             for (int r = gtid; r < C::NSTAGE * KB; r += GT)
@@ -426,7 +430,8 @@ R35A_DEV void encoder_kernel(const r35a_encoder_args &a) {
 #pragma unroll
                         for (int t = 0; t < TE; ++t)
                             if (tsel < 0 || t == tsel)
-                                sc[t][j] = c == 0 ? frag::mma_zero<E>(kf, qf[t][c]) : frag::mma_enc<E>(kf, qf[t][c], sc[t][j]);
+                                sc[t][j] = c == 0 ? frag::mma_zero<E>(kf, qf[t][c])
+                                                  : frag::mma_enc<E>(kf, qf[t][c], sc[t][j]);
                     }
                 }
             };
@@ -468,7 +473,8 @@ R35A_DEV void encoder_kernel(const r35a_encoder_args &a) {
                 frag::colv bs;
                 for (;;) {
                     if (exact) {
-                        if (R35A_FRAG_ENC_SPECULATE && !(b == 0 || partial)) {   /* redo: the exponentiation overwrote them */
+                        /* redo: the exponentiation overwrote them */
+                        if (R35A_FRAG_ENC_SPECULATE && !(b == 0 || partial)) {
                             /* a memory clobber: the compiler must not hoist this rare recomputation's
                              * K operand reads out of the loop into registers held for the whole block */
                             wave_lds_sync();
@@ -587,7 +593,7 @@ R35A_DEV void encoder_kernel(const r35a_encoder_args &a) {
                 const frag::colv lt = frag::col_sum_finish(l[t]);
                 frag::colv inv;
 #pragma unroll
-                for (int c = 0; c < frag::NCOL; ++c) inv.v[c] = rcp_fast(lt.v[c]);   /* l >= 1: the max key counts >= 1 */
+                for (int c = 0; c < frag::NCOL; ++c) inv.v[c] = rcp_fast(lt.v[c]);   /* l >= 1: the max counts 1 */
                 const int trow0 = wrow0 + 16 * t;
 #pragma unroll
                 for (int c = 0; c < DC; ++c) {
