@@ -10,9 +10,17 @@
  *   - hipModuleLoadData accepts only an AMDGPU ELF image; hipModuleGetFunction finds the kernel in
  *     its dynamic symbol table (FUNC symbol plus its ".kd" descriptor), as a real loader would;
  *   - hipModuleLaunchKernel and hipMemsetAsync are recorded (kernel name, grid, block, stream, a
- *     copy of the argument struct) and do nothing else.
- * The test reads the records through fake_hip_* functions (dlsym on the same library). */
+ *     copy of the argument struct).
+ * The test reads the records through fake_hip_* functions (dlsym on the same library).
+ *
+ * Built twice (tests/CMakeLists.txt): r35a_fake_hip only records, for the backend's unit tests
+ * (test_hip_backend.c); r35a_emu_hip, built with FAKE_HIP_EMULATOR, also EXECUTES: the code objects go
+ * to the gfx11 ISA emulator, launches and memsets are queued on their stream and run there, and it
+ * exports hipMalloc, hipMemcpy, streams and synchronization (emu_exec.c) for test_emulator.c. */
 #include "fake_hip.h"
+#ifdef FAKE_HIP_EMULATOR
+#include "emu_exec.h"
+#endif
 
 #include "common/encoder_args.h"
 #include "common/decode_args.h"
@@ -29,10 +37,16 @@
 
 typedef struct fake_module {
     const unsigned char *image;
+    size_t size;                 /* the ELF's extent, from its headers (the runtime gets no size) */
+    long emulator;               /* emu_exec's handle (FAKE_HIP_EMULATOR) */
+    int unloaded;
 } fake_module;
 
 typedef struct fake_function {
     char name[128];
+    const fake_module *module;
+    size_t args_bytes;           /* from the code object's metadata (FAKE_HIP_EMULATOR) */
+    unsigned max_threads;
 } fake_function;
 
 static fake_module modules[MAX_MODULES];
@@ -87,6 +101,23 @@ EXPORT int hipSetDevice(int device)
     return 0;
 }
 
+/* Bytes an ELF image spans: hipModuleLoadData gets only its address, so the extent comes from the
+ * headers (the section header table, every section with file contents, the program headers). */
+static size_t elf_image_size(const unsigned char *image)
+{
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)image;
+    size_t end = (size_t)eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
+    const Elf64_Shdr *sh = (const Elf64_Shdr *)(image + eh->e_shoff);
+    for (int i = 0; i < eh->e_shnum; ++i)
+        if (sh[i].sh_type != SHT_NOBITS && sh[i].sh_offset + sh[i].sh_size > end)
+            end = sh[i].sh_offset + sh[i].sh_size;
+    const Elf64_Phdr *ph = (const Elf64_Phdr *)(image + eh->e_phoff);
+    for (int i = 0; i < eh->e_phnum; ++i)
+        if (ph[i].p_offset + ph[i].p_filesz > end)
+            end = ph[i].p_offset + ph[i].p_filesz;
+    return end;
+}
+
 EXPORT int hipModuleLoadData(void **module, const void *image)
 {
     const Elf64_Ehdr *eh = image;
@@ -95,14 +126,26 @@ EXPORT int hipModuleLoadData(void **module, const void *image)
         return 200; /* hipErrorInvalidImage */
     if (num_modules == MAX_MODULES)
         return 2;
-    modules[num_modules].image = image;
-    *module = &modules[num_modules++];
+    fake_module *m = &modules[num_modules];
+    m->image = image;
+    m->size = elf_image_size(image);
+#ifdef FAKE_HIP_EMULATOR
+    int e = emu_load_module(image, m->size, &m->emulator);
+    if (e != 0)
+        return e;
+#endif
+    ++num_modules;
+    *module = m;
     return 0;
 }
 
 EXPORT int hipModuleUnload(void *module)
 {
-    (void)module;
+    fake_module *m = module;
+#ifdef FAKE_HIP_EMULATOR
+    emu_unload_module(m->emulator);
+#endif
+    m->unloaded = 1;
     ++num_unloaded;
     return 0;
 }
@@ -133,18 +176,30 @@ EXPORT int hipModuleGetFunction(void **function, void *module, const char *name)
     snprintf(kd, sizeof kd, "%s.kd", name);
     if (!has_symbol(m->image, name, STT_FUNC) || !has_symbol(m->image, kd, STT_OBJECT))
         return 500; /* hipErrorNotFound */
-    for (int i = 0; i < num_functions; ++i)   /* every context looks its kernels up again: one slot per name */
-        if (strcmp(functions[i].name, name) == 0) {
-            *function = &functions[i];
-            return 0;
-        }
-    if (num_functions == (int)(sizeof functions / sizeof *functions))
-        return 2;
-    snprintf(functions[num_functions].name, sizeof functions[num_functions].name, "%s", name);
-    *function = &functions[num_functions++];
+    /* Every context looks its kernels up again: one slot per (name, live module); a slot whose
+     * module was unloaded is taken over, so the table does not grow with contexts created and
+     * destroyed one after another. */
+    fake_function *fn = NULL;
+    for (int i = 0; i < num_functions && !fn; ++i)
+        if (strcmp(functions[i].name, name) == 0 && (functions[i].module == m || functions[i].module->unloaded))
+            fn = &functions[i];
+    if (!fn) {
+        if (num_functions == (int)(sizeof functions / sizeof *functions))
+            return 2;
+        fn = &functions[num_functions++];
+        snprintf(fn->name, sizeof fn->name, "%s", name);
+    }
+    fn->module = m;
+#ifdef FAKE_HIP_EMULATOR
+    int e = emu_kernel_info(m->emulator, name, &fn->args_bytes, &fn->max_threads);
+    if (e != 0)
+        return e;
+#endif
+    *function = fn;
     return 0;
 }
 
+#ifndef FAKE_HIP_EMULATOR
 /* Size of the one by-value argument struct of a kernel, from its name (decode_args.h, generic_args.h,
  * encoder_args.h). */
 static size_t args_size_of(const char *kernel)
@@ -159,6 +214,8 @@ static size_t args_size_of(const char *kernel)
         return sizeof(r35a_encoder_args);
     return 0;
 }
+
+#endif
 
 EXPORT int hipModuleLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                  unsigned bz, unsigned shared_bytes, void *stream, void **params, void **extra)
@@ -175,10 +232,24 @@ EXPORT int hipModuleLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
     l->block[0] = bx, l->block[1] = by, l->block[2] = bz;
     l->shared_bytes = shared_bytes;
     l->stream = stream;
+#ifdef FAKE_HIP_EMULATOR
+    /* As a real runtime: the kernarg bytes the code object declares, and its workgroup limit. */
+    if (bx * by * bz > fn->max_threads || fn->args_bytes > sizeof l->args) {
+        --num_launches;
+        return 9;
+    }
+    l->args_size = fn->args_bytes;
+#else
     l->args_size = args_size_of(fn->name);
+#endif
     memcpy(l->args, params[0], l->args_size);
     strcat(call_order, "L");
+#ifdef FAKE_HIP_EMULATOR
+    const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+    return emu_enqueue_launch(stream, fn->module->emulator, fn->name, grid, block, params[0], fn->args_bytes);
+#else
     return 0;
+#endif
 }
 
 EXPORT int hipMemsetAsync(void *dst, int value, size_t bytes, void *stream)
@@ -188,7 +259,11 @@ EXPORT int hipMemsetAsync(void *dst, int value, size_t bytes, void *stream)
     fake_memset *m = &memsets[num_memsets++];
     m->dst = dst, m->value = value, m->bytes = bytes, m->stream = stream;
     strcat(call_order, "M");
+#ifdef FAKE_HIP_EMULATOR
+    return emu_enqueue_memset(stream, dst, value, bytes);
+#else
     return 0;
+#endif
 }
 
 EXPORT const char *hipGetErrorString(int error)
