@@ -779,7 +779,7 @@ void varlen_spec_describe(const varlen_spec *s, char *buf, size_t len)
                      "varlen %s hq=%d hkv=%d D=%d causal=%d scale=%.9g softcap=%.9g sinks=%d(%g+-%g) "
                      "sizes=%s layout=%s "
                      "token_pad=%d/%d/%d/%d head_pad=%d/%d/%d/%d slack=%d nan_fill=%d amp=%g/%g "
-                     "voff=%g segments=",
+                     "k_growth=%g voff=%g segments=",
                      tu_dtype_name(s->dtype), (int)s->num_q_heads, (int)s->num_kv_heads,
                      (int)s->head_size, (int)s->causal, (double)s->softmax_scale,
                      (double)s->logit_softcap, (int)s->use_sinks, s->sink_center, s->sink_amp,
@@ -787,7 +787,7 @@ void varlen_spec_describe(const varlen_spec *s, char *buf, size_t len)
                      (int)s->token_pad[0], (int)s->token_pad[1], (int)s->token_pad[2],
                      (int)s->token_pad[3], (int)s->head_pad[0], (int)s->head_pad[1],
                      (int)s->head_pad[2], (int)s->head_pad[3], (int)s->max_seqlen_slack,
-                     (int)s->nan_fill, s->q_amp, s->k_amp, s->v_offset);
+                     (int)s->nan_fill, s->q_amp, s->k_amp, s->k_growth, s->v_offset);
     for (int32_t i = 0; i < s->num_segments && n > 0; ++i) {
         char item[16]; /* ",N": at most 12 bytes */
         snprintf(item, sizeof item, "%s%d", i ? "," : "", (int)s->seg_len[i]);
@@ -890,12 +890,19 @@ int varlen_problem_init(varlen_problem *p, const varlen_spec *spec, tu_rng *rng)
     d->o_head_stride = (int64_t)D + s->head_pad[3];
     d->o_token_stride = (int64_t)hq * d->o_head_stride + s->token_pad[3];
 
+    int32_t seg = 0;
     for (int32_t t = 0; t < tokens; ++t) {
+        while (t >= p->cu_seqlens[seg + 1]) {
+            ++seg;
+        }
+        const int32_t len = p->cu_seqlens[seg + 1] - p->cu_seqlens[seg];
+        const double pos = len > 1 ? (double)(t - p->cu_seqlens[seg]) / (double)(len - 1) : 0.0;
+        const double k_amp = s->k_amp * (1.0 + s->k_growth * pos);
         for (int32_t h = 0; h < hq; ++h) {
             fill_vector(dt, p->q, t * d->q_token_stride + h * d->q_head_stride, D, s->q_amp, 0.0, rng);
         }
         for (int32_t g = 0; g < hkv; ++g) {
-            fill_vector(dt, p->k, t * d->k_token_stride + g * d->k_head_stride, D, s->k_amp, 0.0, rng);
+            fill_vector(dt, p->k, t * d->k_token_stride + g * d->k_head_stride, D, k_amp, 0.0, rng);
             fill_vector(dt, p->v, t * d->v_token_stride + g * d->v_head_stride, D, 1.0, s->v_offset,
                         rng);
         }

@@ -154,6 +154,8 @@ typedef struct varlen_spec {
     int32_t max_seqlen_slack;
     bool nan_fill;
     double q_amp, k_amp, v_offset;
+    double k_growth;           /* key amplitude grows along each segment: k_amp x (1 + k_growth x pos),
+                                  pos 0 .. 1 (the running max keeps rising: online-softmax rescales) */
 } varlen_spec;
 
 void varlen_spec_init(varlen_spec *s, r35a_dtype dtype, int32_t hq, int32_t hkv, int32_t d);

@@ -1,0 +1,1357 @@
+/*
+ * test_emulator.c - the library's own gfx1151 path, executed: public API -> dispatch -> planner ->
+ * src/gpu_impls.c -> src/backend_hip.c -> hipModuleLaunchKernel, with the embedded gfx1151 code
+ * objects run on the gfx11 ISA emulator by the executing stand-in HIP runtime (r35a_emu_hip:
+ * tests/hip/fake_hip.c + emu_exec.c + emu_runtime.py, loaded through R35A_HIP_LIBRARY).
+ *
+ * Every problem comes from tests/harness (fresh random inputs, NaN in every input element a kernel
+ * must not read, invalid page ids in block-table entries no query reaches, poisoned outputs inside
+ * guard bytes) and is compared with the float64 oracle (tests/oracle.c). Buffers are exactly sized
+ * hipMalloc allocations, and every launch runs with gfx11emu's check_bounds: a read or write outside
+ * them fails the launch, the stream's synchronization and so the case. The workspace starts as
+ * garbage (0xA5), as a caller's scratch would.
+ *
+ * Beyond the output, each case checks what the library did: the plan's implementation (the planner
+ * must choose the variant the case is sized for), its grid, block, split count and workspace against
+ * the formulas of kernels/common for the device's real CU count (the stand-in reports WGPs, as ROCm
+ * does on RDNA: 20 on a 40-CU Radeon 8060S), and the launches and memsets the stand-in recorded:
+ * the split counters cleared on the caller's stream before a split launch, the two launches of a
+ * mixed batch, the portable kernel alone for misaligned pointers. At the end every gfx1151 kernel of
+ * variants.def of the families run must have been executed at least once.
+ *
+ *   decode   per decode variant: partial last pages with L = 0 and L = 1 sequences, a window over
+ *            garbage block-table entries with padded strides, split-KV with the workspace reused
+ *            (two problems of one plan on one workspace: the counters must be zero after each), two
+ *            row groups (R = 32), L == M, a mixed batch; misaligned K for some; pages beyond 2^32
+ *            elements for D = 128; split counts that differ between the two reported CU counts
+ *            for two variants. The stand-in reports 20 (a Radeon 8060S's WGPs) and then 40 units:
+ *            under the second every case is planned and checked, and those split cases run again.
+ *   generic  the portable kernel (all 8): softcap, ALiBi, odd page sizes, windows over garbage,
+ *            prefill and mixed batches, head sizes up to dmax, sinks, fp8/int8 KV caches (every
+ *            code), pages beyond 2^32 elements, varlen causal / GQA / fused, a misaligned K.
+ *   encoder  every encoder variant, sized from its tiling (small-problem variants: segments up to
+ *            their maxlen): mixed segment lengths with 0 and 1, fused qkv with an empty segment,
+ *            growing keys over long or many segments for half, misaligned pointers for some.
+
+ *
+ * Options: --only decode|generic|encoder (a comma list). Exit 0 all passed, 1 any failure; never
+ * "skipped": a missing emulator or a context that is not the HIP one is a failure.
+ * Replay: R35A_TEST_SEED=<seed> (printed first), one case: R35A_TEST_CASE=<group>:<index>.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "fake_hip.h"
+#include "harness.h"
+#include "test_util.h"
+
+#include "common/encoder_args.h"
+#include "common/decode_args.h"
+#include "common/generic_args.h"
+
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ROCm reports hipDeviceAttributeMultiprocessorCount (hipDeviceProp_t.multiProcessorCount) in WGPs
+ * on RDNA; each WGP has 2 CUs, and the planner's formula counts CUs. A gfx11 CU has 2 SIMD32s.
+ * (Facts about the hardware, stated here independently of the library's arch table.) */
+#define CUS_PER_REPORTED_UNIT 2
+#define SIMDS_PER_CU 2
+
+/* ---- the stand-in runtime's entry points ---- */
+
+typedef struct stand_in {
+    int (*Malloc)(void **ptr, size_t bytes);
+    int (*Free)(void *ptr);
+    int (*Memcpy)(void *dst, const void *src, size_t bytes, int kind);
+    int (*Memset)(void *dst, int value, size_t bytes);
+    int (*StreamCreateWithFlags)(void **stream, unsigned flags);
+    int (*StreamSynchronize)(void *stream);
+    int (*StreamDestroy)(void *stream);
+    int (*emulator_errors)(void);
+    const char *(*emulator_last_error)(void);
+    void (*emulator_stats)(long *launches, double *seconds);
+    int (*emulator_pending)(void);
+    fake_hip_count_fn num_launches, num_memsets;
+    fake_hip_launch_fn launch;
+    fake_hip_memset_fn memset;
+    fake_hip_order_fn call_order;
+    fake_hip_reset_fn reset_records;
+} stand_in;
+
+static stand_in hip;
+static void *g_stream;
+static int g_device_failures;
+
+static bool load_stand_in(void)
+{
+    const char *path = getenv("R35A_HIP_LIBRARY");
+    if (!path || !path[0]) {
+        printf("FAIL: R35A_HIP_LIBRARY does not name the executing stand-in runtime (r35a_emu_hip)\n");
+        return false;
+    }
+    /* The same object the library dlopens (one copy of the runtime's state). */
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        printf("FAIL: dlopen %s: %s\n", path, dlerror());
+        return false;
+    }
+    struct {
+        const char *name;
+        void **slot;
+    } syms[] = {
+#define SYM(field, name) {name, (void **)&hip.field}
+        SYM(Malloc, "hipMalloc"), SYM(Free, "hipFree"), SYM(Memcpy, "hipMemcpy"), SYM(Memset, "hipMemset"),
+        SYM(StreamCreateWithFlags, "hipStreamCreateWithFlags"), SYM(StreamSynchronize, "hipStreamSynchronize"),
+        SYM(StreamDestroy, "hipStreamDestroy"), SYM(emulator_errors, "fake_hip_emulator_errors"),
+        SYM(emulator_last_error, "fake_hip_emulator_last_error"), SYM(emulator_stats, "fake_hip_emulator_stats"),
+        SYM(emulator_pending, "fake_hip_emulator_pending"), SYM(num_launches, "fake_hip_num_launches"),
+        SYM(num_memsets, "fake_hip_num_memsets"), SYM(launch, "fake_hip_launch"), SYM(memset, "fake_hip_memset"),
+        SYM(call_order, "fake_hip_call_order"), SYM(reset_records, "fake_hip_reset_records"),
+#undef SYM
+    };
+    for (size_t i = 0; i < sizeof syms / sizeof *syms; ++i) {
+        void *fn = dlsym(lib, syms[i].name);
+        if (!fn) {
+            printf("FAIL: %s lacks %s: not the executing stand-in (r35a_emu_hip)\n", path, syms[i].name);
+            return false;
+        }
+        memcpy(syms[i].slot, &fn, sizeof fn);
+    }
+    return true;
+}
+
+static void check_hip(int e, const char *what)
+{
+    if (e != 0) {
+        printf("FAIL %s: hip error %d\n", what, e);
+        ++g_device_failures;
+    }
+}
+
+/* ---- device memory for the harness ----
+ * Exactly sized allocations. Two test-only twists, both set around one case:
+ *   g_misalign_host: the upload of that host buffer returns a pointer `g_misalign_bytes` past a
+ *     16-byte boundary (the allocation is that much larger, the tail is what the kernel may use);
+ *   g_keep_workspace: the workspace outlives the run (its counters are read afterwards), and the
+ *     next run of the same size gets it back as the previous run left it (a plan reused on one
+ *     workspace). */
+
+static const void *g_misalign_host;
+static size_t g_misalign_bytes;
+static bool g_keep_workspace;
+static void *g_workspace;          /* the last workspace handed out */
+static size_t g_workspace_bytes;
+static void *g_kept_workspace;
+static size_t g_kept_workspace_bytes;
+
+/* Big offsets: K and V uploaded `g_big.pages` pages up in a sparse allocation (so page offsets pass
+ * 2^32 elements) and the block table's valid entries shifted by as much; nothing else moves. */
+static struct {
+    int32_t pages, valid_pages;
+    const void *k_host, *v_host, *table_host;
+    size_t k_shift_bytes, v_shift_bytes;
+} g_big;
+
+#define MAX_OFFSET_BUFFERS 8
+static struct {
+    void *user, *base;
+} g_offset_buffers[MAX_OFFSET_BUFFERS];
+
+static void *upload_shifted(const void *host, size_t bytes, size_t shift)
+{
+    void *base = NULL;
+    check_hip(hip.Malloc(&base, shift + bytes), "hipMalloc (sparse)");
+    if (base)
+        check_hip(hip.Memcpy((unsigned char *)base + shift, host, bytes, 1 /* hipMemcpyHostToDevice */),
+                  "hipMemcpy H2D");
+    return base;
+}
+
+static void *upload_shifted_table(const int32_t *host, size_t bytes)
+{
+    int32_t *copy = malloc(bytes);
+    if (!copy)
+        return NULL;
+    for (size_t i = 0; i < bytes / sizeof *copy; ++i)
+        copy[i] = host[i] >= 0 && host[i] < g_big.valid_pages ? host[i] + g_big.pages : host[i];
+    void *p = NULL;
+    check_hip(hip.Malloc(&p, bytes), "hipMalloc");
+    if (p)
+        check_hip(hip.Memcpy(p, copy, bytes, 1 /* hipMemcpyHostToDevice */), "hipMemcpy H2D");
+    free(copy);
+    return p;
+}
+
+static void *dev_upload(void *user, const void *host, size_t bytes)
+{
+    (void)user;
+    if (g_big.pages && host == g_big.k_host)
+        return upload_shifted(host, bytes, g_big.k_shift_bytes);
+    if (g_big.pages && host == g_big.v_host)
+        return upload_shifted(host, bytes, g_big.v_shift_bytes);
+    if (g_big.pages && host == g_big.table_host)
+        return upload_shifted_table(host, bytes);
+    size_t offset = host == g_misalign_host ? g_misalign_bytes : 0;
+    void *base = NULL;
+    check_hip(hip.Malloc(&base, (bytes ? bytes : 16) + offset), "hipMalloc");
+    if (!base)
+        return NULL;
+    void *p = (unsigned char *)base + offset;
+    if (bytes)
+        check_hip(hip.Memcpy(p, host, bytes, 1 /* hipMemcpyHostToDevice */), "hipMemcpy H2D");
+    if (offset) {
+        for (int i = 0; i < MAX_OFFSET_BUFFERS; ++i)
+            if (!g_offset_buffers[i].user) {
+                g_offset_buffers[i].user = p;
+                g_offset_buffers[i].base = base;
+                break;
+            }
+    }
+    return p;
+}
+
+static void dev_download(void *user, void *host, const void *buffer, size_t bytes)
+{
+    (void)user;
+    check_hip(hip.Memcpy(host, buffer, bytes, 2 /* hipMemcpyDeviceToHost */), "hipMemcpy D2H");
+}
+
+static void *dev_alloc(void *user, size_t bytes)
+{
+    (void)user;
+    if (g_keep_workspace && g_kept_workspace && g_kept_workspace_bytes == bytes) {
+        g_workspace = g_kept_workspace;
+        return g_workspace;
+    }
+    void *p = NULL;
+    check_hip(hip.Malloc(&p, bytes), "hipMalloc workspace");
+    if (p)
+        check_hip(hip.Memset(p, 0xA5, bytes), "hipMemset workspace");
+    if (g_keep_workspace) {
+        g_kept_workspace = p;
+        g_kept_workspace_bytes = bytes;
+    }
+    g_workspace = p;
+    g_workspace_bytes = bytes;
+    return p;
+}
+
+static void dev_release(void *user, void *buffer, const void *host)
+{
+    (void)user;
+    (void)host;
+    if (!buffer || buffer == g_kept_workspace)
+        return;
+    for (int i = 0; i < MAX_OFFSET_BUFFERS; ++i)
+        if (g_offset_buffers[i].user == buffer) {
+            buffer = g_offset_buffers[i].base;
+            g_offset_buffers[i].user = g_offset_buffers[i].base = NULL;
+        }
+    check_hip(hip.Free(buffer), "hipFree");
+}
+
+static int dev_sync(void *user, void *stream)
+{
+    (void)user;
+    int e = hip.StreamSynchronize(stream);
+    if (e != 0)
+        printf("  hipStreamSynchronize: error %d: %s\n", e, hip.emulator_last_error());
+    return e != 0;
+}
+
+static tu_mem g_mem = {"gfx11emu", dev_upload, dev_download, dev_alloc, dev_release, dev_sync, NULL, NULL};
+
+static void release_kept_workspace(void)
+{
+    void *p = g_kept_workspace;
+    g_kept_workspace = NULL;
+    g_keep_workspace = false;
+    if (p)
+        check_hip(hip.Free(p), "hipFree workspace");
+}
+
+/* ---- the kernels of gfx1151, from the registry ---- */
+
+#define R35A_VT_f16 R35A_DTYPE_F16
+#define R35A_VT_bf16 R35A_DTYPE_BF16
+
+typedef struct decode_variant {
+    const char *arch, *name;
+    r35a_dtype dtype;
+    int head, rows, kw, dw, waves;
+} decode_variant;
+static const decode_variant k_decode[] = {
+#define R35A_DECODE_VARIANT(arch, name, dtype, head_size, rows, kw, dw, waves) \
+    {#arch, #name, R35A_VT_##dtype, head_size, rows, kw, dw, waves},
+#include "variants.def"
+#undef R35A_DECODE_VARIANT
+};
+
+typedef struct encoder_variant {
+    const char *arch, *name;
+    r35a_dtype dtype;
+    int head, rows, kb, nw, maxlen; /* maxlen > 0: the small-problem tiling, for max_seqlen <= maxlen */
+} encoder_variant;
+static const encoder_variant k_encoder[] = {
+#define R35A_ENCODER_VARIANT(arch, name, dtype, head_size, rows, kb, nw, waves, maxlen) \
+    {#arch, #name, R35A_VT_##dtype, head_size, rows, kb, nw, maxlen},
+#include "variants.def"
+#undef R35A_ENCODER_VARIANT
+};
+
+static const struct {
+    const char *arch, *name;
+} k_generic[] = {
+#define R35A_GENERIC_KERNEL(arch, name, op, dtype, dmax) {#arch, #name},
+#include "variants.def"
+#undef R35A_GENERIC_KERNEL
+};
+
+#define ARCH "gfx1151"
+#define NUM_KERNELS (sizeof k_decode / sizeof *k_decode + sizeof k_encoder / sizeof *k_encoder + \
+                     sizeof k_generic / sizeof *k_generic)
+
+/* Kernels the stand-in has launched (and the emulator has run) so far. */
+static const char *g_executed[NUM_KERNELS];
+static int g_num_executed;
+
+static void note_executed(const char *name)
+{
+    for (int i = 0; i < g_num_executed; ++i)
+        if (strcmp(g_executed[i], name) == 0)
+            return;
+    for (size_t i = 0; i < sizeof k_decode / sizeof *k_decode; ++i)
+        if (strcmp(k_decode[i].name, name) == 0)
+            g_executed[g_num_executed++] = k_decode[i].name;
+    for (size_t i = 0; i < sizeof k_encoder / sizeof *k_encoder; ++i)
+        if (strcmp(k_encoder[i].name, name) == 0)
+            g_executed[g_num_executed++] = k_encoder[i].name;
+    for (size_t i = 0; i < sizeof k_generic / sizeof *k_generic; ++i)
+        if (strcmp(k_generic[i].name, name) == 0)
+            g_executed[g_num_executed++] = k_generic[i].name;
+}
+
+static bool was_executed(const char *name)
+{
+    for (int i = 0; i < g_num_executed; ++i)
+        if (strcmp(g_executed[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* ---- per-group tallies ---- */
+
+typedef struct tally {
+    char name[48];
+    int cases, failed;
+    double worst;
+} tally;
+static tally g_tally[64];
+static int g_ntally;
+
+static void record(const char *group, bool ok, double err)
+{
+    int i = 0;
+    while (i < g_ntally && strcmp(g_tally[i].name, group) != 0)
+        ++i;
+    if (i == g_ntally && g_ntally < 64)
+        snprintf(g_tally[g_ntally++].name, sizeof g_tally[0].name, "%s", group);
+    if (i < 64) {
+        g_tally[i].cases++;
+        g_tally[i].failed += !ok;
+        if (ok && err > g_tally[i].worst)
+            g_tally[i].worst = err;
+    }
+}
+
+/* ---- what the plan must be, from kernels/common's formulas ---- */
+
+static int g_reported_cus; /* what the stand-in reports for the context under test */
+
+static const decode_variant *decode_variant_named(const char *name, size_t len)
+{
+    for (size_t i = 0; i < sizeof k_decode / sizeof *k_decode; ++i)
+        if (strlen(k_decode[i].name) == len && strncmp(k_decode[i].name, name, len) == 0)
+            return &k_decode[i];
+    return NULL;
+}
+
+static const encoder_variant *encoder_variant_named(const char *name)
+{
+    for (size_t i = 0; i < sizeof k_encoder / sizeof *k_encoder; ++i)
+        if (strcmp(k_encoder[i].name, name) == 0)
+            return &k_encoder[i];
+    return NULL;
+}
+
+static bool same_launch_shape(const char *label, const char *what, const uint32_t got_grid[3],
+                              const uint32_t want_grid[3], uint32_t got_block, uint32_t want_block)
+{
+    if (memcmp(got_grid, want_grid, 3 * sizeof(uint32_t)) == 0 && got_block == want_block)
+        return true;
+    printf("FAIL %s: %s grid %ux%ux%u block %u, the formula gives grid %ux%ux%u block %u\n", label, what,
+           got_grid[0], got_grid[1], got_grid[2], got_block, want_grid[0], want_grid[1], want_grid[2], want_block);
+    return false;
+}
+
+/* Row groups of the decode launch of desc with R = rows: the decode part of a mixed batch has M
+ * capped at R35A_DECODE_MAX_QUERY_LEN (the sequences above it run on the portable kernel). */
+static int32_t decode_row_groups(const r35a_paged_attention_desc *d, int32_t rows)
+{
+    const int32_t m = d->max_query_len < R35A_DECODE_MAX_QUERY_LEN ? d->max_query_len : R35A_DECODE_MAX_QUERY_LEN;
+    return r35a_decode_num_row_groups(d->num_q_heads / d->num_kv_heads, m, rows);
+}
+
+/* The decode launch of a paged plan ("decode_..." or "decode_...+generic_paged_..."). */
+static bool check_decode_plan(const char *label, const r35a_plan_info *info, const r35a_paged_attention_desc *d)
+{
+    const char *plus = strchr(info->implementation, '+');
+    size_t len = plus ? (size_t)(plus - info->implementation) : strlen(info->implementation);
+    const decode_variant *v = decode_variant_named(info->implementation, len);
+    if (!v) {
+        printf("FAIL %s: plan names %s, not a decode variant of the registry\n", label, info->implementation);
+        return false;
+    }
+    const int32_t real_cus = g_reported_cus * CUS_PER_REPORTED_UNIT;
+    const int32_t mql = d->max_query_len < R35A_DECODE_MAX_QUERY_LEN ? d->max_query_len : R35A_DECODE_MAX_QUERY_LEN;
+    const int32_t row_groups = decode_row_groups(d, v->rows);
+    const int32_t splits = r35a_decode_num_splits(d->num_seqs, d->num_kv_heads, row_groups, d->max_seq_len, mql,
+                                                  d->window, real_cus,
+                                                  r35a_decode_resident_wgs_per_cu(SIMDS_PER_CU, v->waves, v->kw * v->dw));
+    uint32_t grid[3];
+    r35a_decode_grid(d->num_seqs, d->num_kv_heads, row_groups, splits, grid);
+    const int64_t ws = r35a_decode_workspace_bytes(d->num_seqs, d->num_kv_heads, row_groups, splits, v->rows,
+                                                   v->head);
+    bool ok = same_launch_shape(label, "decode plan", info->grid, grid, info->block[0],
+                                r35a_decode_block_threads(v->kw, v->dw));
+    if (info->num_splits != splits || (int64_t)info->workspace_bytes != ws) {
+        printf("FAIL %s: plan has %d splits and %zu workspace bytes; for %d CUs (the stand-in reports %d WGPs) the "
+               "formula gives %d splits and %lld bytes\n", label, info->num_splits, info->workspace_bytes, real_cus,
+               g_reported_cus, splits, (long long)ws);
+        ok = false;
+    }
+    return ok;
+}
+
+static bool check_generic_plan(const char *label, const r35a_plan_info *info, int32_t num_tokens, int32_t hq)
+{
+    uint32_t grid[3];
+    r35a_generic_grid(num_tokens, hq, grid);
+    bool ok = same_launch_shape(label, "generic plan", info->grid, grid, info->block[0], R35A_GENERIC_THREADS);
+    if (info->num_splits != 1 || info->workspace_bytes != 0) {
+        printf("FAIL %s: a generic plan with %d splits and %zu workspace bytes\n", label, info->num_splits,
+               info->workspace_bytes);
+        ok = false;
+    }
+    return ok;
+}
+
+static bool check_encoder_plan(const char *label, const r35a_plan_info *info, const r35a_varlen_attention_desc *d)
+{
+    const encoder_variant *v = encoder_variant_named(info->implementation);
+    if (!v) {
+        printf("FAIL %s: plan names %s, not an encoder variant of the registry\n", label, info->implementation);
+        return false;
+    }
+    uint32_t grid[3];
+    r35a_encoder_variant_grid(v->rows, v->nw, v->maxlen, d->num_segments, d->max_seqlen, d->num_q_heads, grid);
+    return same_launch_shape(label, "encoder plan", info->grid, grid, info->block[0],
+                             r35a_encoder_block_threads(v->nw));
+}
+
+/* ---- what the library launched ---- */
+
+/* The recorded calls must be `order` ("M" memset, "L" launch) with launch i of kernel prefix
+ * kernels[i], all on the test's stream; the first launch's grid and block are the plan's unless it
+ * is a fallback; a memset clears the workspace's split counters. Marks the kernels as executed. */
+static bool check_records(const char *label, const char *order, const char *const kernels[2],
+                          const r35a_plan_info *info, bool fallback, int64_t counters_bytes)
+{
+    bool ok = strcmp(hip.call_order(), order) == 0;
+    if (!ok)
+        printf("FAIL %s: the library called \"%s\" (M memset, L launch), the case expects \"%s\"\n", label,
+               hip.call_order(), order);
+    for (int i = 0; ok && i < hip.num_launches(); ++i) {
+        const fake_launch *l = hip.launch(i);
+        if (strncmp(l->kernel, kernels[i], strlen(kernels[i])) != 0 || l->stream != g_stream) {
+            printf("FAIL %s: launch %d is %s on stream %p, the case expects %s... on %p\n", label, i, l->kernel,
+                   l->stream, kernels[i], g_stream);
+            ok = false;
+        }
+        if (ok && i == 0 && !fallback) {
+            const uint32_t grid[3] = {l->grid[0], l->grid[1], l->grid[2]};
+            ok = same_launch_shape(label, "launch", grid, info->grid, l->block[0], info->block[0]);
+        }
+        if (ok)
+            note_executed(l->kernel);
+    }
+    for (int i = 0; ok && i < hip.num_memsets(); ++i) {
+        const fake_memset *m = hip.memset(i);
+        if (m->dst != g_workspace || m->value != 0 || (int64_t)m->bytes != counters_bytes || m->stream != g_stream) {
+            printf("FAIL %s: memset of %zu B to %d at %p on %p; the counters are %lld B at the workspace %p on %p\n",
+                   label, m->bytes, m->value, m->dst, m->stream, (long long)counters_bytes, g_workspace, g_stream);
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+/* The split counters (the workspace's first counters_bytes) must be zero after a run: the kernels
+ * leave them so. */
+static bool counters_zero(const char *label, int64_t counters_bytes)
+{
+    if (counters_bytes <= 0 || !g_workspace)
+        return true;
+    unsigned char *copy = malloc((size_t)counters_bytes);
+    if (!copy)
+        return false;
+    dev_download(NULL, copy, g_workspace, (size_t)counters_bytes);
+    bool ok = true;
+    for (int64_t i = 0; i < counters_bytes; ++i)
+        if (copy[i] != 0) {
+            printf("FAIL %s: split counter byte %lld is 0x%02x after the run (the kernels must leave them 0)\n",
+                   label, (long long)i, copy[i]);
+            ok = false;
+            break;
+        }
+    free(copy);
+    return ok;
+}
+
+/* ---- running one case ---- */
+
+typedef enum { RUN_ONCE, RUN_REUSED_WORKSPACE } run_mode;
+
+typedef struct case_opts {
+    const char *expect;        /* implementation prefix the planner must choose */
+    bool misalign_k;           /* K 2 bytes past a 16-byte boundary: the portable kernel must serve */
+    run_mode mode;
+    bool big_offsets;          /* the pages used sit beyond 2^32 elements of K and V (64-bit offsets) */
+} case_opts;
+
+/* Moves p's pages up past 2^32 elements of K and V: num_pages grows, the uploads shift (g_big). */
+static void set_big_offsets(paged_problem *p)
+{
+    const int64_t stride = p->desc.k_page_stride > p->desc.v_page_stride ? p->desc.v_page_stride
+                                                                          : p->desc.k_page_stride;
+    const int64_t pages = (((int64_t)1 << 32) + stride - 1) / stride + 1;
+    const size_t es = tu_dtype_size(p->spec.dtype);
+    g_big.pages = (int32_t)pages;
+    g_big.valid_pages = p->num_pages;
+    g_big.k_host = p->k;
+    g_big.v_host = p->v;
+    g_big.table_host = p->block_table;
+    g_big.k_shift_bytes = (size_t)pages * (size_t)p->desc.k_page_stride * es;
+    g_big.v_shift_bytes = (size_t)pages * (size_t)p->desc.v_page_stride * es;
+    p->desc.num_pages += (int32_t)pages;
+}
+
+static r35a_context *g_ctx;
+static int g_failures_total;
+static r35a_plan_info g_last_info; /* of the case run last */
+static bool g_plan_only;           /* plan and check the plan; launch nothing */
+
+static double seconds_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void print_failure_context(const char *label, const char *what, const char *desc)
+{
+    printf("  %s [%s]: %s\n  replay: R35A_TEST_SEED=0x%016llx R35A_TEST_CASE=%s\n", label, what, desc,
+           (unsigned long long)tu_seed(), strchr(label, '/') ? strchr(label, '/') + 1 : label);
+}
+
+/* The records a paged run must leave, from its plan and the case. */
+static void expected_paged_records(const r35a_plan_info *info, const r35a_paged_attention_desc *d, bool fallback,
+                                   char order[8], const char *kernels[2], char fallback_name[64],
+                                   int64_t *counters_bytes)
+{
+    *counters_bytes = 0;
+    order[0] = '\0';
+    static char decode_name[128], second[128];
+    if (fallback) {
+        snprintf(fallback_name, 64, "generic_paged_%s_", d->dtype == R35A_DTYPE_BF16 ? "bf16" : "f16");
+        kernels[0] = fallback_name;
+        strcat(order, d->num_tokens > 0 ? "L" : "");
+        return;
+    }
+    snprintf(decode_name, sizeof decode_name, "%s", info->implementation);
+    char *plus = strchr(decode_name, '+');
+    if (plus) {
+        *plus = '\0';
+        snprintf(second, sizeof second, "%s", plus + 1);
+    }
+    if (strncmp(decode_name, "decode_", 7) != 0) { /* a generic plan: one launch */
+        kernels[0] = decode_name;
+        strcat(order, info->grid[0] ? "L" : "");
+        return;
+    }
+    int n = 0;
+    if (info->grid[0] && info->grid[1] && info->grid[2]) {
+        if (info->num_splits > 1) {
+            const decode_variant *v = decode_variant_named(decode_name, strlen(decode_name));
+            if (v)
+                *counters_bytes = r35a_decode_counters_bytes(d->num_seqs, d->num_kv_heads, decode_row_groups(d, v->rows));
+            strcat(order, "M");
+        }
+        strcat(order, "L");
+        kernels[n++] = decode_name;
+    }
+    if (plus) {
+        strcat(order, "L");
+        kernels[n++] = second;
+    }
+}
+
+static bool run_paged(const paged_spec *spec, const char *group, int index, const case_opts *o)
+{
+    if (!tu_case_selected(group, index))
+        return true;
+    const double t_start = seconds_now();
+    char label[160];
+    snprintf(label, sizeof label, "%dwgp/%s:%d", g_reported_cus, group, index);
+    tu_rng rng;
+    tu_rng_init(&rng, tu_case_seed(group, index));
+    const int runs = o->mode == RUN_REUSED_WORKSPACE ? 2 : 1;
+    paged_problem p[2];
+    bool ok = true;
+    int built = 0;
+    for (; built < runs && ok; ++built)
+        ok = paged_problem_init(&p[built], spec, &rng) == 0; /* same shape, fresh values */
+    char desc_text[4096];
+    paged_spec_describe(spec, desc_text, sizeof desc_text);
+    if (!ok)
+        printf("FAIL %s: the harness could not build the problem\n", label);
+    int32_t big_pages = 0;
+    if (ok && o->big_offsets) {
+        set_big_offsets(&p[0]);
+        big_pages = g_big.pages;
+    }
+
+    r35a_plan *plan = NULL;
+    r35a_plan_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    if (ok && (r35a_paged_attention_plan(g_ctx, &p[0].desc, &plan) != R35A_OK ||
+               r35a_plan_get_info(plan, &info) != R35A_OK)) {
+        printf("FAIL %s: plan: %s\n", label, r35a_last_error_detail());
+        ok = false;
+    }
+    if (ok && strncmp(info.implementation, o->expect, strlen(o->expect)) != 0) {
+        printf("FAIL %s: the planner chose %s, the case is for %s\n", label, info.implementation, o->expect);
+        ok = false;
+    }
+    /* A plan whose shape disagrees with the formulas fails the case but still runs: what it does
+     * (out-of-bounds accesses, wrong results) is reported too. */
+    const bool runnable = ok;
+    g_last_info = info;
+    if (ok)
+        ok = strncmp(info.implementation, "decode_", 7) == 0
+                 ? check_decode_plan(label, &info, &p[0].desc)
+                 : check_generic_plan(label, &info, p[0].desc.num_tokens, p[0].desc.num_q_heads);
+    if (g_plan_only) {
+        char plan_group[64];
+        snprintf(plan_group, sizeof plan_group, "%s (plan only)", group);
+        if (!ok)
+            print_failure_context(label, info.implementation, desc_text);
+        record(plan_group, ok, 0.0);
+        g_failures_total += !ok;
+        memset(&g_big, 0, sizeof g_big);
+        r35a_plan_destroy(plan);
+        for (int i = 0; i < built; ++i)
+            paged_problem_free(&p[i]);
+        return ok;
+    }
+
+    const int errors_before = hip.emulator_errors();
+    g_keep_workspace = true; /* for the counter check after each run, and the second run's reuse */
+    double worst = 0.0;
+    for (int r = 0; runnable && r < runs; ++r) {
+        char run_label[176];
+        snprintf(run_label, sizeof run_label, "%s%s", label, runs > 1 ? (r ? " (run 2)" : " (run 1)") : "");
+        g_misalign_host = o->misalign_k ? p[r].k : NULL;
+        g_misalign_bytes = o->misalign_k ? 2 : 0;
+        g_workspace = NULL;
+        hip.reset_records();
+        ok = paged_problem_check(g_ctx, &p[r], plan, &g_mem, run_label) && ok;
+        g_misalign_host = NULL;
+        if (tu_last_error() > worst)
+            worst = tu_last_error();
+        char order[8], fallback_name[64];
+        const char *kernels[2] = {"", ""};
+        int64_t counters = 0;
+        expected_paged_records(&info, &p[r].desc, o->misalign_k, order, kernels, fallback_name, &counters);
+        ok = check_records(run_label, order, kernels, &info, o->misalign_k, counters) && ok;
+        ok = counters_zero(run_label, counters) && ok;
+    }
+    release_kept_workspace();
+    memset(&g_big, 0, sizeof g_big);
+    if (hip.emulator_errors() != errors_before || hip.emulator_pending() != 0) {
+        printf("FAIL %s: %d emulator errors, %d operations left queued (last error: %s)\n", label,
+               hip.emulator_errors() - errors_before, hip.emulator_pending(), hip.emulator_last_error());
+        ok = false;
+    }
+    if (!ok) {
+        print_failure_context(label, info.implementation, desc_text);
+        if (big_pages)
+            printf("  (big offsets: every page moved up by %d pages)\n", (int)big_pages);
+    } else if (tu_verbose()) {
+        printf("  ok %s [%s, %d splits] err %.3e, %.2f s\n", label, info.implementation, info.num_splits, worst,
+               seconds_now() - t_start);
+    }
+    record(group, ok, worst);
+    g_failures_total += !ok;
+    r35a_plan_destroy(plan);
+    for (int i = 0; i < built; ++i)
+        paged_problem_free(&p[i]);
+    return ok;
+}
+
+static bool run_varlen(const varlen_spec *spec, const char *group, int index, const case_opts *o)
+{
+    if (!tu_case_selected(group, index))
+        return true;
+    const double t_start = seconds_now();
+    char label[160];
+    snprintf(label, sizeof label, "%dwgp/%s:%d", g_reported_cus, group, index);
+    tu_rng rng;
+    tu_rng_init(&rng, tu_case_seed(group, index));
+    varlen_problem p;
+    bool ok = varlen_problem_init(&p, spec, &rng) == 0;
+    char desc_text[4096];
+    varlen_spec_describe(spec, desc_text, sizeof desc_text);
+    if (!ok)
+        printf("FAIL %s: the harness could not build the problem\n", label);
+    r35a_plan *plan = NULL;
+    r35a_plan_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    if (ok && (r35a_varlen_attention_plan(g_ctx, &p.desc, &plan) != R35A_OK ||
+               r35a_plan_get_info(plan, &info) != R35A_OK)) {
+        printf("FAIL %s: plan: %s\n", label, r35a_last_error_detail());
+        ok = false;
+    }
+    if (ok && strncmp(info.implementation, o->expect, strlen(o->expect)) != 0) {
+        printf("FAIL %s: the planner chose %s, the case is for %s\n", label, info.implementation, o->expect);
+        ok = false;
+    }
+    const bool encoder = strncmp(info.implementation, "encoder_", 8) == 0;
+    const bool runnable = ok; /* as in run_paged: a plan off the formulas still runs */
+    g_last_info = info;
+    if (ok)
+        ok = encoder ? check_encoder_plan(label, &info, &p.desc)
+                     : check_generic_plan(label, &info, p.desc.num_tokens, p.desc.num_q_heads);
+    const int errors_before = hip.emulator_errors();
+    if (runnable) {
+        /* Fused qkv: misaligning the one buffer moves q, k and v together. */
+        g_misalign_host = o->misalign_k ? (p.qkv ? p.qkv : p.k) : NULL;
+        g_misalign_bytes = o->misalign_k ? 2 : 0;
+        hip.reset_records();
+        ok = varlen_problem_check(g_ctx, &p, plan, &g_mem, label) && ok;
+        g_misalign_host = NULL;
+        char fallback_name[64];
+        snprintf(fallback_name, sizeof fallback_name, "generic_varlen_%s_",
+                 spec->dtype == R35A_DTYPE_BF16 ? "bf16" : "f16");
+        const char *kernels[2] = {o->misalign_k ? fallback_name : info.implementation, ""};
+        const bool launches = o->misalign_k ? p.num_tokens > 0 : info.grid[0] > 0;
+        ok = check_records(label, launches ? "L" : "", kernels, &info, o->misalign_k, 0) && ok;
+    }
+    if (hip.emulator_errors() != errors_before || hip.emulator_pending() != 0) {
+        printf("FAIL %s: %d emulator errors, %d operations left queued (last error: %s)\n", label,
+               hip.emulator_errors() - errors_before, hip.emulator_pending(), hip.emulator_last_error());
+        ok = false;
+    }
+    if (!ok)
+        print_failure_context(label, info.implementation, desc_text);
+    else if (tu_verbose())
+        printf("  ok %s [%s] err %.3e, %.2f s\n", label, info.implementation, tu_last_error(),
+               seconds_now() - t_start);
+    record(group, ok, tu_last_error());
+    g_failures_total += !ok;
+    r35a_plan_destroy(plan);
+    varlen_problem_free(&p);
+    return ok;
+}
+
+/* G such that G x M rows make the planner pick a variant with R rows: (R - 16, R]. */
+static int32_t group_for(int rows, int m)
+{
+    int32_t g = rows / m;
+    if (g * m <= rows - 16)
+        g = (rows - 16) / m + 1;
+    return g < 1 ? 1 : g;
+}
+
+/* ---- decode ---- */
+
+/* Split-KV with the workspace reused: sequences of very different lengths under a larger
+ * max_seq_len, two problems on one plan. 4 splits are planned (1200 keys); each sequence uses what
+ * its own length allows (decode_args.h r35a_decode_seq_splits, 16 tiles a split): 1000 keys 4,
+ * 520 keys 2 (the merge of fewer records than planned), 33 keys 1 (written directly, no counter),
+ * an empty sequence none. */
+static void decode_split_case(const decode_variant *v, int m, int index)
+{
+    paged_spec s;
+    const int hkv = 1;
+    paged_spec_init(&s, v->dtype, group_for(v->rows, m) * hkv, hkv, v->head, 16);
+    paged_spec_add_seq(&s, 1000, m);
+    paged_spec_add_seq(&s, 520, m);
+    paged_spec_add_seq(&s, 0, 0);
+    paged_spec_add_seq(&s, 33, m);
+    s.max_seq_len_slack = 200;
+    s.shuffle_pages = true;
+    run_paged(&s, "decode_split_reuse", index, &(case_opts){.expect = v->name, .mode = RUN_REUSED_WORKSPACE});
+}
+
+/* A split count the CU count decides: 16 (sequence, kv head) workgroups want 80 / 16 = 5 splits on
+ * 40 CUs and 10 on 80, and 1600 keys allow 6 (about the least work that shows the difference). */
+static void decode_cu_split_case(const decode_variant *v, int index)
+{
+    paged_spec s;
+    const int hkv = 4;
+    paged_spec_init(&s, v->dtype, group_for(v->rows, 1) * hkv, hkv, v->head, 32);
+    for (int i = 0; i < 4; ++i)
+        paged_spec_add_seq(&s, 1600 - 97 * i, 1);
+    s.shuffle_pages = true;
+    run_paged(&s, "decode_cu_splits", index, &(case_opts){.expect = v->name});
+}
+
+/* second_count: the context reports the second CU count, which changes split counts only: every
+ * case is planned and its plan checked, and only the cases whose split count differs between the
+ * two counts run. */
+static void decode_cases(bool second_count)
+{
+    int vi = 0;
+    for (size_t i = 0; i < sizeof k_decode / sizeof *k_decode; ++i) {
+        const decode_variant *v = &k_decode[i];
+        if (strcmp(v->arch, ARCH) != 0)
+            continue;
+        const int m = 1 + vi % 8; /* M = 1..8 over the variants */
+        const int hkv = 2;
+        paged_spec s;
+        if ((v->dtype == R35A_DTYPE_F16 && v->head == 128 && v->rows == 16) ||
+            (v->dtype == R35A_DTYPE_BF16 && v->head == 64 && v->rows == 32))
+            decode_cu_split_case(v, vi);
+        g_plan_only = second_count;
+        decode_split_case(v, m, vi);
+
+        /* partial last pages (page 32), an L = 0 padding sequence and an L = 1 one, shuffled pages */
+        paged_spec_init(&s, v->dtype, group_for(v->rows, m) * hkv, hkv, v->head, 32);
+        paged_spec_add_seq(&s, 37 + 11 * m, m);
+        paged_spec_add_seq(&s, 0, 0);
+        paged_spec_add_seq(&s, 1, 1);
+        paged_spec_add_seq(&s, 100 + m, m);
+        paged_spec_add_seq(&s, 69, m > 5 ? 5 : m);
+        s.shuffle_pages = true;
+        s.extra_pages = 3;
+        run_paged(&s, "decode_partial", vi, &(case_opts){.expect = v->name});
+
+        /* a window of 70 keys over garbage table entries, page 528, padded Q/O/K/V strides */
+        const int mw = 1 + (vi + 3) % 8;
+        paged_spec_init(&s, v->dtype, group_for(v->rows, mw) * hkv, hkv, v->head, 528);
+        paged_spec_add_seq(&s, 1700, mw);
+        paged_spec_add_seq(&s, 60, mw);
+        s.window = 70;
+        s.garbage_unreached = true;
+        s.q_head_pad = 8;
+        s.q_token_pad = 16;
+        s.o_head_pad = 3;
+        s.o_token_pad = 5;
+        s.k_layout.pad[0] = 8;
+        s.v_layout.pad[1] = 16;
+        run_paged(&s, "decode_window", vi, &(case_opts){.expect = v->name});
+
+        /* two row groups (R = 32: G x M = 64), NHD cache */
+        if (v->rows == 32) {
+            paged_spec_init(&s, v->dtype, 8 * hkv, hkv, v->head, 16);
+            paged_spec_add_seq(&s, 250, 8);
+            paged_spec_add_seq(&s, 100, 8);
+            s.k_layout.nhd = s.v_layout.nhd = true;
+            run_paged(&s, "decode_row_groups", vi, &(case_opts){.expect = v->name});
+        }
+
+        /* mixed batch: the M = 9 sequence runs on the portable kernel in a second launch (kept
+         * short: that kernel reads KV once per query row) */
+        paged_spec_init(&s, v->dtype, group_for(v->rows, 8) * hkv, hkv, v->head, 16);
+        paged_spec_add_seq(&s, 200, 1);
+        paged_spec_add_seq(&s, 12, 9);
+        paged_spec_add_seq(&s, 0, 0);
+        paged_spec_add_seq(&s, 133, 8);
+        run_paged(&s, "decode_mixed", vi, &(case_opts){.expect = v->name});
+
+        /* L == M = 8: every key is one of the new tokens (causal among them), page 784 */
+        paged_spec_init(&s, v->dtype, group_for(v->rows, 8) * hkv, hkv, v->head, 784);
+        paged_spec_add_seq(&s, 8, 8);
+        paged_spec_add_seq(&s, 9, 8);
+        run_paged(&s, "decode_l_eq_m", vi, &(case_opts){.expect = v->name});
+
+        /* pages beyond 2^32 elements of K and V (page 544): 64-bit page offsets */
+        if (v->head == 128 && v->rows == 16) {
+            paged_spec_init(&s, v->dtype, group_for(v->rows, 2) * hkv, hkv, v->head, 544);
+            paged_spec_add_seq(&s, 1200, 2);
+            paged_spec_add_seq(&s, 45, 2);
+            s.shuffle_pages = true;
+            run_paged(&s, "decode_big_offsets", vi, &(case_opts){.expect = v->name, .big_offsets = true});
+        }
+
+        /* K 2 bytes off a 16-byte boundary: the portable kernel runs instead, whole (D = 64: the
+         * portable kernel is slow on the emulator) */
+        if (v->head == 64) {
+            paged_spec_init(&s, v->dtype, group_for(v->rows, m) * hkv, hkv, v->head, 16);
+            paged_spec_add_seq(&s, 81, m);
+            paged_spec_add_seq(&s, 1, 1);
+            run_paged(&s, "decode_misaligned", vi, &(case_opts){.expect = v->name, .misalign_k = true});
+        }
+        g_plan_only = false;
+        ++vi;
+    }
+}
+
+/* ---- the portable kernel ---- */
+
+static void generic_cases(void)
+{
+    int index = 0;
+    const r35a_dtype dts[2] = {R35A_DTYPE_F16, R35A_DTYPE_BF16};
+    for (int di = 0; di < 2; ++di) {
+        const r35a_dtype dt = dts[di];
+        paged_spec s;
+        /* softcap decode: a partial last page, L = 0 and L = 1 sequences */
+        paged_spec_init(&s, dt, 8, 2, 128, 16);
+        paged_spec_add_seq(&s, 313, 1);
+        paged_spec_add_seq(&s, 0, 0);
+        paged_spec_add_seq(&s, 1, 1);
+        paged_spec_add_seq(&s, 40, 1);
+        s.logit_softcap = 30.f;
+        run_paged(&s, "generic_paged", index++, &(case_opts){.expect = "generic_paged_"});
+        /* ALiBi, chunked prefill, odd page size, shuffled pages; again with K misaligned */
+        paged_spec_init(&s, dt, 6, 3, 64, 7);
+        paged_spec_add_seq(&s, 50, 12);
+        paged_spec_add_seq(&s, 23, 23);
+        s.use_alibi = 1;
+        s.shuffle_pages = true;
+        run_paged(&s, "generic_paged", index++, &(case_opts){.expect = "generic_paged_"});
+        run_paged(&s, "generic_paged", index++, &(case_opts){.expect = "generic_paged_", .misalign_k = true});
+        /* a head size no variant has, page 5, window over garbage entries + softcap + ALiBi, padding */
+        paged_spec_init(&s, dt, 4, 2, 96, 5);
+        paged_spec_add_seq(&s, 300, 3);
+        paged_spec_add_seq(&s, 0, 0);
+        paged_spec_add_seq(&s, 41, 12);
+        s.window = 17;
+        s.logit_softcap = 20.f;
+        s.use_alibi = 1;
+        s.garbage_unreached = true;
+        s.q_token_pad = 3;
+        s.o_head_pad = 1;
+        run_paged(&s, "generic_paged", index++, &(case_opts){.expect = "generic_paged_"});
+        /* a mixed batch with softcap: the portable kernel serves it whole, one launch */
+        paged_spec_init(&s, dt, 4, 2, 64, 16);
+        paged_spec_add_seq(&s, 120, 1);
+        paged_spec_add_seq(&s, 30, 9);
+        paged_spec_add_seq(&s, 77, 4);
+        s.logit_softcap = 15.f;
+        run_paged(&s, "generic_paged", index++, &(case_opts){.expect = "generic_paged_"});
+        /* the wide kernel: D = 512 on page 13 (decode declines the page size), D = 1000 (f16) or
+         * its dmax 1024 (bf16) */
+        paged_spec_init(&s, dt, 4, 1, 512, 13);
+        paged_spec_add_seq(&s, 90, 2);
+        run_paged(&s, "generic_paged", index++, &(case_opts){.expect = "generic_paged_"});
+        paged_spec_init(&s, dt, 2, 1, dt == R35A_DTYPE_F16 ? 1000 : 1024, 16);
+        paged_spec_add_seq(&s, 40, 1);
+        run_paged(&s, "generic_paged", index++, &(case_opts){.expect = "generic_paged_"});
+        /* pages beyond 2^32 elements of K and V: 64-bit page offsets; softcap keeps decode out */
+        paged_spec_init(&s, dt, 4, 2, 64, 32);
+        paged_spec_add_seq(&s, 100, 1);
+        paged_spec_add_seq(&s, 37, 3);
+        s.logit_softcap = 10.f;
+        s.shuffle_pages = true;
+        run_paged(&s, "generic_paged_big_offsets", index++, &(case_opts){.expect = "generic_paged_", .big_offsets = true});
+
+        /* attention sinks (some heads without: -inf) with a window, M 1 .. 17, an empty sequence */
+        paged_spec_init(&s, dt, 6, 2, 64, 16);
+        paged_spec_add_seq(&s, 130, 1);
+        paged_spec_add_seq(&s, 40, 8);
+        paged_spec_add_seq(&s, 0, 0);
+        paged_spec_add_seq(&s, 29, 17);
+        s.window = 128;
+        s.use_sinks = 1;
+        s.sink_amp = 2.0;
+        s.sink_some_neg_inf = true;
+        run_paged(&s, "generic_paged_sinks_kv8", index++, &(case_opts){.expect = "generic_paged_"});
+        /* 8-bit KV caches (the kernel's run-time KV dtype), on each kernel's dmax or near it:
+         * fp8 per tensor; int8 per kv head with sinks, softcap, a window and padded slots over an odd
+         * page; fp8 per kv head with sinks and ALiBi */
+        paged_spec_init(&s, dt, 4, 2, dt == R35A_DTYPE_F16 ? 256 : 1024, 16);
+        paged_spec_add_seq(&s, 37, 1);
+        paged_spec_add_seq(&s, 70, 4);
+        paged_spec_add_seq(&s, 0, 0);
+        s.kv_dtype = R35A_DTYPE_FP8_E4M3;
+        run_paged(&s, "generic_paged_sinks_kv8", index++, &(case_opts){.expect = "generic_paged_"});
+        paged_spec_init(&s, dt, 6, 3, dt == R35A_DTYPE_F16 ? 64 : 600, 7);
+        paged_spec_add_seq(&s, 45, 2);
+        paged_spec_add_seq(&s, 18, 18);
+        paged_spec_add_seq(&s, 9, 1);
+        s.window = 20;
+        s.kv_dtype = R35A_DTYPE_INT8;
+        s.kv_scale_per_head = 1;
+        s.use_sinks = 1;
+        s.sink_amp = 1.0;
+        s.logit_softcap = 10.f;
+        s.k_layout.pad[1] = 5;
+        s.v_layout.pad[1] = 5;
+        run_paged(&s, "generic_paged_sinks_kv8", index++, &(case_opts){.expect = "generic_paged_"});
+        paged_spec_init(&s, dt, 8, 2, 64, 32);
+        paged_spec_add_seq(&s, 100, 8);
+        paged_spec_add_seq(&s, 33, 3);
+        s.kv_dtype = R35A_DTYPE_FP8_E4M3;
+        s.kv_scale_per_head = 1;
+        s.use_sinks = 1;
+        s.sink_amp = 1.0;
+        s.use_alibi = 1;
+        run_paged(&s, "generic_paged_sinks_kv8", index++, &(case_opts){.expect = "generic_paged_"});
+
+        varlen_spec v;
+        /* causal GQA with sinks */
+        varlen_spec_init(&v, dt, 6, 2, 48);
+        varlen_spec_add_segment(&v, 30);
+        varlen_spec_add_segment(&v, 0);
+        varlen_spec_add_segment(&v, 9);
+        v.causal = 1;
+        v.use_sinks = 1;
+        v.sink_amp = 2.0;
+        run_varlen(&v, "generic_varlen", index++, &(case_opts){.expect = "generic_varlen_"});
+        /* non-causal with sinks (the encoder declines sinks), an empty segment */
+        varlen_spec_init(&v, dt, 4, 4, 64);
+        varlen_spec_add_segment(&v, 25);
+        varlen_spec_add_segment(&v, 0);
+        varlen_spec_add_segment(&v, 40);
+        v.use_sinks = 1;
+        v.sink_amp = 2.0;
+        run_varlen(&v, "generic_varlen", index++, &(case_opts){.expect = "generic_varlen_"});
+        /* causal GQA with softcap, an empty and a one-token segment */
+        varlen_spec_init(&v, dt, 8, 2, 64);
+        varlen_spec_add_segment(&v, 40);
+        varlen_spec_add_segment(&v, 0);
+        varlen_spec_add_segment(&v, 1);
+        varlen_spec_add_segment(&v, 17);
+        v.causal = 1;
+        v.logit_softcap = 25.f;
+        run_varlen(&v, "generic_varlen", index++, &(case_opts){.expect = "generic_varlen_"});
+        /* non-causal GQA (the encoder declines GQA), fused qkv, odd head size */
+        varlen_spec_init(&v, dt, 6, 2, 40);
+        varlen_spec_add_segment(&v, 33);
+        varlen_spec_add_segment(&v, 1);
+        v.layout = VARLEN_FUSED;
+        v.token_pad[0] = 5;
+        run_varlen(&v, "generic_varlen", index++, &(case_opts){.expect = "generic_varlen_"});
+        /* head sizes above every encoder variant: dmax 256 itself, and the wide varlen kernel */
+        varlen_spec_init(&v, dt, 2, 2, 256);
+        varlen_spec_add_segment(&v, 19);
+        run_varlen(&v, "generic_varlen", index++, &(case_opts){.expect = "generic_varlen_"});
+        varlen_spec_init(&v, dt, 2, 2, 300);
+        varlen_spec_add_segment(&v, 20);
+        varlen_spec_add_segment(&v, 0);
+        run_varlen(&v, "generic_varlen", index++, &(case_opts){.expect = "generic_varlen_"});
+    }
+}
+
+/* Every stored code of both 8-bit KV dtypes through the portable kernel: one sequence of one key
+ * (its softmax weight is exactly 1), V holding the 256 codes, v_scale 1 and an f16 output, which
+ * holds every e4m3 and int8 value exactly: out[e] must be the code's value (fp8 e4m3: the code's
+ * magnitude bits in an f16's place are value / 2^8; int8: two's complement), NaN for S.1111.111. */
+static void generic_kv8_codes_cases(void)
+{
+    const r35a_dtype kv_dtypes[2] = {R35A_DTYPE_FP8_E4M3, R35A_DTYPE_INT8};
+    for (int kd = 0; kd < 2; ++kd) {
+        const char *group = "generic_kv8_codes";
+        if (!tu_case_selected(group, kd))
+            continue;
+        char label[64];
+        snprintf(label, sizeof label, "%dwgp/%s:%d", g_reported_cus, group, kd);
+        r35a_paged_attention_desc d;
+        r35a_paged_attention_desc_init(&d, R35A_DTYPE_F16, 1, 1, 1, 1, 1, 1, 256, 16, 1);
+        d.kv_dtype = kv_dtypes[kd];
+        uint8_t k[16 * 256] = {0}, v[16 * 256] = {0};
+        for (int c = 0; c < 256; ++c)
+            v[c] = (uint8_t)c;
+        uint16_t q[256] = {0}, out[256];
+        memset(out, 0xFF, sizeof out);
+        const float k_scale = 2.0f, v_scale = 1.0f;
+        const int32_t seq_lens[1] = {1}, qsl[2] = {0, 1}, bt[1] = {0};
+        r35a_plan *plan = NULL;
+        r35a_plan_info info;
+        memset(&info, 0, sizeof info);
+        info.struct_size = sizeof info;
+        bool ok = r35a_paged_attention_plan(g_ctx, &d, &plan) == R35A_OK && r35a_plan_get_info(plan, &info) == R35A_OK;
+        if (!ok || strncmp(info.implementation, "generic_paged_f16_", 18) != 0) {
+            printf("FAIL %s: plan %s (%s)\n", label, info.implementation, r35a_last_error_detail());
+            ok = false;
+        }
+        const int errors_before = hip.emulator_errors();
+        void *dq = NULL, *dk = NULL, *dv = NULL, *dout = NULL, *dsl = NULL, *dqsl = NULL, *dbt = NULL, *dks = NULL,
+             *dvs = NULL;
+        if (ok) {
+            dq = dev_upload(NULL, q, sizeof q);
+            dk = dev_upload(NULL, k, sizeof k);
+            dv = dev_upload(NULL, v, sizeof v);
+            dout = dev_upload(NULL, out, sizeof out);
+            dsl = dev_upload(NULL, seq_lens, sizeof seq_lens);
+            dqsl = dev_upload(NULL, qsl, sizeof qsl);
+            dbt = dev_upload(NULL, bt, sizeof bt);
+            dks = dev_upload(NULL, &k_scale, sizeof k_scale);
+            dvs = dev_upload(NULL, &v_scale, sizeof v_scale);
+            r35a_paged_attention_args a;
+            memset(&a, 0, sizeof a);
+            a.struct_size = sizeof a;
+            a.q = dq;
+            a.k_cache = dk;
+            a.v_cache = dv;
+            a.out = dout;
+            a.seq_lens = dsl;
+            a.query_start_loc = dqsl;
+            a.block_table = dbt;
+            a.k_scale = dks;
+            a.v_scale = dvs;
+            ok = r35a_paged_attention_run(g_ctx, plan, &a, NULL, 0, g_stream) == R35A_OK && dev_sync(NULL, g_stream) == 0;
+            if (ok)
+                dev_download(NULL, out, dout, sizeof out);
+            else
+                printf("FAIL %s: run: %s\n", label, r35a_last_error_detail());
+        }
+        int bad = 0;
+        for (int c = 0; ok && c < 256; ++c) {
+            double want = kd == 0 ? tu_f16_to_double((uint16_t)((c & 0x7F) << 7)) * 256.0 * (c & 0x80 ? -1.0 : 1.0)
+                                  : (double)(c < 128 ? c : c - 256);
+            const bool nan_code = kd == 0 && (c & 0x7F) == 0x7F;
+            const double got = tu_f16_to_double(out[c]);
+            if (nan_code ? !isnan(got) : got != want) {
+                if (bad++ < 6)
+                    printf("FAIL %s: code 0x%02x: library %.9g, want %.9g\n", label, c, got, nan_code ? NAN : want);
+            }
+        }
+        ok = ok && bad == 0 && hip.emulator_errors() == errors_before;
+        void *bufs[] = {dq, dk, dv, dout, dsl, dqsl, dbt, dks, dvs};
+        for (size_t i = 0; i < sizeof bufs / sizeof *bufs; ++i)
+            dev_release(NULL, bufs[i], NULL);
+        r35a_plan_destroy(plan);
+        if (ok)
+            note_executed(info.implementation);
+        else
+            printf("  replay: R35A_TEST_SEED=0x%016llx R35A_TEST_CASE=%s:%d\n", (unsigned long long)tu_seed(), group, kd);
+        if (ok && tu_verbose())
+            printf("  ok %s [%s]: all 256 %s codes exact\n", label, info.implementation,
+                   kd == 0 ? "fp8 e4m3" : "int8");
+        record(group, ok, 0.0);
+        g_failures_total += !ok;
+    }
+}
+
+/* ---- encoder ---- */
+
+/* Sizes from each variant's tiling: a small-problem variant (maxlen > 0) serves calls with
+ * max_seqlen <= maxlen, and the planner prefers it there; a workgroup-wide one gets longer segments. */
+static void encoder_cases(void)
+{
+    int index = 0;
+    for (size_t i = 0; i < sizeof k_encoder / sizeof *k_encoder; ++i) {
+        const encoder_variant *e = &k_encoder[i];
+        if (strcmp(e->arch, ARCH) != 0)
+            continue;
+        const int32_t L = e->maxlen; /* 0: no bound */
+        varlen_spec v;
+        /* mixed lengths: 1, not multiples of 16, an empty one, several in one call (small-problem
+         * variants: the longest is maxlen itself) */
+        varlen_spec_init(&v, e->dtype, 3, 3, e->head);
+        varlen_spec_add_segment(&v, 1);
+        varlen_spec_add_segment(&v, 37);
+        varlen_spec_add_segment(&v, 0);
+        varlen_spec_add_segment(&v, L ? L : 100);
+        varlen_spec_add_segment(&v, 16);
+        run_varlen(&v, "encoder_mixed", index, &(case_opts){.expect = e->name});
+        /* fused qkv read in place with an empty segment, padded O, max_seqlen above every segment */
+        varlen_spec_init(&v, e->dtype, 2, 2, e->head);
+        varlen_spec_add_segment(&v, L ? L - 3 : 70);
+        varlen_spec_add_segment(&v, 0);
+        varlen_spec_add_segment(&v, L ? 17 : 129);
+        v.layout = VARLEN_FUSED;
+        v.token_pad[0] = 8;
+        v.token_pad[3] = 8;
+        v.head_pad[3] = 8;
+        v.max_seqlen_slack = L ? 3 : 40;
+        run_varlen(&v, "encoder_fused", index, &(case_opts){.expect = e->name});
+        /* long: several row and key blocks, a partial last block, keys growing along the segment
+         * (the lazy rescale); small-problem variants: 13 segments of 1 .. maxlen tokens (several
+         * groups per workgroup, a partial last workgroup) */
+        if (index % 4 == 2 || (L && index % 4 == 3)) {
+            varlen_spec_init(&v, e->dtype, 2, 2, e->head);
+            if (L) {
+                for (int k = 0; k < 13; ++k)
+                    varlen_spec_add_segment(&v, 1 + (k * (L - 1)) / 12);
+            } else {
+                varlen_spec_add_segment(&v, 300);
+            }
+            v.q_amp = v.k_amp = 1.7320508; /* unit variance: logits of standard deviation ~1, */
+            v.k_growth = 6.0; /* ~7 at the end of a segment: the running max rises by far more than the
+                                 kernel's lazy-rescale threshold, again and again */
+            run_varlen(&v, "encoder_long", index, &(case_opts){.expect = e->name});
+        }
+        /* misaligned K: the portable kernel serves the call */
+        if (index % 6 == 1 || index % 12 == 4) {
+            varlen_spec_init(&v, e->dtype, 2, 2, e->head);
+            varlen_spec_add_segment(&v, L ? 20 : 70);
+            varlen_spec_add_segment(&v, 1);
+            run_varlen(&v, "encoder_misaligned", index, &(case_opts){.expect = e->name, .misalign_k = true});
+        }
+        ++index;
+    }
+}
+
+/* ---- main ---- */
+
+/* Where the stand-in, the emulator and its cache are: the build's paths (CMake) unless the
+ * environment names others. tinygrad compiles each emulated instruction with $CC, which must be a
+ * clang (a CC=gcc in the caller's environment would not do): always the build's. */
+static void default_environment(void)
+{
+    const struct {
+        const char *name, *value;
+    } defaults[] = {{"R35A_HIP_LIBRARY", EMU_HIP_LIBRARY}, {"FAKE_HIP_GFX11EMU_DIR", EMU_GFX11EMU_DIR},
+                    {"FAKE_HIP_PY_DIR", EMU_PY_DIR}, {"CACHEDB", EMU_CACHEDB}, {"FAKE_HIP_PYCACHE", EMU_PYCACHE},
+                    {"FAKE_HIP_ARCH", "gfx1151"}};
+    for (size_t i = 0; i < sizeof defaults / sizeof *defaults; ++i)
+        if (!getenv(defaults[i].name) || !getenv(defaults[i].name)[0])
+            setenv(defaults[i].name, defaults[i].value, 1);
+    setenv("CC", EMU_CC, 1);
+}
+
+
+static r35a_context *make_context(int reported_cus)
+{
+    char value[16];
+    snprintf(value, sizeof value, "%d", reported_cus);
+    setenv("FAKE_HIP_CUS", value, 1); /* read by the stand-in when the context asks for the device's properties */
+    g_reported_cus = reported_cus;
+    r35a_context_options o;
+    r35a_context_options_init(&o);
+    o.backend = R35A_BACKEND_GPU;
+    r35a_context *ctx = NULL;
+    if (r35a_context_create(&o, &ctx) != R35A_OK) {
+        printf("FAIL: no GPU context on the executing stand-in: %s\n", r35a_last_error_detail());
+        return NULL;
+    }
+    r35a_context_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    r35a_context_get_info(ctx, &info);
+    printf("[test_emulator] context: %s %s: %s\n", info.backend_name, info.arch, info.reason);
+    if (strcmp(info.backend_name, "hip") != 0 || strcmp(info.arch, ARCH) != 0) {
+        printf("FAIL: the GPU context is %s %s, not hip %s\n", info.backend_name, info.arch, ARCH);
+        r35a_context_destroy(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+static bool family_selected(const char *only, const char *family)
+{
+    if (!only)
+        return true;
+    size_t n = strlen(family);
+    for (const char *p = only; (p = strstr(p, family)) != NULL; p += n)
+        if ((p == only || p[-1] == ',') && (p[n] == '\0' || p[n] == ','))
+            return true;
+    return false;
+}
+
+static int check_coverage(const char *only)
+{
+    int missing = 0;
+    for (size_t i = 0; i < sizeof k_decode / sizeof *k_decode; ++i)
+        if (family_selected(only, "decode") && strcmp(k_decode[i].arch, ARCH) == 0 && !was_executed(k_decode[i].name)) {
+            printf("FAIL: decode variant %s was never executed\n", k_decode[i].name);
+            ++missing;
+        }
+    for (size_t i = 0; i < sizeof k_generic / sizeof *k_generic; ++i)
+        if (family_selected(only, "generic") && strcmp(k_generic[i].arch, ARCH) == 0 &&
+            !was_executed(k_generic[i].name)) {
+            printf("FAIL: generic kernel %s was never executed\n", k_generic[i].name);
+            ++missing;
+        }
+    for (size_t i = 0; i < sizeof k_encoder / sizeof *k_encoder; ++i)
+        if (family_selected(only, "encoder") && strcmp(k_encoder[i].arch, ARCH) == 0 &&
+            !was_executed(k_encoder[i].name)) {
+            printf("FAIL: encoder variant %s was never executed\n", k_encoder[i].name);
+            ++missing;
+        }
+    return missing;
+}
+
+int main(int argc, char **argv)
+{
+    const char *only = NULL;
+    for (int i = 1; i < argc; ++i) {
+        if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+            only = argv[++i];
+        } else {
+            fprintf(stderr, "usage: %s [--only decode,generic,encoder]\n", argv[0]);
+            return 2;
+        }
+    }
+    default_environment();
+    tu_begin("test_emulator");
+    const double t0 = seconds_now();
+    if (!load_stand_in())
+        return 1;
+    check_hip(hip.StreamCreateWithFlags(&g_stream, 1 /* hipStreamNonBlocking */), "hipStreamCreateWithFlags");
+    g_mem.stream = g_stream;
+
+    /* 20 WGPs is what ROCm reports for the Radeon 8060S (40 CUs); 40 stands for a part twice as big. */
+    const int reported[2] = {20, 40};
+    bool any_context = false;
+    for (int c = 0; c < 2; ++c) {
+        g_ctx = make_context(reported[c]);
+        if (!g_ctx) {
+            ++g_failures_total;
+            continue;
+        }
+        any_context = true;
+        if (family_selected(only, "decode"))
+            decode_cases(c > 0);
+        if (c == 0 && family_selected(only, "generic")) {
+            generic_cases();
+            generic_kv8_codes_cases();
+        }
+        if (c == 0 && family_selected(only, "encoder"))
+            encoder_cases();
+        r35a_context_destroy(g_ctx);
+        g_ctx = NULL;
+    }
+    check_hip(hip.StreamDestroy(g_stream), "hipStreamDestroy");
+
+    printf("\n%-34s %7s %7s %12s\n", "group", "cases", "failed", "worst err");
+    int cases = 0;
+    for (int i = 0; i < g_ntally; ++i) {
+        printf("%-34s %7d %7d %12.3e\n", g_tally[i].name, g_tally[i].cases, g_tally[i].failed, g_tally[i].worst);
+        cases += g_tally[i].cases;
+    }
+    printf("[test_emulator] %d cases, %d failed (each: plan, launches and memsets, output against the oracle)\n",
+           cases, g_failures_total);
+    int failed = g_failures_total + g_device_failures;
+    if (any_context && !getenv("R35A_TEST_CASE"))
+        failed += check_coverage(only);
+    long launches = 0;
+    double seconds = 0.0;
+    hip.emulator_stats(&launches, &seconds);
+    printf("[test_emulator] %d kernels executed, %ld launches on the emulator in %.1f s (%.1f s in all); %d "
+           "emulator errors\n", g_num_executed, launches, seconds,
+           seconds_now() - t0, hip.emulator_errors());
+    tu_stats_print("test_emulator");
+    printf("[test_emulator] %s\n", failed ? "FAILED" : "PASSED");
+    return failed ? 1 : 0;
+}
