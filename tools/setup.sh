@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing librdna35attn needs on Debian/Ubuntu, if it is missing.
 # As root it runs apt-get; otherwise it prints the apt-get command to run and fails.
-# Usage: tools/setup.sh [--gpu-toolchain]   (the second installs clang-19/lld-19/llvm-19 for gfx1151 code objects)
+# Usage: tools/setup.sh [--gpu-toolchain]   (the second installs clang-19/lld-19/llvm-19 for gfx1151 code objects
+#                                           and libpython3-dev for the emulator tests)
 set -euo pipefail
 
 need=()
@@ -24,6 +25,9 @@ if [ "${1:-}" = "--gpu-toolchain" ]; then
   have_cmd clang-19 || need+=(clang-19)
   have_cmd ld.lld-19 || need+=(lld-19)
   have_cmd llvm-readelf-19 || need+=(llvm-19)
+  # the emulator tests (ctest label emulator) embed Python 3 (>= 3.11, for ../shared/tinygrad) to run
+  # the code objects on ../shared/gfx11emu
+  have_pkg libpython3-dev || need+=(libpython3-dev)
 fi
 
 [ ${#need[@]} -eq 0 ] && exit 0
