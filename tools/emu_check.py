@@ -86,11 +86,11 @@ def read_variants():
     text = open(os.path.join(ROOT, "variants", "variants.def")).read()
     dec, gen = [], []
     for m in re.finditer(r"^R35A_DECODE_VARIANT\(([^)]*)\)", text, re.M):
-        arch, name, dtype, head, rows, kw, dw, waves = [x.strip() for x in m.group(1).split(",")]
+        arch, name, dtype, kv, head, rows, kw, dw, waves = [x.strip() for x in m.group(1).split(",")]
         if not arch.startswith("gfx"):
             continue   # another target's kernels (e.g. sm_90): not in the gfx11 code objects
-        dec.append(dict(arch=arch, name=name, dtype=dtype, D=int(head), R=int(rows), KW=int(kw), DW=int(dw),
-                        waves=int(waves)))
+        dec.append(dict(arch=arch, name=name, dtype=dtype, kv8=None if kv == "kv16" else kv, D=int(head), R=int(rows),
+                        KW=int(kw), DW=int(dw), waves=int(waves)))
     for m in re.finditer(r"^R35A_GENERIC_KERNEL\(([^)]*)\)", text, re.M):
         arch, name, op, dtype, dmax = [x.strip() for x in m.group(1).split(",")]
         if not arch.startswith("gfx"):
@@ -105,6 +105,8 @@ class DecodeArgs(ctypes.Structure):   # mirrors r35a_decode_args (checked agains
     _fields_ = [("q", ctypes.c_uint64), ("k_cache", ctypes.c_uint64), ("v_cache", ctypes.c_uint64),
                 ("out", ctypes.c_uint64), ("seq_lens", ctypes.c_uint64), ("query_start_loc", ctypes.c_uint64),
                 ("block_table", ctypes.c_uint64), ("workspace", ctypes.c_uint64),
+                ("sinks", ctypes.c_uint64), ("alibi_slopes", ctypes.c_uint64),
+                ("k_scale", ctypes.c_uint64), ("v_scale", ctypes.c_uint64),
                 ("q_token_stride", ctypes.c_int64), ("q_head_stride", ctypes.c_int64),
                 ("o_token_stride", ctypes.c_int64), ("o_head_stride", ctypes.c_int64),
                 ("k_page_stride", ctypes.c_int64), ("k_head_stride", ctypes.c_int64), ("k_slot_stride", ctypes.c_int64),
@@ -113,7 +115,7 @@ class DecodeArgs(ctypes.Structure):   # mirrors r35a_decode_args (checked agains
                 ("num_seqs", ctypes.c_int32), ("num_kv_heads", ctypes.c_int32), ("group_size", ctypes.c_int32),
                 ("page_size", ctypes.c_int32), ("window", ctypes.c_int32), ("max_query_len", ctypes.c_int32),
                 ("num_row_groups", ctypes.c_int32), ("num_splits", ctypes.c_int32), ("scale_log2", ctypes.c_float),
-                ("reserved", ctypes.c_int32)]
+                ("logit_softcap", ctypes.c_float), ("kv_scale_per_head", ctypes.c_int32), ("reserved", ctypes.c_int32)]
 
 
 class GenericPagedArgs(ctypes.Structure):   # mirrors r35a_generic_paged_args
@@ -548,7 +550,9 @@ TOL = {"f16": 4e-3, "bf16": 2.5e-2}
 # ------------------------------------------------------------------------------ decode kernels
 
 
-def decode_args(P, v, num_splits, fast_max_m, workspace_ptr, scale):
+def decode_args(P, v, num_splits, fast_max_m, workspace_ptr, scale, feats=None):
+    """feats: the model features' buffers and values (sinks, alibi: Mem buffers or None; softcap)."""
+    feats = feats or {}
     G = P.G
     R = v["R"]
     rg = HOST.num_row_groups(G, fast_max_m, R)
@@ -556,6 +560,13 @@ def decode_args(P, v, num_splits, fast_max_m, workspace_ptr, scale):
     a.q, a.k_cache, a.v_cache, a.out = P.q_buf.ptr, P.k_ptr, P.v_ptr, P.o_buf.ptr
     a.seq_lens, a.query_start_loc, a.block_table = P.seq_lens_buf.ptr, P.qsl_buf.ptr, P.bt_buf.ptr
     a.workspace = workspace_ptr
+    a.sinks = feats["sinks"].ptr if feats.get("sinks") else 0
+    a.alibi_slopes = feats["alibi"].ptr if feats.get("alibi") else 0
+    a.logit_softcap = feats.get("softcap", 0.0)
+    if P.kv8:
+        assert P.kv8 == v["kv8"], "an 8-bit problem runs on its format's kernel"
+        a.k_scale, a.v_scale = P.k_scale_buf.ptr, P.v_scale_buf.ptr
+        a.kv_scale_per_head = 1 if P.per_head else 0
     a.q_token_stride, a.q_head_stride = P.q_token_stride, P.q_head_stride
     a.o_token_stride, a.o_head_stride = P.o_token_stride, P.o_head_stride
     a.k_page_stride, a.k_head_stride, a.k_slot_stride = P.k_page_stride, P.k_head_stride, P.k_slot_stride
@@ -571,35 +582,52 @@ def decode_args(P, v, num_splits, fast_max_m, workspace_ptr, scale):
 
 def decode_cases(v):
     """(label, problem kwargs, run kwargs) for a decode variant; sized from its tile so every case
-    has partial tiles, partial pages and the row packing the variant serves."""
-    D, R = v["D"], v["R"]
+    has partial tiles, partial pages and the row packing the variant serves. 8-bit variants (v["kv8"])
+    run their format's cache in every case (scales per tensor or per kv head, strides padded by
+    16-byte multiples) and a subset of the 16-bit cases."""
+    D, R, kv8 = v["D"], v["R"], v["kv8"]
     G = 4 if R == 16 else 8
     Mfull = R // G             # G x Mfull = R rows: the tile exactly full
     small = D >= 256           # keep emulator time down for the wide heads
     L1 = 150 if small else 300
+    kvk = dict(kv8=kv8) if kv8 else {}
+    pad = 16 if kv8 else 8     # a padded slot stride keeps rows 16-byte aligned
     cases = [
-        ("partial_page", dict(Hkv=2, G=G, B=32, seqs=[(L1 + 7, Mfull), (45, 1), (0, 0), (17, min(2, Mfull))]),
+        ("partial_page", dict(Hkv=2, G=G, B=32, seqs=[(L1 + 7, Mfull), (45, 1), (0, 0), (17, min(2, Mfull))], **kvk),
          dict(splits=1)),
-        ("split_kv", dict(Hkv=1 if small else 2, G=G, B=16, seqs=[(L1 + 61, Mfull), (33, 1), (200, Mfull - 1 or 1)]),
+        ("split_kv", dict(Hkv=1 if small else 2, G=G, B=16, seqs=[(L1 + 61, Mfull), (33, 1), (200, Mfull - 1 or 1)],
+                          per_head=bool(kv8), **kvk),
          dict(splits=5, repeat=2)),
         ("window", dict(Hkv=1, G=G, B=(528 if v["dtype"] == "f16" else 1056) if D <= 128 else 32, seqs=[(1156 if D <= 128 else L1 + 290, Mfull), (90, 1)],
                         window=70,
-                        pad_slot=8, pad_head=16, q_pad=8, o_pad=4),
+                        pad_slot=pad, pad_head=16, q_pad=8, o_pad=4, **kvk),
          dict(splits=3, bounds=True)),
-        ("row_groups_planned", dict(Hkv=1, G=G * 2, B=16, seqs=[(700 if D <= 128 else 520, Mfull), (40, Mfull)]),
+        ("row_groups_planned", dict(Hkv=1, G=G * 2, B=16, seqs=[(700 if D <= 128 else 520, Mfull), (40, Mfull)], **kvk),
          dict(splits="plan")),
         # 8 planned splits; each sequence uses what its own length allows (decode_args.h
         # r35a_decode_seq_splits: 5, 1 (direct write, no counter), none, 2): the device-side split
         # count, the merge of several records by the last workgroup, counters back at 0 (run twice)
         ("adaptive_splits", dict(Hkv=1 if small else 2, G=G, B=16,
-                                 seqs=[(1317 if not small else 700, Mfull), (20, 1), (0, 0), (530, 1)]),
+                                 seqs=[(1317 if not small else 700, Mfull), (20, 1), (0, 0), (530, 1)], **kvk),
          dict(splits=8, repeat=2)),
-        ("mixed_batch", dict(Hkv=1, G=2, B=32, seqs=[(120, 3), (64, 9), (30, 1)]), dict(splits=2, fast_max_m=8)),
+        ("mixed_batch", dict(Hkv=1, G=2, B=32, seqs=[(120, 3), (64, 9), (30, 1)], **kvk), dict(splits=2, fast_max_m=8)),
         # M = 8 (the largest speculative step), L == M (the first query sees one key), page 784
-        ("m8_l_eq_m", dict(Hkv=1, G=R // 8, B=784 if D <= 128 else 16, seqs=[(L1 + 33, 8), (8, 8), (70, 5)]),
+        ("m8_l_eq_m", dict(Hkv=1, G=R // 8, B=784 if D <= 128 else 16, seqs=[(L1 + 33, 8), (8, 8), (70, 5)], **kvk),
          dict(splits=3)),
+        # the model features (run-time arguments of every variant): gpt-oss's sinks with a 128-key
+        # window (one head's sink -inf, a sequence on one split and one merged from several, an L = 0
+        # padding sequence) ...
+        ("sinks_window", dict(Hkv=2 if not small else 1, G=G, B=16, window=128,
+                              seqs=[(L1 + 400, Mfull), (0, 0), (40, 1), (133, min(3, Mfull))], per_head=bool(kv8), **kvk),
+         dict(splits=4, sinks=True, bounds=True)),
+        # ... and softcap then ALiBi (Gemma 2's cap 50 is near the logits' range here: cap 8), split and not
+        ("softcap_alibi", dict(Hkv=1, G=G, B=32, seqs=[(L1 + 290, Mfull), (61, 1), (9, min(5, Mfull))], **kvk),
+         dict(splits=3, softcap=8.0, alibi=True, sinks=True)),
     ]
-    if D == 128:
+    if kv8:   # the 16-bit cases cover the rest of the kernel's logic, which 8-bit shares
+        cases = [c for c in cases if c[0] in ("partial_page", "split_kv", "window", "adaptive_splits", "sinks_window",
+                                               "softcap_alibi")]
+    if D == 128 and not kv8:
         cases.append(("big_offsets", dict(Hkv=2, G=G, B=544, seqs=[(130, Mfull), (70, 1)], sparse_top=True),
                       dict(splits=2, bounds=True)))
     return cases
@@ -618,7 +646,17 @@ def run_decode_case(G_, co, v, label, pk, rk, rng):
                                      resident_per_cu(v))
         wsb = HOST.workspace_bytes(len(P.seqs), P.Hkv, rg, splits, v["R"], v["D"])
         ws = mem.buf(wsb, "workspace") if wsb else None   # zeroed once (the documented contract)
-        ref = P.reference(scale)
+        feats, alibi, sinks = {"softcap": rk.get("softcap", 0.0)}, None, None
+        if rk.get("alibi"):
+            alibi = (2.0 ** (-8.0 * (np.arange(P.Hq) + 1) / P.Hq)).astype(np.float32)
+            feats["alibi"] = mem.from_array(alibi, "alibi")
+        if rk.get("sinks"):
+            # around the logits (a few units): from nearly no weight to most of a row's; one -inf
+            sinks = rng.uniform(-3.0, 4.0, P.Hq).astype(np.float32)
+            sinks[0] = -np.inf
+            feats["sinks"] = mem.from_array(sinks, "sinks")
+        ref = P.reference(scale, feats["softcap"], alibi.astype(np.float64) if alibi is not None else None,
+                          sinks.astype(np.float64) if sinks is not None else None)
         must = np.zeros(P.num_tokens, dtype=bool)
         for L, M, q0 in P.seqs:
             if 1 <= M <= fast_max:
@@ -627,7 +665,7 @@ def run_decode_case(G_, co, v, label, pk, rk, rng):
         worst, msgs, secs = 0.0, [], 0.0
         for rep in range(rk.get("repeat", 1)):
             P.poison_out()
-            a, rg = decode_args(P, v, splits, fast_max, ws.ptr if ws else 0, scale)
+            a, rg = decode_args(P, v, splits, fast_max, ws.ptr if ws else 0, scale, feats)
             grid = HOST.grid(len(P.seqs), P.Hkv, rg, splits)
             st = G_.launch(k, grid=grid, block=(HOST.block_threads(v["KW"], v["DW"]),), args=[bytes(a)],
                            check_bounds=True if rk.get("bounds") else None)
@@ -863,17 +901,18 @@ def static_summary(objs, dec, gen):
 # ------------------------------------------------------------------------------------- counting
 
 
-def count_default(G_, co, dec, co_path):
+def count_default(G_, co, dec, co_path, kv8=None):
     """Instruction counts for the bench's default problem: 1 sequence, 8 kv heads x G = 4 (32 query
-    heads), D = 128, f16, page 16, context 4096, M = 1 and M = 4, planner's split count."""
-    v = next(x for x in dec if x["dtype"] == "f16" and x["D"] == 128 and x["R"] == 16)
+    heads), D = 128, f16, page 16, context 4096, M = 1 and M = 4, planner's split count; kv8: the
+    same with an 8-bit cache ("fp8" or "int8") on its format's variant (per tensor scales)."""
+    v = next(x for x in dec if x["dtype"] == "f16" and x["D"] == 128 and x["R"] == 16 and x["kv8"] == kv8)
     rng = np.random.default_rng(7)
     results = []
     for M in (1, 4):
         mem = Mem(G_)
         try:
             L, Hkv, G = 4096, 8, 4
-            P = PagedProblem(mem, rng, "f16", 128, Hkv=Hkv, G=G, B=16, seqs=[(L, M)])
+            P = PagedProblem(mem, rng, "f16", 128, Hkv=Hkv, G=G, B=16, seqs=[(L, M)], kv8=kv8)
             rg = HOST.num_row_groups(G, M, v["R"])
             splits = HOST.num_splits(1, Hkv, rg, L, M, 0, 40, resident_per_cu(v))   # the planner's choice for 40 CUs
             wsb = HOST.workspace_bytes(1, Hkv, rg, splits, v["R"], 128)
@@ -884,13 +923,14 @@ def count_default(G_, co, dec, co_path):
                            block=(HOST.block_threads(v["KW"], v["DW"]),), args=[bytes(a)], count=True)
             ref = P.reference(1 / math.sqrt(128))
             ok, err, msg = compare(P.out_rows(), ref, "f16", np.ones(M, dtype=bool), TOL["f16"])
-            kv_bytes = L * Hkv * 128 * 2 * 2
+            kv_bytes = L * Hkv * 128 * 2 * (1 if kv8 else 2)
             must_bytes = kv_bytes + 2 * M * Hkv * G * 128 * 2 + 4 * (-(-L // 16))
             est = G_.cost_model(st)
             results.append((M, splits, st, est, kv_bytes, must_bytes, ok, err))
         finally:
             mem.close()
-    print(f"\ndefault bench problem: variant {v['name']}, 1 sequence, L=4096, Hkv=8, G=4, D=128, f16, page 16")
+    print(f"\ndefault bench problem: variant {v['name']}, 1 sequence, L=4096, Hkv=8, G=4, D=128, f16, page 16"
+          + (f", {kv8} KV cache" if kv8 else ""))
     b16_splits = HOST.num_splits(16, 8, 1, 8192, 1, 0, 40, resident_per_cu(v))
     pipeline_summary(co_path, v, results[0][1], 16 * 8 * b16_splits)
     for M, splits, st, est, kv, must, ok, err in results:
@@ -913,8 +953,9 @@ def pipeline_summary(obj, v, splits_b1, grid_b16_wgs):
     s_waitcnt vmcnt(N) in front of each S^T product of the main loop lets N loads stay outstanding
     while it runs, and the one in front of the V^T stores (the P.V half) likewise. A tile is 3 NC
     global_load_b128 per lane (K: 2 per 16-wide chunk, both half-waves reading the same 256 unique
-    bytes; V: 1 per chunk, 512 bytes) = 64 DS bytes of K and V. Chip-wide bytes in flight = resident
-    waves x bytes per wave during the products, for the 40-CU (20-WGP) Radeon 8060S."""
+    bytes; V: 1 per chunk, 512 bytes) = 64 DS bytes of K and V; 8-bit: 2 NC loads (K: 1 b128 per
+    chunk, V: 1 b64) = 32 DS bytes. Chip-wide bytes in flight = resident waves x bytes per wave
+    during the products, for the 40-CU (20-WGP) Radeon 8060S."""
     dis = subprocess.run(["llvm-objdump-19", "-d", "--no-show-raw-insn", obj], capture_output=True, text=True).stdout
     insns, cur = [], None   # (address, text, branch target or None)
     for line in dis.splitlines():
@@ -940,7 +981,7 @@ def pipeline_summary(obj, v, splits_b1, grid_b16_wgs):
                 best, body = n, span
     DS = v["D"] // v["DW"]
     nc = DS // 16
-    per_tile = 3 * nc
+    per_tile = (2 if v["kv8"] else 3) * nc
     # waits on the path that refills the block-table entries (a global_load_b32, once per 32 tiles;
     # the compiler drains vmcnt there) are counted apart from the steady state
     # Loads outstanding at an instruction: the last vmcnt(N) before it plus the loads issued since
@@ -962,7 +1003,7 @@ def pipeline_summary(obj, v, splits_b1, grid_b16_wgs):
             if ins.startswith("v_wmma"):
                 refill = False
     loop_qk, loop_pv = qk, pv
-    tile_bytes = 64 * DS
+    tile_bytes = (32 if v["kv8"] else 64) * DS
     during = min(loop_qk + loop_pv) if (loop_qk or loop_pv) else 0
     peak = max(loop_qk + loop_pv) if (loop_qk or loop_pv) else 0
     wave_bytes = during / per_tile * tile_bytes
@@ -997,6 +1038,8 @@ def main():
     ap.add_argument("--case", nargs="*", default=None, help="cases whose label contains any of these")
     ap.add_argument("--static", action="store_true", help="print the static summary and exit")
     ap.add_argument("--count", action="store_true", help="instruction counts for the default bench problem")
+    ap.add_argument("--count-kv", choices=("fp8", "int8"), default=None,
+                    help="with --count: the same problem with an 8-bit KV cache, on its format's variant")
     args = ap.parse_args()
 
     dec, gen = read_variants()
@@ -1017,7 +1060,7 @@ def main():
     print(f"seed {seed}  (replay with --seed {seed})")
     cos = {src: G_.load(obj) for src, (obj, _) in objs.items()}
     if args.count:
-        count_default(G_, cos["decode"], dec, objs["decode"][0])
+        count_default(G_, cos["decode"], dec, objs["decode"][0], args.count_kv)
         return 0
 
     sel = lambda n: args.only is None or any(s in n for s in args.only)

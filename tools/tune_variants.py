@@ -105,7 +105,7 @@ def compile_group(arch, d, head, rows, src_dir=None):
     lst = os.path.join(d, f"d{head}_r{rows}.def")
     with open(lst, "w") as f:
         for c in cands:
-            f.write(f"R35A_DECODE_VARIANT({arch}, {c['name']}, f16, {head}, {rows}, {c['kw']}, {c['dw']}, {c['waves']})\n")
+            f.write(f"R35A_DECODE_VARIANT({arch}, {c['name']}, f16, kv16, {head}, {rows}, {c['kw']}, {c['dw']}, {c['waves']})\n")
     obj = os.path.join(d, f"d{head}_r{rows}.co")
     kdir = os.path.abspath(src_dir or os.path.join(ROOT, "kernels"))
     src = os.path.join(kdir, "decode.hip")
@@ -127,8 +127,8 @@ def compile_group(arch, d, head, rows, src_dir=None):
             good = []
             for c in cands:
                 with open(lst, "w") as f:
-                    f.write(f"R35A_DECODE_VARIANT({arch}, {c['name']}, f16, {head}, {rows}, {c['kw']}, {c['dw']}, "
-                            f"{c['waves']})\n")
+                    f.write(f"R35A_DECODE_VARIANT({arch}, {c['name']}, f16, kv16, {head}, {rows}, {c['kw']}, "
+                            f"{c['dw']}, {c['waves']})\n")
                 if subprocess.run(cmd, capture_output=True).returncode == 0:
                     good.append(c)
             cands = good
@@ -136,7 +136,7 @@ def compile_group(arch, d, head, rows, src_dir=None):
             cands = [c for c in cands if c["name"] not in bad]
         with open(lst, "w") as f:
             for c in cands:
-                f.write(f"R35A_DECODE_VARIANT({arch}, {c['name']}, f16, {head}, {rows}, {c['kw']}, {c['dw']}, "
+                f.write(f"R35A_DECODE_VARIANT({arch}, {c['name']}, f16, kv16, {head}, {rows}, {c['kw']}, {c['dw']}, "
                         f"{c['waves']})\n")
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
@@ -172,13 +172,15 @@ def cmd_build(args):
 # ------------------------------------------------------------------------------------------ decode_args.h mirror
 class DecodeArgs(ctypes.Structure):   # r35a_decode_args (kernels/common/decode_args.h)
     _fields_ = ([(n, ctypes.c_uint64) for n in ("q", "k_cache", "v_cache", "out", "seq_lens", "query_start_loc",
-                                               "block_table", "workspace")]
+                                               "block_table", "workspace", "sinks", "alibi_slopes", "k_scale",
+                                               "v_scale")]
                 + [(n, ctypes.c_int64) for n in ("q_token_stride", "q_head_stride", "o_token_stride", "o_head_stride",
                                                 "k_page_stride", "k_head_stride", "k_slot_stride", "v_page_stride",
                                                 "v_head_stride", "v_slot_stride", "block_table_stride")]
                 + [(n, ctypes.c_int32) for n in ("num_seqs", "num_kv_heads", "group_size", "page_size", "window",
                                                 "max_query_len", "num_row_groups", "num_splits")]
-                + [("scale_log2", ctypes.c_float), ("reserved", ctypes.c_int32)])
+                + [("scale_log2", ctypes.c_float), ("logit_softcap", ctypes.c_float), ("kv_scale_per_head", ctypes.c_int32),
+                   ("reserved", ctypes.c_int32)])
 
 
 MIN_TILES_PER_SPLIT, MAX_SPLITS, WGS_PER_CU = 16, 64, 2
@@ -297,9 +299,10 @@ class Shape:
         D, hq, hkv, page = self.D, self.hkv * self.G, self.hkv, self.page
         a = DecodeArgs(self.q[c].data_ptr(), self.k.data_ptr(), self.v.data_ptr(), self.o[c].data_ptr(),
                        self.sl.data_ptr(), self.qsl.data_ptr(), self.bt[c].data_ptr(), ws.data_ptr() if splits > 1 else 0,
+                       0, 0, 0, 0,   # no sinks, ALiBi or 8-bit scales
                        hq * D, D, hq * D, D, hkv * page * D, page * D, D, hkv * page * D, page * D, D,
                        self.ctx // page, self.B, hkv, self.G, page, 0, self.M,
-                       -(-self.G * self.M // rows), splits, (1.0 / math.sqrt(D)) * 1.4426950408889634, 0)
+                       -(-self.G * self.M // rows), splits, (1.0 / math.sqrt(D)) * 1.4426950408889634, 0.0, 0, 0)
         return a
 
 
@@ -423,13 +426,14 @@ def write_table(args, arch, device, winners, bps):
              "# that compiles without spills, per head size and rows; bf16 takes f16's tiling.",
              "# waves: minimum warps per SM sub-partition the registers must allow (2 = 255, 3 = 168, 4 = 128).",
              f"# Split planner aim measured best at {best_bps} workgroups per SM (decode_args.h R35A_DECODE_WGS_PER_CU).",
-             "#", "# kind\tdtype\thead\trows\tkw\tdw\twaves"]
+             "# kv: the K/V formats a row serves (one kernel each); the 8-bit ones keep the 16-bit tiling here.",
+             "#", "# kind\tdtype\thead\trows\tkw\tdw\twaves\tkv"]
     for dt in ("f16", "bf16"):
         for head in HEADS:
             for rows in ROWS:
                 w = winners.get(f"d{head}_r{rows}")
                 if w:
-                    lines.append(f"decode\t{dt}\t{head}\t{rows}\t{w['kw']}\t{w['dw']}\t{w['waves']}")
+                    lines.append(f"decode\t{dt}\t{head}\t{rows}\t{w['kw']}\t{w['dw']}\t{w['waves']}\t16,fp8,int8")
     lines += keep
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
