@@ -94,15 +94,15 @@ struct decode_cfg {
     static_assert(D % (16 * DW) == 0, "each wave needs whole 16-wide d chunks");
     static_assert(KW == 1 || KW == 2 || KW == 4 || KW == 8, "key groups merge in a binary tree");
     /* LDS budget from the occupancy contract: WAVES waves on each of 4 SIMDs share a pool of LDS
-     * (gfx11: a WGP's 128 KiB, at most 64 KiB per workgroup; NVIDIA: an SM's 228 KiB less 1 KiB per
-     * block, at most 48 KiB of static shared memory per block). */
+     * (gfx11: a WGP's 128 KiB, at most 64 KiB per workgroup, static; NVIDIA: decode_args.h's
+     * r35a_decode_nv_smem_bytes, dynamic shared memory the host launches with). */
     static constexpr int WGS_PER_POOL = (4 * WAVES + NW - 1) / NW;
 #if defined(R35A_TARGET_AMDGCN)
     static constexpr int LDS_POOL = 131072 / WGS_PER_POOL, LDS_MAX = 65536;
-#else
-    static constexpr int LDS_POOL = 233472 / WGS_PER_POOL - 1024, LDS_MAX = 49152;
-#endif
     static constexpr int LDS_BUDGET = LDS_POOL < LDS_MAX ? LDS_POOL : LDS_MAX;
+#else
+    static constexpr int LDS_BUDGET = r35a_decode_nv_smem_bytes(WAVES, NW);
+#endif
     /* LDS, loop phase: each wave's pipeline region, the partial S^T tile of every wave (DW > 1) and
      * one reduced S^T per key group. */
     static constexpr int PX_WAVE = DW > 1 ? T * frag::ACC_NATIVE_FLOATS * 4 : 0;
@@ -778,11 +778,18 @@ struct kv_type<E, kv_kv16_t> {
     typedef E type;
 };
 
-/* The kernel of one variant: one body, its LDS declared here (the split arrival flag at its end). */
+/* The kernel of one variant: one body, its LDS declared here (the split arrival flag at its end).
+ * NVIDIA: dynamic shared memory, launched with r35a_decode_nv_smem_bytes() >= C::LDS_BYTES (the
+ * static 48 KiB would cap a block's cp.async stages). */
 template <class E, class KV, int D, int T, int KW, int DW, int WAVES>
 R35A_DEV void decode_kernel(const r35a_decode_args &a) {
     typedef decode_cfg<E, KV, D, T, KW, DW, WAVES> C;
+#if defined(R35A_TARGET_CUDA)
+    extern __shared__ __align__(16) unsigned char smem_dynamic[];
+    unsigned char *const smem = smem_dynamic;
+#else
     __shared__ __attribute__((aligned(16))) unsigned char smem[C::LDS_BYTES];
+#endif
     decode_body<C, E, KV>(a, smem, C::LDS_BYTES);
 }
 

@@ -113,6 +113,8 @@ bool r35a_plan_decode(const r35a_paged_attention_desc *d, const char *arch, int 
     out->block[1] = out->block[2] = 1;
     out->workspace_bytes = (size_t)r35a_decode_workspace_bytes(d->num_seqs, d->num_kv_heads, best_groups,
                                                                out->num_splits, v->rows, v->head_size);
+    /* NVIDIA: the stages live in dynamic shared memory, the variant's budget (decode_args.h) */
+    out->shared_bytes = r35a_tuning_is_nvidia(arch) ? (uint32_t)r35a_decode_nv_smem_bytes(v->waves, v->kw * v->dw) : 0;
     /* the split-counter protocol of decode_args.h: cleared right before every launch that uses them */
     out->clear_bytes = out->num_splits > 1 ? (size_t)r35a_decode_counters_bytes(d->num_seqs, d->num_kv_heads,
                                                                                 best_groups)

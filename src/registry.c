@@ -53,6 +53,14 @@ int32_t r35a_tuning_simds_per_cu(const char *tuning)
     return 2;
 }
 
+bool r35a_tuning_is_nvidia(const char *tuning)
+{
+    for (const r35a_gpu_arch *a = r35a_gpu_archs; a->arch; ++a)
+        if (strcmp(a->tuning, tuning) == 0)
+            return strcmp(a->unit, "sm") == 0;
+    return false;
+}
+
 const r35a_gpu_arch *r35a_find_gpu_arch(const char *arch)
 {
     for (const r35a_gpu_arch *a = r35a_gpu_archs; a->arch; ++a)

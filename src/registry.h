@@ -79,6 +79,9 @@ typedef struct r35a_gpu_arch {
 extern const r35a_gpu_arch r35a_gpu_archs[];   /* ends with a NULL arch */
 /* SIMDs per CU of the archs that run tuning table `tuning` (they share it: 2 on gfx11, 4 on sm_90). */
 int32_t r35a_tuning_simds_per_cu(const char *tuning);
+/* Whether tuning table `tuning` is run by NVIDIA archs (its unit is "sm"): their decode kernels take
+ * dynamic shared memory (decode_args.h r35a_decode_nv_smem_bytes). */
+bool r35a_tuning_is_nvidia(const char *tuning);
 /* The row of arch (a base name such as "gfx1151", without ':' features), or NULL. */
 const r35a_gpu_arch *r35a_find_gpu_arch(const char *arch);
 

@@ -52,13 +52,19 @@ def candidates(arch, head, rows):
     return out
 
 
+def nv_smem_bytes(waves, nw):
+    """decode_args.h r35a_decode_nv_smem_bytes: the dynamic shared memory a NVIDIA decode kernel is launched with."""
+    blocks = (4 * waves + nw - 1) // nw
+    return min(233472 // max(blocks, 1) - 1024, 232448)
+
+
 def decode_cfg(arch, head, rows, kw, dw, waves, reg_stages=2, lds_stages_max=4):
     """kernels/decode.hip's decode_cfg: LDS budget, KV pipeline (shared-memory stages or registers), LDS bytes."""
     T, ds, nw = rows // 16, head // dw, kw * dw
     nc = ds // 16
     pool = (4 * waves + nw - 1) // nw
     if arch.startswith("sm_"):
-        budget = min(233472 // pool - 1024, 49152)
+        budget = nv_smem_bytes(waves, nw)   # dynamic shared memory (decode_args.h)
     else:
         budget = min(131072 // pool, 65536)
     px = T * 256 * 4 if dw > 1 else 0
@@ -77,9 +83,9 @@ def decode_cfg(arch, head, rows, kw, dw, waves, reg_stages=2, lds_stages_max=4):
     use_lds = fit >= 2
     stages = min(fit, lds_stages_max) if use_lds else reg_stages
     region = stages * per_stage + px if use_lds else max(vt, px)
-    loop = nw * region + sr + (q_bytes if use_lds else 0)
+    loop = nw * region + sr + (q_bytes if use_lds else 0) + rows * 4   # + the ALiBi slopes
     merge = (kw // 2) * (dw * T * nc * 256 + 2 * rows) * 4 if kw > 1 else 0
-    split_merge = 64 * rows * 4   # the split merge's weights (R35A_DECODE_MAX_SPLITS x R floats)
+    split_merge = 65 * rows * 4   # the split merge's weights ((R35A_DECODE_MAX_SPLITS + 1) x R floats)
     return dict(pipe="lds" if use_lds else "regs", stages=stages, lds=max(loop, merge, split_merge) + 16, budget=budget)
 
 
@@ -228,15 +234,19 @@ class Runtime:
             self.mods[path] = (m, data)
         return self.mods[path][0]
 
-    def function(self, path, name):
+    def function(self, path, name, shared=0):
+        """shared: the kernel's dynamic shared memory (NVIDIA decode: decode_args.h r35a_decode_nv_smem_bytes),
+        its limit raised here as the library's loader does."""
         f = ctypes.c_void_p()
         if self.get(ctypes.byref(f), self.module(path), name.encode()) != 0:
             raise RuntimeError(f"no {name} in {path}")
+        if self.cuda and shared and self.lib.cuFuncSetAttribute(f, 8, ctypes.c_int(shared)) != 0:
+            raise RuntimeError(f"cuFuncSetAttribute({name}, {shared} B of dynamic shared memory)")
         return f
 
-    def launch(self, f, grid, block, arg, stream):
+    def launch(self, f, grid, block, arg, stream, shared=0):
         params = (ctypes.c_void_p * 1)(ctypes.addressof(arg))
-        r = self.launch_fn(f, grid[0], grid[1], grid[2], block, 1, 1, 0, ctypes.c_void_p(stream), params, None)
+        r = self.launch_fn(f, grid[0], grid[1], grid[2], block, 1, 1, shared, ctypes.c_void_p(stream), params, None)
         if r != 0:
             raise RuntimeError(f"launch failed: {r}")
 
@@ -307,7 +317,8 @@ class Shape:
 
 
 def measure_candidate(torch, rt, path, cand, shapes, cus, wgs_per_cu=WGS_PER_CU, arch="sm_90"):
-    f = rt.function(path, cand["name"])
+    shared = nv_smem_bytes(cand["waves"], cand["kw"] * cand["dw"]) if arch.startswith("sm_") else 0
+    f = rt.function(path, cand["name"], shared)
     times = []
     res = resident_per_cu(arch, cand["waves"], cand["kw"] * cand["dw"])
     for sh in shapes:
@@ -323,7 +334,7 @@ def measure_candidate(torch, rt, path, cand, shapes, cus, wgs_per_cu=WGS_PER_CU,
         def call(c):
             if splits > 1:
                 ws[:cb].zero_()
-            rt.launch(f, grid, block, args[c], torch.cuda.current_stream().cuda_stream)
+            rt.launch(f, grid, block, args[c], torch.cuda.current_stream().cuda_stream, shared)
         times.append(time_graph(torch, call, sh.copies))
         if sh.M == 1 and "maxdiff" not in cand:   # the candidate's output of copy 0 against torch
             cand["maxdiff"] = sh.check(torch)

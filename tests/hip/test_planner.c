@@ -402,6 +402,28 @@ static void test_decode_model_features(void **state)
     assert_true(r35a_plan_decode(&b, ARCH, 40, NULL, &l, why, sizeof why));
     assert_string_equal(r35a_decode_variants[l.kernel].name, "decode_bf16_fp8_d64_r16_kw4_dw1_w6");
     assert_int_equal(r35a_decode_variants[l.kernel].kv_dtype, R35A_DTYPE_FP8_E4M3);
+    assert_int_equal(l.shared_bytes, 0);   /* gfx11: static LDS */
+}
+
+/* NVIDIA: the decode kernels run on dynamic shared memory, their occupancy contract's share of an
+ * SM's 228 KiB (less 1 KiB per block), at most 227 KiB: sm_90's D = 128 R = 16 row (kw2 dw2, 3 warps
+ * per sub-partition: 3 blocks of 4 warps per SM) gets 233472 / 3 - 1024 = 76800 bytes. */
+static void test_decode_dynamic_shared(void **state)
+{
+    (void)state;
+    r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 1, 1, 4096, 32, 8, 128, 16);
+    r35a_gpu_launch l;
+    char why[256];
+    assert_true(r35a_plan_decode(&d, "sm_90", 132, NULL, &l, why, sizeof why));
+    const r35a_decode_variant *v = &r35a_decode_variants[l.kernel];
+    assert_string_equal(v->arch, "sm_90");
+    if (v->kw == 2 && v->dw == 2 && v->waves == 3)
+        assert_int_equal(l.shared_bytes, 76800);
+    const int32_t blocks = (4 * v->waves + v->kw * v->dw - 1) / (v->kw * v->dw);
+    const int32_t share = 233472 / blocks - 1024;
+    assert_int_equal(l.shared_bytes, share < 232448 ? share : 232448);
+    assert_int_equal(r35a_decode_nv_smem_bytes(1, 4), 232448);   /* one block of 4 warps per SM: the 227 KiB cap */
+    assert_int_equal(r35a_decode_nv_smem_bytes(1, 1), 233472 / 4 - 1024);
 }
 
 static void test_decode_forced_variant(void **state)
@@ -864,6 +886,7 @@ int main(void)
         cmocka_unit_test(test_decode_nothing_to_launch),
         cmocka_unit_test(test_decode_declines),
         cmocka_unit_test(test_decode_model_features),
+        cmocka_unit_test(test_decode_dynamic_shared),
         cmocka_unit_test(test_decode_forced_variant),
         cmocka_unit_test(test_generic_paged),
         cmocka_unit_test(test_generic_varlen),
