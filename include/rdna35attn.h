@@ -230,10 +230,13 @@ R35A_API void r35a_plan_destroy(r35a_plan *plan);
  * nothing because it has no rows; a query row that sees no key writes zeros.
  *
  * On a GPU context: a call with max_query_len <= 8 runs one launch of a tuned decode kernel when
- * one serves it (f16/bf16, a head size built for the dtype (variants/variants.def; the plan's
- * fallback_reason lists them when none is), page size a multiple of 16, no softcap, ALiBi, sinks
- * or 8-bit KV cache yet, strides multiples of 8 elements), else of the portable kernel, which
- * serves all of these; the plan's fallback_reason says why. A mixed batch
+ * one serves it (f16/bf16, a head size built for the dtype and KV dtype (variants/variants.def; the
+ * plan's fallback_reason lists them when none is), page size a multiple of 16, Q strides multiples
+ * of 8 elements and K/V strides multiples of 16 bytes: 8 elements of a 16-bit cache, 16 of an
+ * 8-bit one), else of the portable kernel, which serves all of these; the plan's fallback_reason
+ * says why. Softcap, ALiBi, sinks and 8-bit KV caches run on the decode kernels too. (Non-finite
+ * inputs there: an fp8 NaN code reads as +-480 on gfx11, where the dequantization is bit
+ * arithmetic; NVIDIA's conversion keeps it NaN.) A mixed batch
  * (max_query_len > 8, several sequences) that the decode kernels serve otherwise runs as two
  * launches on the caller's stream within one run call: the decode kernel serves the sequences with
  * M <= 8 and the portable kernel those with M > 8, each skipping the other's on the device, so

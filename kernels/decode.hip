@@ -28,9 +28,19 @@
  * row group) to arrive (wrapping atomic counter, device-scope release/acquire fences). A sequence
  * uses r35a_decode_seq_splits() of the planned splits (fewer when it is short).
  *
- * Compile-time: element type, D, T (rows R = 16T), KW, DW, WAVES (the occupancy contract): they
- * size registers and LDS, and the LDS left decides the pipeline depth.
- * Run-time: page size (any multiple of 16), strides, G, M (per sequence), window, scale, splits.
+ * Model features (decode_args.h): the logit transform (softcap, then ALiBi) runs in the loop only when
+ * the call has one (a uniform branch per tile); attention sinks join each row's denominator once,
+ * where the row is normalized (the single split's store or the split merge). The K/V element format
+ * is compiled in (variants: the table's kv column): 16-bit (the Q/O dtype) or 8-bit (fp8 e4m3,
+ * int8), whose tiles move half the bytes and are dequantized in registers to the Q/O dtype
+ * (device.h kv8x2); the caller's scales (times the conversion's unit) join the logit scale (K) and
+ * the output normalization (V). (One kernel body per format: two bodies in one kernel made clang
+ * spill SGPRs in every variant.)
+ *
+ * Compile-time: element type, K/V element format, D, T (rows R = 16T), KW, DW, WAVES (the occupancy
+ * contract): they size registers and LDS, and the LDS left decides the pipeline depth.
+ * Run-time: page size (any multiple of 16), strides, G, M (per sequence), window, scale, splits,
+ * softcap, ALiBi, sinks, the 8-bit scales (per tensor or per kv head).
  */
 #include "common/device.h"
 #include "common/fragment.h"
@@ -46,22 +56,25 @@ namespace r35a {
 #endif
 
 /* The KV pipeline of a tiling: registers (every fragment layer), or shared-memory stages filled by
- * asynchronous copies (layers that define R35A_FRAG_HAS_KV_PIPE_LDS). */
-template <bool LDS, int DS, int S>
+ * asynchronous copies (layers that define R35A_FRAG_HAS_KV_PIPE_LDS). KV: the element format. */
+template <bool LDS, int DS, int S, class E, class KV>
 struct pick_pipe {
-    typedef frag::kv_pipe_regs<DS, S> type;
+    typedef frag::kv_pipe_regs<DS, S, E, KV> type;
 };
 #if defined(R35A_FRAG_HAS_KV_PIPE_LDS)
-template <int DS, int S>
-struct pick_pipe<true, DS, S> {
-    typedef frag::kv_pipe_lds<DS, S> type;
+template <int DS, int S, class E, class KV>
+struct pick_pipe<true, DS, S, E, KV> {
+    typedef frag::kv_pipe_lds<DS, S, E, KV> type;
 };
-template <int DS>
-constexpr int lds_stages_fit(int bytes_per_wave) { return bytes_per_wave / frag::kv_pipe_lds<DS, 1>::LDS_PER_STAGE; }
+template <int DS, class E, class KV>
+constexpr int lds_stages_fit(int bytes_per_wave) { return bytes_per_wave / frag::kv_pipe_lds<DS, 1, E, KV>::LDS_PER_STAGE; }
 #else
-template <int DS>
+template <int DS, class E, class KV>
 constexpr int lds_stages_fit(int) { return 0; }
 #endif
+
+constexpr int cmax(int a, int b) { return a > b ? a : b; }
+constexpr float LOG2E_F = 1.4426950408889634f;
 
 /* Keeps the scheduler from hoisting every chunk's operand loads ahead of the products (on gfx11 it
  * would hold all V^T fragments of a tile at once: NC x 8 VGPRs). */
@@ -69,8 +82,9 @@ constexpr int lds_stages_fit(int) { return 0; }
 #define R35A_DECODE_CHUNK_FENCE() sched_barrier()
 #endif
 
-template <class E, int D, int T, int KW, int DW, int WAVES>
+template <class E, class KV, int D, int T, int KW, int DW, int WAVES>
 struct decode_cfg {
+    static constexpr int HEAD = D, KGROUPS = KW, DSLICES = DW;
     static constexpr int NW = KW * DW;        /* waves per workgroup */
     static constexpr int THREADS = 32 * NW;
     static constexpr int DS = D / DW;         /* head-dim slice per wave */
@@ -80,15 +94,15 @@ struct decode_cfg {
     static_assert(D % (16 * DW) == 0, "each wave needs whole 16-wide d chunks");
     static_assert(KW == 1 || KW == 2 || KW == 4 || KW == 8, "key groups merge in a binary tree");
     /* LDS budget from the occupancy contract: WAVES waves on each of 4 SIMDs share a pool of LDS
-     * (gfx11: a WGP's 128 KiB, at most 64 KiB per workgroup; NVIDIA: an SM's 228 KiB less 1 KiB per
-     * block, at most 48 KiB of static shared memory per block). */
+     * (gfx11: a WGP's 128 KiB, at most 64 KiB per workgroup, static; NVIDIA: decode_args.h's
+     * r35a_decode_nv_smem_bytes, dynamic shared memory the host launches with). */
     static constexpr int WGS_PER_POOL = (4 * WAVES + NW - 1) / NW;
 #if defined(R35A_TARGET_AMDGCN)
     static constexpr int LDS_POOL = 131072 / WGS_PER_POOL, LDS_MAX = 65536;
-#else
-    static constexpr int LDS_POOL = 233472 / WGS_PER_POOL - 1024, LDS_MAX = 49152;
-#endif
     static constexpr int LDS_BUDGET = LDS_POOL < LDS_MAX ? LDS_POOL : LDS_MAX;
+#else
+    static constexpr int LDS_BUDGET = r35a_decode_nv_smem_bytes(WAVES, NW);
+#endif
     /* LDS, loop phase: each wave's pipeline region, the partial S^T tile of every wave (DW > 1) and
      * one reduced S^T per key group. */
     static constexpr int PX_WAVE = DW > 1 ? T * frag::ACC_NATIVE_FLOATS * 4 : 0;
@@ -107,33 +121,43 @@ struct decode_cfg {
      * fragment, no VALU; NVIDIA: one ldmatrix). NVIDIA always (the registers buy d slices of 128
      * without a partial-S^T exchange); gfx11 where the LDS budget holds it (the registers buy the
      * second KV stage of the 48-wide slices). Rows padded by 16 bytes. */
-    static constexpr bool HAS_LDS_PIPE = lds_stages_fit<DS>(1 << 30) > 0;
+    static constexpr bool HAS_LDS_PIPE = lds_stages_fit<DS, E, KV>(1 << 30) > 0;
     static constexpr int QROW = DS + 8;
     static constexpr int Q_BYTES = DW * R * QROW * 2;
-    static constexpr int REGION_1 = (frag::kv_pipe_regs<DS, 1>::LDS_BYTES + 15) / 16 * 16;   /* gfx11's region */
-    static constexpr bool Q_LDS =
-        T >= 2 && (HAS_LDS_PIPE ? lds_stages_fit<DS>((LDS_BUDGET - FLAG_BYTES - EXCH_BYTES - Q_BYTES) / NW) >= 2
-                                : NW * (REGION_1 > PX_WAVE ? REGION_1 : PX_WAVE) + SR_BYTES + Q_BYTES + FLAG_BYTES <= LDS_BUDGET);
-    static constexpr bool Q_LDS_WANTED = Q_LDS;
-    static constexpr int FREE = LDS_BUDGET - FLAG_BYTES - EXCH_BYTES - (Q_LDS ? Q_BYTES : 0);
-    static constexpr int LDS_FIT = lds_stages_fit<DS>(FREE / NW);
-    static constexpr bool USE_LDS = LDS_FIT >= 2;
+    static constexpr int REGION_1 = (frag::kv_pipe_regs<DS, 1, E, KV>::LDS_BYTES + 15) / 16 * 16;   /* gfx11's region */
 #if defined(R35A_TARGET_AMDGCN)
     static constexpr int REG_BUDGET = (1536 / WAVES) / 24 * 24 < 256 ? (1536 / WAVES) / 24 * 24 : 256;
 #else
     static constexpr int REG_BUDGET = 65536 / (128 * WAVES) < 255 ? 65536 / (128 * WAVES) : 255;
 #endif
     static constexpr int AB_WORDS = (int)(sizeof(frag::ab) / 4);
-    static constexpr int REG_BASE = T * NC * ((Q_LDS_WANTED ? 0 : AB_WORDS) + frag::ACC_ELEMS) +
-                                    T * (frag::ACC_ELEMS + AB_WORDS / 2) + 32;
-    /* 25 % margin over the estimate (what clang and ptxas use beyond it, measured on these tilings). */
-    static constexpr int REG_STAGE = NC * (AB_WORDS + 4);
-    static constexpr int REG_FIT = (4 * REG_BUDGET / 5 - REG_BASE) / REG_STAGE;
+    /* Register pipeline depth: as many stages as the budget holds after the estimate's base (Q^T in
+     * registers or not), with a 25 % margin (what clang and ptxas use beyond the estimate, measured on
+     * these tilings). A stage: K and V as the register pipeline holds them (16-bit: operand fragments
+     * and 16-byte rows; 8-bit: the bytes as loaded). */
+    typedef frag::kv_pipe_regs<DS, 1, E, KV> REG_PIPE_1;
+    static constexpr int REG_STAGE = NC * (int)(sizeof(typename REG_PIPE_1::kraw) / 4) +
+                                     REG_PIPE_1::VCH * (int)(sizeof(typename REG_PIPE_1::vraw) / 4);
+    static constexpr int REG_REST = T * NC * frag::ACC_ELEMS + T * (frag::ACC_ELEMS + AB_WORDS / 2) + 32;
+    static constexpr int REG_Q = T * NC * AB_WORDS;   /* Q^T fragments held in registers */
+    static constexpr int REG_FIT_QREG = (4 * REG_BUDGET / 5 - REG_REST - REG_Q) / REG_STAGE;
+    static constexpr int REG_FIT_QLDS = (4 * REG_BUDGET / 5 - REG_REST) / REG_STAGE;
+    /* ... and for one row tile on the register pipeline where two stages would not fit with Q^T in
+     * registers (gfx11's 48-wide slices at 8 waves: 16-bit tiles). */
+    static constexpr bool Q_LDS_WANTED = T >= 2 || (!HAS_LDS_PIPE && REG_FIT_QREG < 2);
+    static constexpr bool Q_LDS =
+        Q_LDS_WANTED &&
+        (HAS_LDS_PIPE ? lds_stages_fit<DS, E, KV>((LDS_BUDGET - FLAG_BYTES - EXCH_BYTES - Q_BYTES) / NW) >= 2
+                      : NW * (REGION_1 > PX_WAVE ? REGION_1 : PX_WAVE) + SR_BYTES + Q_BYTES + FLAG_BYTES <= LDS_BUDGET);
+    static constexpr int FREE = LDS_BUDGET - FLAG_BYTES - EXCH_BYTES - (Q_LDS ? Q_BYTES : 0);
+    static constexpr int LDS_FIT = lds_stages_fit<DS, E, KV>(FREE / NW);
+    static constexpr bool USE_LDS = LDS_FIT >= 2;
+    static constexpr int REG_FIT = Q_LDS ? REG_FIT_QLDS : REG_FIT_QREG;
     static constexpr int REG_STAGES = REG_FIT < 2 ? 2 : REG_FIT > R35A_DECODE_REG_STAGES_MAX ? R35A_DECODE_REG_STAGES_MAX : REG_FIT;
     static constexpr int STAGES = USE_LDS ? (LDS_FIT < R35A_DECODE_LDS_STAGES_MAX ? LDS_FIT : R35A_DECODE_LDS_STAGES_MAX)
                                           : REG_STAGES;
     static_assert(STAGES >= 2, "the KV pipeline needs two stages");
-    typedef typename pick_pipe<USE_LDS, DS, STAGES>::type pipe;
+    typedef typename pick_pipe<USE_LDS, DS, STAGES, E, KV>::type pipe;
     static constexpr int PIPE_WAVE = (pipe::LDS_BYTES + 15) / 16 * 16;
     /* A register pipeline's LDS (the V^T tile) is busy only between prepare_v and release, after
      * the key group has read the wave's partial S^T: the two share the wave's region. Shared-memory
@@ -142,15 +166,16 @@ struct decode_cfg {
     static constexpr int PX_OFF = PX_OVERLAY ? 0 : PIPE_WAVE;
     static constexpr int WAVE_REGION = PX_OVERLAY ? (PIPE_WAVE > PX_WAVE ? PIPE_WAVE : PX_WAVE) : PIPE_WAVE + PX_WAVE;
     static constexpr int Q_OFF = NW * WAVE_REGION + SR_BYTES;   /* Q^T tiles: [DW][R][QROW] u16 */
-    static constexpr int LOOP_BYTES = NW * WAVE_REGION + SR_BYTES + (Q_LDS ? Q_BYTES : 0);
+    static constexpr int SLOPE_OFF = NW * WAVE_REGION + SR_BYTES + (Q_LDS ? Q_BYTES : 0);   /* ALiBi: R floats */
+    static constexpr int LOOP_BYTES = SLOPE_OFF + R * 4;
     /* Floats of the key group's S^T tiles each wave reduces (reduce-scatter). */
     static constexpr int SLICE = T * frag::ACC_NATIVE_FLOATS / DW;
     /* LDS, merge phase (reuses the loop's): KW/2 slots of a key group's accumulators and stats. */
     static constexpr int MSLOT_ACC = DW * T * NC * frag::ACC_NATIVE_FLOATS;   /* floats */
     static constexpr int MSLOT_FLOATS = MSLOT_ACC + 2 * R;
     static constexpr int MERGE_BYTES = KW > 1 ? (KW / 2) * MSLOT_FLOATS * 4 : 0;
-    /* LDS, split merge (reuses everything): a weight per record and row. */
-    static constexpr int SPLIT_BYTES = R35A_DECODE_MAX_SPLITS * R * 4;
+    /* LDS, split merge (reuses everything): a weight per record and row, and each row's sink weight. */
+    static constexpr int SPLIT_BYTES = (R35A_DECODE_MAX_SPLITS + 1) * R * 4;
     static constexpr int PHASE_BYTES = LOOP_BYTES > MERGE_BYTES ? LOOP_BYTES : MERGE_BYTES;
     static constexpr int LDS_BYTES = (PHASE_BYTES > SPLIT_BYTES ? PHASE_BYTES : SPLIT_BYTES) + FLAG_BYTES;
     static_assert(LDS_BYTES <= LDS_BUDGET, "LDS use breaks the variant's occupancy contract (waves)");
@@ -190,8 +215,8 @@ R35A_DEV void merge_state(row_state<NC> &a, const frag::colv &mb, const frag::co
  * issued on one path only makes it wait for everything, the next tile's loads included). */
 struct tile_feed {
     const int32_t *bt;
-    const u16 *k_base, *v_base;   /* this kv head's d slice in page 0 slot 0 */
-    i64 k_page, v_page, k_slot, v_slot;
+    const char *k_base, *v_base;   /* this kv head's d slice in page 0 slot 0 */
+    i64 k_page, v_page, k_slot, v_slot;   /* bytes */
     int B, L, t_begin, t_end, kw, kg, mine;
     int page_cur, slot_cur, page_next, slot_next;
 
@@ -227,8 +252,9 @@ struct tile_feed {
 };
 
 /* Writes one accumulator fragment of O (row tile t, 16-wide d chunk ch of the head) scaled by inv,
- * only the rows that exist. */
-template <class E>
+ * only the rows that exist. O^T row m of the fragment is element P::v_d_of_m(m) of the chunk (the
+ * pipeline's V^T operands may come with their d permuted). */
+template <class E, class P>
 R35A_DEV void store_o(const r35a_decode_args &a, const frag::acc &o, const frag::colv &inv, int t, int ch, int rg,
                       int R, int q0, int M, int g, const bool (&ok)[frag::NCOL]) {
     u16 *orow[frag::NCOL];
@@ -241,8 +267,50 @@ R35A_DEV void store_o(const r35a_decode_args &a, const frag::acc &o, const frag:
 #pragma unroll
     for (int e = 0; e < frag::ACC_ELEMS; ++e) {
         const int sl = frag::acc_slot(e);
-        if (ok[sl]) store_u16(orow[sl] + frag::acc_m(e), E::from_f32(o.v[e] * inv.v[sl]));
+        if (ok[sl]) store_u16(orow[sl] + P::v_d_of_m(frag::acc_m(e)), E::from_f32(o.v[e] * inv.v[sl]));
     }
+}
+
+/* Softcap in base 2: s -> cap x tanh(s_nat / cap) x log2(e) for a raw dot s (s_nat = s x sl2 / log2 e),
+ * with tanh|x| = (1 - e^-2|x|) / (1 + e^-2|x|) (device.h tanh_fast) and the constants folded:
+ * 5 VALU and 2 transcendentals per logit. */
+struct softcap_rule {
+    float kneg, cap2;   /* -2 log2(e) / cap x (the natural scale), cap x log2(e) */
+    R35A_DEV softcap_rule make(float cap, float sl2) {
+        softcap_rule r;
+        r.cap2 = cap * LOG2E_F;
+        r.kneg = cap > 0.f ? -2.f * sl2 / cap : 0.f;   /* -2.885 x (s_nat / cap) = -2 x s x sl2 / cap */
+        return r;
+    }
+    R35A_MEMBER float operator()(float s) const {
+        const float t = exp2_fast(kneg * __builtin_fabsf(s));
+        return __builtin_copysignf(__builtin_fmaf(-cap2, t, cap2) * rcp_fast(1.f + t), s);
+    }
+};
+
+/* The one place a row is normalized: 1 / (its softmax denominator), the sink joining the denominator
+ * here, once (m, l: the row's base-2 running max and sum over all its keys; sink2: its sink logit in
+ * base 2, -inf for none). A row that saw no key (m = -inf) gives 0 whatever the sink; a NaN or +inf
+ * sink gives NaN (the row's whole output). */
+R35A_DEV float row_inv(float m, float l, float sink2) {
+    if (m == neg_inf()) return 0.f;
+    const float mu = fmax(m, sink2), cm = exp2_fast(m - mu);
+    return cm * rcp_fast(l * cm + exp2_fast(sink2 - mu));
+}
+
+/* A query row's sink logit in base 2 (-inf without sinks). */
+R35A_DEV float sink_base2(const r35a_decode_args &a, int h) { return a.sinks ? load_f32(a.sinks + h) * LOG2E_F : neg_inf(); }
+
+/* Where a sequence's query rows and keys are: the one place its metadata is read. */
+struct seq_meta {
+    int q0, M, L;
+};
+R35A_DEV seq_meta read_seq(const r35a_decode_args &a, int s) {
+    seq_meta m;
+    m.q0 = a.query_start_loc[s];
+    m.M = a.query_start_loc[s + 1] - m.q0;
+    m.L = a.seq_lens[s];
+    return m;
 }
 
 /* The last workgroup of a (sequence, kv head, row group) merges the splits' records, with all its
@@ -250,10 +318,11 @@ R35A_DEV void store_o(const r35a_decode_args &a, const frag::acc &o, const frag:
  * into LDS (independent loads, unrolled), (2) one thread per row turns them into weights
  * 2^(m_k - max_k m_k), (3) the waves take the accumulator fragments (row tile x d chunk) in turn and
  * sum w_k x acc_k and w_k x l_k over the records, several records' loads of all of a wave's
- * fragments in flight at a time. */
+ * fragments in flight at a time. A row's sink joins its denominator here, once (pass 2 weighs it
+ * like a record with l = 1; records never hold it). v_fac: the V scale (8-bit caches), else 1. */
 template <class C, class E>
 R35A_DEV void merge_splits(const r35a_decode_args &a, const float *grec, i64 rec_floats, int nsplit, int rows, int rg,
-                           int q0, int M, int g, float *wts) {
+                           int q0, int M, int g, float v_fac, float *wts) {
     constexpr int R = C::R, T = R / 16;
     const int tv = imin(T, (rows - rg * R + 15) / 16);     /* row tiles with a real row (the others have no record) */
     const int nv = 16 * tv;
@@ -264,10 +333,16 @@ R35A_DEV void merge_splits(const r35a_decode_args &a, const float *grec, i64 rec
         wts[k * R + n] = load_f32(grec + k * rec_floats + n);
     }
     block_sync();
+    float *const wsink = wts + R35A_DECODE_MAX_SPLITS * R;   /* each row's sink weight */
     for (int n = thread_x(); n < nv; n += C::THREADS) {
         float mx = neg_inf();
         for (int k = 0; k < nsplit; ++k) mx = fmax(mx, wts[k * R + n]);
-        const float mu = mx == neg_inf() ? 0.f : mx;
+        /* a row that saw a key: weights relative to max(its max, its sink) (see row_inv); else 0s */
+        const int row = imin(rg * R + n, rows - 1);
+        const bool seen = mx != neg_inf();
+        const float sink2 = seen ? sink_base2(a, g * a.group_size + row / M) : neg_inf();
+        const float mu = seen ? fmax(mx, sink2) : 0.f;
+        wsink[n] = seen ? exp2_fast(sink2 - mu) : 0.f;
         for (int k = 0; k < nsplit; ++k) wts[k * R + n] = exp2_fast(wts[k * R + n] - mu);
     }
     block_sync();
@@ -288,7 +363,7 @@ R35A_DEV void merge_splits(const r35a_decode_args &a, const float *grec, i64 rec
         const int f = imin(wave_id() + j * C::NW, NF - 1);
         tj[j] = f / C::DC;
         o[j] = frag::acc_zero();
-        l[j] = frag::colv_fill(0.f);
+        l[j] = frag::colv_load(wsink + tj[j] * 16, false);
 #pragma unroll
         for (int c = 0; c < frag::NCOL; ++c) ok[j][c] = rg * R + tj[j] * 16 + frag::acc_n_of_slot(c) < rows;
     }
@@ -321,28 +396,31 @@ R35A_DEV void merge_splits(const r35a_decode_args &a, const float *grec, i64 rec
     for (int j = 0; j < FPW; ++j) {
         const int f = wave_id() + j * C::NW;
         if (f >= nf) break;   /* uniform */
-        frag::colv inv;
+        frag::colv inv;   /* l = 0: no key (zeros); a NaN l (a NaN sink) stays NaN */
 #pragma unroll
-        for (int c = 0; c < frag::NCOL; ++c) inv.v[c] = l[j].v[c] > 0.f ? rcp_fast(l[j].v[c]) : 0.f;
-        store_o<E>(a, o[j], inv, tj[j], f - tj[j] * C::DC, rg, R, q0, M, g, ok[j]);
+        for (int c = 0; c < frag::NCOL; ++c) inv.v[c] = !(l[j].v[c] <= 0.f) ? rcp_fast(l[j].v[c]) * v_fac : 0.f;
+        store_o<E, typename C::pipe>(a, o[j], inv, tj[j], f - tj[j] * C::DC, rg, R, q0, M, g, ok[j]);
     }
 }
 
-template <class E, int D, int T, int KW, int DW, int WAVES>
-R35A_DEV void decode_kernel(const r35a_decode_args &a) {
-    typedef decode_cfg<E, D, T, KW, DW, WAVES> C;
-    constexpr int NC = C::NC, DS = C::DS, R = C::R, S = C::STAGES;
-    __shared__ __attribute__((aligned(16))) unsigned char smem[C::LDS_BYTES];
-    int *const last_flag = (int *)(smem + C::LDS_BYTES - C::FLAG_BYTES);
+/* The kernel body (C: decode_cfg<E, KV, ...>); smem: the kernel's LDS, lds_bytes of it (the split
+ * arrival flag sits at its end). */
+template <class C, class E, class KV>
+R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem, int lds_bytes) {
+    constexpr int NC = C::NC, DS = C::DS, R = C::R, S = C::STAGES, T = C::R / 16, KW = C::KGROUPS,
+                  DW = C::DSLICES, D = C::HEAD;
+    constexpr bool B8 = kv_is_8bit<KV>::value;
+    constexpr int EB = B8 ? 1 : 2;   /* bytes per K/V element */
+    typedef typename C::pipe P;
+    int *const last_flag = (int *)(smem + lds_bytes - C::FLAG_BYTES);
 
     const int w = wave_id();
     const int kg = w / DW, dg = w % DW;
     const int split = block_x(), y = block_y(), s = block_z();
     const int g = y / a.num_row_groups, rg = y - g * a.num_row_groups;
 
-    const int q0 = a.query_start_loc[s];
-    const int M = a.query_start_loc[s + 1] - q0;
-    const int L = a.seq_lens[s];
+    const seq_meta sq = read_seq(a, s);
+    const int q0 = sq.q0, M = sq.M, L = sq.L;
     if (M <= 0 || M > a.max_query_len) return;            /* no rows, or the generic kernel's */
     const int G = a.group_size;
     const int rows = G * M;
@@ -364,8 +442,18 @@ R35A_DEV void decode_kernel(const r35a_decode_args &a) {
     const int full_lo = (int)r35a_window_first_key(L - 1, W), full_hi = L - M;
 
     /* ---- per-row (accumulator column) information ---- */
-    int row_hi[T][frag::NCOL], row_lo[T][frag::NCOL];
+    int row_hi[T][frag::NCOL];   /* the row's query position p (its last key); -1: padding, sees nothing */
     bool row_ok[T][frag::NCOL];
+    /* the logit transform: softcap (cap x tanh(s / cap)) then ALiBi (slope x (j - p)), in base 2 */
+    const bool capped = a.logit_softcap > 0.f, alibi = a.alibi_slopes != nullptr;
+    /* each row's ALiBi slope (base 2) in LDS: read per tile only by calls with ALiBi, no register
+     * held across the loop */
+    float *const slopes = (float *)(smem + C::SLOPE_OFF);
+    if (alibi) {
+        for (int r = thread_x(); r < R; r += C::THREADS)
+            slopes[r] = load_f32(a.alibi_slopes + g * G + imin(rg * R + r, rows - 1) / M) * LOG2E_F;
+        block_sync();
+    }
 #pragma unroll
     for (int t = 0; t < T; ++t)
 #pragma unroll
@@ -376,19 +464,30 @@ R35A_DEV void decode_kernel(const r35a_decode_args &a) {
             const int p = L - M + i;
             row_ok[t][c] = ok;
             row_hi[t][c] = ok ? p : -1;                          /* a padding row sees nothing */
-            row_lo[t][c] = (int)r35a_window_first_key(p, W);
         }
+    /* Scales: a raw dot of the products times sl2 is the base-2 logit. 8-bit caches: the kv head's K
+     * scale and the conversion's unit join it, its V scale (v_fac) the output normalization. Without
+     * a transform the scale rides in the exponent (xs = sl2); with one, the transform produces base-2
+     * logits and xs = 1. */
+    float sl2 = a.scale_log2, v_fac = 1.f;
+    if constexpr (B8) {
+        const int si = a.kv_scale_per_head ? g : 0;
+        sl2 *= load_f32(a.k_scale + si) * kv8_unit<KV>();
+        v_fac = load_f32(a.v_scale + si) * kv8_unit<KV>();
+    }
+    const float xs = capped || alibi ? 1.f : sl2;
+    const softcap_rule cap = softcap_rule::make(a.logit_softcap, sl2);
 
     /* ---- the KV pipeline starts first: its table entries and first tiles are in flight while Q loads ---- */
-    typename C::pipe pipe(smem + w * C::WAVE_REGION);
+    P pipe(smem + w * C::WAVE_REGION);
     tile_feed feed;
     feed.bt = a.block_table + (i64)s * a.block_table_stride;
-    feed.k_base = (const u16 *)a.k_cache + (i64)g * a.k_head_stride + dg * DS;
-    feed.v_base = (const u16 *)a.v_cache + (i64)g * a.v_head_stride + dg * DS;
-    feed.k_page = a.k_page_stride;
-    feed.v_page = a.v_page_stride;
-    feed.k_slot = a.k_slot_stride;
-    feed.v_slot = a.v_slot_stride;
+    feed.k_base = (const char *)a.k_cache + ((i64)g * a.k_head_stride + dg * DS) * EB;
+    feed.v_base = (const char *)a.v_cache + ((i64)g * a.v_head_stride + dg * DS) * EB;
+    feed.k_page = a.k_page_stride * EB;
+    feed.v_page = a.v_page_stride * EB;
+    feed.k_slot = a.k_slot_stride * EB;
+    feed.v_slot = a.v_slot_stride * EB;
     feed.B = a.page_size;
     feed.L = L;
     feed.t_begin = t_begin;
@@ -412,10 +511,17 @@ R35A_DEV void decode_kernel(const r35a_decode_args &a) {
             const int sl = idx / (R * CPR), rem = idx - sl * R * CPR, r = rem / CPR, d8 = rem - r * CPR;
             const int row = rg * R + r;
             const int rr = imin(row, rows - 1), hl = rr / M, i = rr - hl * M;
-            const u32x4 x = load_b128((const u16 *)a.q + (i64)(q0 + i) * a.q_token_stride +
-                                      (i64)(g * G + hl) * a.q_head_stride + sl * DS + 8 * d8);
-            *(u32x4 *)((u16 *)(smem + C::Q_OFF) + (sl * R + r) * C::QROW + 8 * d8) =
-                row < rows ? x : u32x4{0u, 0u, 0u, 0u};
+            u32x4 x = load_b128((const u16 *)a.q + (i64)(q0 + i) * a.q_token_stride +
+                                (i64)(g * G + hl) * a.q_head_stride + sl * DS + 8 * d8);
+            if (row >= rows) x = u32x4{0u, 0u, 0u, 0u};
+            u16 *const dst = (u16 *)(smem + C::Q_OFF) + (sl * R + r) * C::QROW;
+            if constexpr (!P::K_PERM) {
+                *(u32x4 *)(dst + 8 * d8) = x;
+            } else {   /* the k order of the pipeline's K operands: words moved within their 16-element chunk */
+                u32 *const chunk = (u32 *)(dst + 16 * (d8 >> 1));
+#pragma unroll
+                for (int q = 0; q < 4; ++q) chunk[frag::k8_q_word_pos(4 * (d8 & 1) + q)] = x[q];
+            }
         }
         block_sync();
     } else {
@@ -423,7 +529,7 @@ R35A_DEV void decode_kernel(const r35a_decode_args &a) {
         for (int t = 0; t < T; ++t)
 #pragma unroll
             for (int c = 0; c < NC; ++c)
-                qf[t][c] = frag::load_vec16_global_u16(
+                qf[t][c] = frag::load_vec16_global_u16<P::K_PERM>(
                     [&](int n) -> const void * {
                         const int row = imin(rg * R + t * 16 + n, rows - 1);   /* padding rows: a real row */
                         const int hl = row / M, i = row - hl * M;
@@ -502,8 +608,37 @@ R35A_DEV void decode_kernel(const r35a_decode_args &a) {
             }
             if (!active) continue;
 
-            /* Logits: masks here (the one place a logit transform such as softcap or ALiBi would go;
-             * the scale is folded into the exponent below). */
+            /* Logits: the transform (only in calls that have one: uniform branches), then the masks
+             * (a select: keys past the end may be NaN). Without a transform the scale is folded into
+             * the exponent below. */
+            if (capped) {
+#pragma unroll
+                for (int t = 0; t < T; ++t)
+#pragma unroll
+                    for (int e = 0; e < frag::ACC_ELEMS; ++e) sacc[t].v[e] = cap(sacc[t].v[e]);
+            } else if (alibi) {
+#pragma unroll
+                for (int t = 0; t < T; ++t)
+#pragma unroll
+                    for (int e = 0; e < frag::ACC_ELEMS; ++e) sacc[t].v[e] *= sl2;
+            }
+            if (alibi) {
+#pragma unroll
+                for (int t = 0; t < T; ++t) {
+                    /* slope x (j - p): j - p of element e is the column's j0 + m(0) - p plus a constant */
+                    float sb[frag::NCOL], sl[frag::NCOL];
+#pragma unroll
+                    for (int c = 0; c < frag::NCOL; ++c) {
+                        sl[c] = slopes[t * 16 + frag::acc_n_of_slot(c)];
+                        sb[c] = sl[c] * (float)(j0 + frag::acc_m(0) - row_hi[t][c]);
+                    }
+#pragma unroll
+                    for (int e = 0; e < frag::ACC_ELEMS; ++e) {
+                        const int c = frag::acc_slot(e);
+                        sacc[t].v[e] = __builtin_fmaf(sl[c], (float)(frag::acc_m(e) - frag::acc_m(0)), sacc[t].v[e] + sb[c]);
+                    }
+                }
+            }
             const bool need_mask = !(j0 >= full_lo && j0 + 15 <= full_hi);
             frag::ab pf[T];
 #pragma unroll
@@ -513,14 +648,14 @@ R35A_DEV void decode_kernel(const r35a_decode_args &a) {
 #pragma unroll
                     for (int e = 0; e < frag::ACC_ELEMS; ++e) {
                         const int j = j0 + frag::acc_m(e), c = frag::acc_slot(e);
-                        if (j > row_hi[t][c] || j < row_lo[t][c]) sc.v[e] = neg_inf();
+                        if (j > row_hi[t][c] || j < (int)r35a_window_first_key(row_hi[t][c], W)) sc.v[e] = neg_inf();
                     }
                 const frag::colv mx = frag::col_max(sc);
                 frag::colv corr, mu;
                 bool moved = false;
 #pragma unroll
                 for (int c = 0; c < frag::NCOL; ++c) {
-                    const float mn = fmax(st[t].m.v[c], mx.v[c] * a.scale_log2);
+                    const float mn = fmax(st[t].m.v[c], mx.v[c] * xs);
                     mu.v[c] = mn == neg_inf() ? 0.f : mn;
                     corr.v[c] = exp2_fast(st[t].m.v[c] - mu.v[c]);
                     moved |= mn != st[t].m.v[c];
@@ -528,7 +663,7 @@ R35A_DEV void decode_kernel(const r35a_decode_args &a) {
                 }
 #pragma unroll
                 for (int e = 0; e < frag::ACC_ELEMS; ++e)
-                    sc.v[e] = exp2_fast(__builtin_fmaf(sc.v[e], a.scale_log2, -mu.v[frag::acc_slot(e)]));
+                    sc.v[e] = exp2_fast(__builtin_fmaf(sc.v[e], xs, -mu.v[frag::acc_slot(e)]));
                 const frag::colv ps = frag::col_sum_share(sc);
 #pragma unroll
                 for (int c = 0; c < frag::NCOL; ++c) st[t].l.v[c] = st[t].l.v[c] * corr.v[c] + ps.v[c];
@@ -613,28 +748,58 @@ R35A_DEV void decode_kernel(const r35a_decode_args &a) {
         block_sync();
         if (!*last_flag) return;
         fence_acquire_device();
-        merge_splits<C, E>(a, grec, rec_floats, nsplit, rows, rg, q0, M, g, (float *)smem);
+        merge_splits<C, E>(a, grec, rec_floats, nsplit, rows, rg, q0, M, g, v_fac, (float *)smem);
         return;
     }
     if (kg != 0) return;
 
-    /* ---- one split: O = O^T / l, zeros for rows that saw no key ---- */
+    /* ---- one split: O = O^T / (l + the sink's share), zeros for rows that saw no key ---- */
 #pragma unroll
     for (int t = 0; t < T; ++t) {
         frag::colv inv;
 #pragma unroll
-        for (int c = 0; c < frag::NCOL; ++c) inv.v[c] = st[t].l.v[c] > 0.f ? rcp_fast(st[t].l.v[c]) : 0.f;
+        for (int c = 0; c < frag::NCOL; ++c) {
+            const int row = imin(rg * R + t * 16 + frag::acc_n_of_slot(c), rows - 1);
+            inv.v[c] = row_inv(st[t].m.v[c], st[t].l.v[c], sink_base2(a, g * G + row / M)) * v_fac;
+        }
 #pragma unroll
-        for (int c = 0; c < NC; ++c) store_o<E>(a, st[t].o[c], inv, t, dg * NC + c, rg, R, q0, M, g, row_ok[t]);
+        for (int c = 0; c < NC; ++c) store_o<E, P>(a, st[t].o[c], inv, t, dg * NC + c, rg, R, q0, M, g, row_ok[t]);
     }
+}
+
+/* The element format of a variant's K and V: kv16 (the Q/O dtype E), fp8, int8 (device.h). */
+struct kv_kv16_t {};
+template <class E, class K>
+struct kv_type {
+    typedef K type;
+};
+template <class E>
+struct kv_type<E, kv_kv16_t> {
+    typedef E type;
+};
+
+/* The kernel of one variant: one body, its LDS declared here (the split arrival flag at its end).
+ * NVIDIA: dynamic shared memory, launched with r35a_decode_nv_smem_bytes() >= C::LDS_BYTES (the
+ * static 48 KiB would cap a block's cp.async stages). */
+template <class E, class KV, int D, int T, int KW, int DW, int WAVES>
+R35A_DEV void decode_kernel(const r35a_decode_args &a) {
+    typedef decode_cfg<E, KV, D, T, KW, DW, WAVES> C;
+#if defined(R35A_TARGET_CUDA)
+    extern __shared__ __align__(16) unsigned char smem_dynamic[];
+    unsigned char *const smem = smem_dynamic;
+#else
+    __shared__ __attribute__((aligned(16))) unsigned char smem[C::LDS_BYTES];
+#endif
+    decode_body<C, E, KV>(a, smem, C::LDS_BYTES);
 }
 
 } /* namespace r35a */
 
 /* One extern "C" kernel per variant; the symbol is the variant name. */
-#define R35A_DECODE_VARIANT(arch, name, dtype, D, R, KW, DW, WAVES)                                   \
-    R35A_KERNEL R35A_KERNEL_BOUNDS(32 * (KW) * (DW), WAVES) void name(r35a_decode_args a) {            \
-        r35a::decode_kernel<r35a::dtype##_t, D, (R) / 16, KW, DW, WAVES>(a);                                  \
+#define R35A_DECODE_VARIANT(arch, name, dtype, kv, D, R, KW, DW, WAVES)                                    \
+    R35A_KERNEL R35A_KERNEL_BOUNDS(32 * (KW) * (DW), WAVES) void name(r35a_decode_args a) {               \
+        r35a::decode_kernel<r35a::dtype##_t, r35a::kv_type<r35a::dtype##_t, r35a::kv_##kv##_t>::type, D, (R) / 16, \
+                            KW, DW, WAVES>(a);                                                             \
     }
 /* A tool may point R35A_DECODE_VARIANT_LIST at its own list of R35A_DECODE_VARIANT(...) lines
  * (tools/tune_variants.py compiles candidate tilings this way). */

@@ -55,6 +55,7 @@ typedef struct cuda_api {
                               unsigned block_y, unsigned block_z, unsigned shared_bytes, cu_stream stream,
                               void **params, void **extra);
     cu_result (*MemsetD8Async)(cu_deviceptr dst, unsigned char value, size_t bytes, cu_stream stream);
+    cu_result (*FuncSetAttribute)(cu_function f, int attribute, int value);
     cu_result (*GetErrorString)(cu_result error, const char **text);
 } cuda_api;
 
@@ -107,6 +108,7 @@ static void load_driver(void)
         SYM(ModuleGetFunction, "cuModuleGetFunction"),
         SYM(LaunchKernel, "cuLaunchKernel"),
         SYM(MemsetD8Async, "cuMemsetD8Async"),
+        SYM(FuncSetAttribute, "cuFuncSetAttribute"),
         SYM(GetErrorString, "cuGetErrorString"),
 #undef SYM
     };
@@ -161,11 +163,26 @@ static void leave(void)
 
 /* ---- module calls for the shared loading skeleton (gpu_runtime.c) ---- */
 
+#define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
+
+/* The decode kernels' stages live in dynamic shared memory above the default 48 KiB limit. */
+static int set_max_dynamic_shared(void *function, int bytes)
+{
+    return driver.api.FuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
+}
+
 static r35a_gpu_loader loader_of(cuda_state *st)
 {
     /* the runtime's module calls take exactly the loader's C arguments */
-    return (r35a_gpu_loader){st->arch, st->emulate_gfx11 ? EMU_SUFFIX : NULL, driver.api.ModuleLoadData,
-                             driver.api.ModuleGetFunction, driver.api.ModuleUnload, cu_error_text, "cuModuleLoadData"};
+    return (r35a_gpu_loader){st->arch,
+                             st->emulate_gfx11 ? EMU_SUFFIX : NULL,
+                             driver.api.ModuleLoadData,
+                             driver.api.ModuleGetFunction,
+                             driver.api.ModuleUnload,
+                             cu_error_text,
+                             "cuModuleLoadData",
+                             set_max_dynamic_shared,
+                             "cuFuncSetAttribute"};
 }
 
 static void release_state(cuda_state *st)
@@ -194,7 +211,8 @@ static void context_release(r35a_context *ctx)
 /* ---- launches (the runtime of the shared entries, gpu_impls.c) ---- */
 
 static r35a_status launch(const r35a_context *ctx, void *f, const char *name, const uint32_t grid[3],
-                          const uint32_t block[3], void *arg, void *clear, size_t clear_bytes, void *stream)
+                          const uint32_t block[3], void *arg, uint32_t shared_bytes, void *clear, size_t clear_bytes,
+                          void *stream)
 {
     /* cuLaunchKernel takes the struct's address; its size is the kernel's */
     const cuda_state *st = state_of(ctx);
@@ -210,11 +228,12 @@ static r35a_status launch(const r35a_context *ctx, void *f, const char *name, co
         }
     }
     void *params[] = {arg};
-    e = driver.api.LaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, stream, params, NULL);
+    e = driver.api.LaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes, stream,
+                                params, NULL);
     leave();
     if (e != 0)
-        return r35a_fail(R35A_ERR_DEVICE, "cuLaunchKernel(%s, grid %ux%ux%u, block %u) failed: %s (%d)", name,
-                         grid[0], grid[1], grid[2], block[0], cu_error_text(e), e);
+        return r35a_fail(R35A_ERR_DEVICE, "cuLaunchKernel(%s, grid %ux%ux%u, block %u, %u B shared) failed: %s (%d)",
+                         name, grid[0], grid[1], grid[2], block[0], shared_bytes, cu_error_text(e), e);
     return R35A_OK;
 }
 

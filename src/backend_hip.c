@@ -175,8 +175,9 @@ static void base_arch(const char *full, char *out, size_t cap)
 static r35a_gpu_loader loader_of(hip_state *st)
 {
     /* the runtime's module calls take exactly the loader's C arguments */
+    /* gfx11 kernels use static LDS only: no dynamic shared memory limit to raise */
     return (r35a_gpu_loader){st->arch, NULL, runtime.api.ModuleLoadData, runtime.api.ModuleGetFunction,
-                             runtime.api.ModuleUnload, hip_error_text, "hipModuleLoadData"};
+                             runtime.api.ModuleUnload, hip_error_text, "hipModuleLoadData", NULL, NULL};
 }
 
 static void release_state(hip_state *st)
@@ -205,7 +206,8 @@ static void context_release(r35a_context *ctx)
 /* Launches f with its one by-value argument struct on stream; first, when clear_bytes > 0, zeroes
  * clear_bytes at clear on the same stream. */
 static r35a_status launch(const r35a_context *ctx, void *f, const char *name, const uint32_t grid[3],
-                          const uint32_t block[3], void *arg, void *clear, size_t clear_bytes, void *stream)
+                          const uint32_t block[3], void *arg, uint32_t shared_bytes, void *clear, size_t clear_bytes,
+                          void *stream)
 {
     /* hipModuleLaunchKernel takes the struct's address; its size is the kernel's */
     const hip_state *st = state_of(ctx);
@@ -222,8 +224,8 @@ static r35a_status launch(const r35a_context *ctx, void *f, const char *name, co
         }
     }
     void *params[] = {arg};
-    e = runtime.api.ModuleLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, stream, params,
-                                       NULL);
+    e = runtime.api.ModuleLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes, stream,
+                                       params, NULL);
     leave_device(previous);
     if (e != 0)
         return r35a_fail(R35A_ERR_DEVICE, "hipModuleLaunchKernel(%s, grid %ux%ux%u, block %u) failed: %s (%d)",

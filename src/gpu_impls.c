@@ -178,7 +178,7 @@ static r35a_status launch_one(const r35a_context *ctx, const r35a_plan *plan, co
         return r35a_fail(R35A_ERR_INTERNAL, "plan holds a launch of no kernel family");
     }
     return runtime_of(ctx)->launch(ctx, l->handle, r35a_registry_name(l->family, l->kernel), l->grid, l->block, &ka,
-                                   l->clear_bytes ? workspace : NULL, l->clear_bytes, stream);
+                                   l->shared_bytes, l->clear_bytes ? workspace : NULL, l->clear_bytes, stream);
 }
 
 static r35a_status gpu_run(const r35a_context *ctx, const r35a_plan *plan, const void *args, void *workspace,

@@ -1,6 +1,8 @@
 /* gpu_runtime.c - the code-object loading skeleton both GPU backends share (see gpu_runtime.h). */
 #include "gpu_runtime.h"
 
+#include "common/decode_args.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -86,6 +88,17 @@ bool r35a_gpu_load_kernels(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader, 
                 snprintf(why, cap, "kernel %s is missing from the %s code objects", name, rt->arch->arch);
                 r35a_gpu_unload_kernels(rt, loader);
                 return false;
+            }
+            if (family == R35A_GPU_DECODE && loader->set_max_dynamic_shared) {
+                const r35a_decode_variant *v = &r35a_decode_variants[i];
+                const int bytes = r35a_decode_nv_smem_bytes(v->waves, v->kw * v->dw);
+                const int e = loader->set_max_dynamic_shared(handles[i], bytes);
+                if (e != 0) {
+                    snprintf(why, cap, "%s(%s, %d bytes of dynamic shared memory) failed: %s (%d)",
+                             loader->set_shared_call, name, bytes, loader->error_text(e), e);
+                    r35a_gpu_unload_kernels(rt, loader);
+                    return false;
+                }
             }
         }
     }

@@ -19,10 +19,11 @@ struct r35a_gpu_runtime {
     void *encoder[R35A_HANDLES(R35A_NUM_ENCODER_VARIANTS)];
     void *modules[R35A_GPU_NUM_FAMILIES];   /* the loaded module of each family (NULL: none) */
     /* On stream: zeroes clear_bytes at clear first when clear_bytes > 0, then launches kernel
-     * (named name in messages) with its one by-value argument struct args. Returns R35A_OK, or the
-     * failure through r35a_fail. */
+     * (named name in messages) with its one by-value argument struct args and shared_bytes of dynamic
+     * shared memory per workgroup. Returns R35A_OK, or the failure through r35a_fail. */
     r35a_status (*launch)(const r35a_context *ctx, void *kernel, const char *name, const uint32_t grid[3],
-                          const uint32_t block[3], void *args, void *clear, size_t clear_bytes, void *stream);
+                          const uint32_t block[3], void *args, uint32_t shared_bytes, void *clear, size_t clear_bytes,
+                          void *stream);
     /* Unloads the modules and frees the backend state ctx->gpu (which holds this runtime). */
     void (*release)(r35a_context *ctx);
 };
@@ -42,6 +43,11 @@ typedef struct r35a_gpu_loader {
     int (*module_unload)(void *module);
     const char *(*error_text)(int error);
     const char *load_call;       /* "hipModuleLoadData", "cuModuleLoadData": for messages */
+    /* NVIDIA: raises function's dynamic shared memory limit to bytes (cuFuncSetAttribute
+     * MAX_DYNAMIC_SHARED_SIZE_BYTES); called at load for each decode kernel with its budget
+     * (decode_args.h r35a_decode_nv_smem_bytes). NULL where kernels use static LDS only (HIP). */
+    int (*set_max_dynamic_shared)(void *function, int bytes);
+    const char *set_shared_call; /* "cuFuncSetAttribute": for messages */
 } r35a_gpu_loader;
 
 /* Loads one module per family (loader->pick) and resolves every registry row of rt->arch's

@@ -26,6 +26,7 @@ typedef struct r35a_gpu_launch {
     int32_t max_query_len;       /* decode: the largest M it serves (capped at 8 in a mixed batch) */
     int32_t min_query_len;       /* generic paged: serves only sequences with M > this (0: all) */
     size_t workspace_bytes;      /* workspace the launch uses, from offset 0 */
+    uint32_t shared_bytes;       /* dynamic shared memory per workgroup (0: the kernel's static LDS only) */
     size_t clear_bytes;          /* workspace bytes cleared on the stream right before the launch */
 } r35a_gpu_launch;
 

@@ -2,7 +2,8 @@
  * split count, grid and workspace from host-known values only; mixed batches as decode + the
  * portable kernel; the decode kernels' argument struct.
  *
- * The variants of the desc's dtype and head size compete; the one that needs the fewest row groups
+ * The variants of the desc's dtype, K/V element format and head size compete (softcap, ALiBi and
+ * sinks are run-time arguments of every decode kernel); the one that needs the fewest row groups
  * (each row group reads the KV once) wins, the smaller R on a tie (fewer padded rows). The split
  * count then fills the device (decode_args.h: r35a_decode_num_splits; each sequence then uses as
  * many of them as its own length needs, on the device). Everything the choice reads is in the
@@ -14,24 +15,41 @@
 
 /* ---- decode ---- */
 
-/* Decode's stride rule (decode_args.h): rows read with 128-bit loads (Q, K, V) start 16 bytes apart. */
+_Static_assert(R35A_DECODE_KV_FP8_E4M3 == R35A_DTYPE_FP8_E4M3 && R35A_DECODE_KV_INT8 == R35A_DTYPE_INT8,
+               "decode_args.h's KV dtype codes are the public r35a_dtype values");
+
+/* The K/V element format a decode kernel must have for d: 0 (the Q/O dtype) or an 8-bit one. */
+static r35a_dtype decode_kv_format(const r35a_paged_attention_desc *d)
+{
+    const r35a_dtype kv = r35a_paged_kv_dtype(d);
+    return r35a_dtype_is_kv8(kv) ? kv : (r35a_dtype)0;
+}
+
+/* Decode's stride rule (decode_args.h): rows read with 128-bit loads (Q, K, V) start 16 bytes apart,
+ * i.e. Q strides are multiples of 8 elements and K/V strides of 16 / (bytes per KV element). */
 static void check_decode_strides(const r35a_paged_attention_desc *d, char *reason, size_t cap)
 {
+    const int32_t kv_bytes = r35a_dtype_is_kv8(r35a_paged_kv_dtype(d)) ? 1 : 2;
     const struct {
         const char *field;
         int64_t value;
+        bool kv;
     } strides[] = {
-        {"q_token_stride", d->q_token_stride}, {"q_head_stride", d->q_head_stride},
-        {"k_page_stride", d->k_page_stride},   {"k_head_stride", d->k_head_stride},
-        {"k_slot_stride", d->k_slot_stride},   {"v_page_stride", d->v_page_stride},
-        {"v_head_stride", d->v_head_stride},   {"v_slot_stride", d->v_slot_stride},
+        {"q_token_stride", d->q_token_stride, false}, {"q_head_stride", d->q_head_stride, false},
+        {"k_page_stride", d->k_page_stride, true},    {"k_head_stride", d->k_head_stride, true},
+        {"k_slot_stride", d->k_slot_stride, true},    {"v_page_stride", d->v_page_stride, true},
+        {"v_head_stride", d->v_head_stride, true},    {"v_slot_stride", d->v_slot_stride, true},
     };
-    for (size_t i = 0; i < sizeof strides / sizeof *strides; ++i)
-        if (!r35a_decode_stride_ok(strides[i].value)) {
+    for (size_t i = 0; i < sizeof strides / sizeof *strides; ++i) {
+        const bool ok = strides[i].kv ? r35a_decode_kv_stride_ok(strides[i].value, kv_bytes)
+                                      : r35a_decode_stride_ok(strides[i].value);
+        if (!ok) {
             r35a_text_append(reason, cap, ", ", "%s %lld is not a multiple of %d elements (16-byte aligned rows)",
-                             strides[i].field, (long long)strides[i].value, R35A_DECODE_ROW_ALIGN);
+                             strides[i].field, (long long)strides[i].value,
+                             strides[i].kv ? (int)r35a_decode_kv_row_align(kv_bytes) : R35A_DECODE_ROW_ALIGN);
             return; /* one is enough to say why */
         }
+    }
 }
 
 bool r35a_plan_decode(const r35a_paged_attention_desc *d, const char *arch, int num_cus, const char *only,
@@ -47,14 +65,8 @@ bool r35a_plan_decode(const r35a_paged_attention_desc *d, const char *arch, int 
     if (d->max_query_len > R35A_DECODE_MAX_QUERY_LEN)
         r35a_text_append(reason, cap, ", ", "max_query_len %d > %d (prefill or mixed batch)", (int)d->max_query_len,
                    R35A_DECODE_MAX_QUERY_LEN);
-    if (d->logit_softcap > 0.0f)
-        r35a_text_append(reason, cap, ", ", "logit softcap");
-    if (d->use_alibi)
-        r35a_text_append(reason, cap, ", ", "ALiBi");
-    if (d->use_sinks)
-        r35a_text_append(reason, cap, ", ", "attention sinks");
-    if (r35a_dtype_is_kv8(r35a_paged_kv_dtype(d)))
-        r35a_text_append(reason, cap, ", ", "%s KV cache", r35a_dtype_name(r35a_paged_kv_dtype(d)));
+    /* softcap, ALiBi and sinks are run-time arguments of every decode kernel; the KV format picks the kernel */
+    const r35a_dtype kv = decode_kv_format(d);
     if (!r35a_decode_page_size_ok(d->page_size))
         r35a_text_append(reason, cap, ", ", "page_size %d is not a multiple of %d", (int)d->page_size,
                          R35A_DECODE_PAGE_MULTIPLE);
@@ -68,7 +80,7 @@ bool r35a_plan_decode(const r35a_paged_attention_desc *d, const char *arch, int 
     for (int i = 0; i < R35A_NUM_DECODE_VARIANTS; ++i) {
         const r35a_decode_variant *v = &r35a_decode_variants[i];
         if (!r35a_same_name(v->arch, arch) || (forced >= 0 && i != forced) || v->dtype != d->dtype ||
-            v->head_size != d->head_size)
+            v->kv_dtype != kv || v->head_size != d->head_size)
             continue;
         int32_t groups = r35a_decode_num_row_groups(d->num_q_heads / d->num_kv_heads, d->max_query_len, v->rows);
         bool fewer_groups = best < 0 || groups < best_groups;
@@ -78,7 +90,7 @@ bool r35a_plan_decode(const r35a_paged_attention_desc *d, const char *arch, int 
         }
     }
     if (best < 0 && (d->dtype == R35A_DTYPE_F16 || d->dtype == R35A_DTYPE_BF16))
-        r35a_registry_explain_missing(R35A_GPU_DECODE, arch, d->dtype, d->head_size, forced, only, reason, cap);
+        r35a_registry_explain_missing(R35A_GPU_DECODE, arch, d->dtype, kv, d->head_size, forced, only, reason, cap);
     if (best >= 0 && (uint64_t)d->num_kv_heads * (uint64_t)best_groups > R35A_GRID_YZ_MAX)
         r35a_text_append(reason, cap, ", ", "num_kv_heads x row groups %lld above the grid limit %u",
                    (long long)d->num_kv_heads * best_groups, R35A_GRID_YZ_MAX);
@@ -101,6 +113,8 @@ bool r35a_plan_decode(const r35a_paged_attention_desc *d, const char *arch, int 
     out->block[1] = out->block[2] = 1;
     out->workspace_bytes = (size_t)r35a_decode_workspace_bytes(d->num_seqs, d->num_kv_heads, best_groups,
                                                                out->num_splits, v->rows, v->head_size);
+    /* NVIDIA: the stages live in dynamic shared memory, the variant's budget (decode_args.h) */
+    out->shared_bytes = r35a_tuning_is_nvidia(arch) ? (uint32_t)r35a_decode_nv_smem_bytes(v->waves, v->kw * v->dw) : 0;
     /* the split-counter protocol of decode_args.h: cleared right before every launch that uses them */
     out->clear_bytes = out->num_splits > 1 ? (size_t)r35a_decode_counters_bytes(d->num_seqs, d->num_kv_heads,
                                                                                 best_groups)
@@ -165,6 +179,13 @@ void r35a_fill_decode_args(const r35a_paged_attention_desc *d, const r35a_paged_
     out->num_row_groups = launch->num_row_groups;
     out->num_splits = launch->num_splits;
     out->scale_log2 = r35a_scale_log2(d->softmax_scale);
+    out->logit_softcap = d->logit_softcap;
+    out->alibi_slopes = d->use_alibi ? a->alibi_slopes : NULL;
+    out->sinks = d->use_sinks ? a->sinks : NULL;
+    const r35a_dtype kv = decode_kv_format(d);   /* the kernel's own format (the plan chose it) */
+    out->kv_scale_per_head = kv ? d->kv_scale_per_head : 0;
+    out->k_scale = kv ? a->k_scale : NULL;
+    out->v_scale = kv ? a->v_scale : NULL;
 }
 
 bool r35a_decode_pointers_aligned(const r35a_paged_attention_args *a, const void *workspace, int32_t num_splits,

@@ -86,7 +86,7 @@ bool r35a_plan_encoder(const r35a_varlen_attention_desc *d, const char *arch, co
 
     const int best = choose_encoder_variant(d, arch, forced);
     if (best < 0 && half)
-        r35a_registry_explain_missing(R35A_GPU_ENCODER, arch, d->dtype, d->head_size, forced, only, reason, cap);
+        r35a_registry_explain_missing(R35A_GPU_ENCODER, arch, d->dtype, (r35a_dtype)0, d->head_size, forced, only, reason, cap);
     if (best >= 0) {
         const r35a_encoder_variant *v = &r35a_encoder_variants[best];
         const int64_t x = r35a_encoder_grid_x(d->num_segments, d->max_seqlen,

@@ -9,12 +9,17 @@
 #define R35A_VOP_paged R35A_OP_PAGED
 #define R35A_VOP_varlen R35A_OP_VARLEN
 
+/* variants.def's kv tokens: the K/V element format of a decode kernel */
+#define R35A_VKV_kv16 ((r35a_dtype)0)
+#define R35A_VKV_fp8 R35A_DTYPE_FP8_E4M3
+#define R35A_VKV_int8 R35A_DTYPE_INT8
+
 const r35a_decode_variant r35a_decode_variants[] = {
-#define R35A_DECODE_VARIANT(arch, name, dtype, head_size, rows, kw, dw, waves) \
-    {#arch, #name, R35A_VDTYPE_##dtype, head_size, rows, kw, dw, waves},
+#define R35A_DECODE_VARIANT(arch, name, dtype, kv, head_size, rows, kw, dw, waves) \
+    {#arch, #name, R35A_VDTYPE_##dtype, R35A_VKV_##kv, head_size, rows, kw, dw, waves},
 #include "variants.def"
 #undef R35A_DECODE_VARIANT
-    {NULL, NULL, R35A_DTYPE_F16, 0, 0, 0, 0, 0},
+    {NULL, NULL, R35A_DTYPE_F16, (r35a_dtype)0, 0, 0, 0, 0, 0},
 };
 
 const r35a_generic_kernel r35a_generic_kernels[] = {
@@ -46,6 +51,14 @@ int32_t r35a_tuning_simds_per_cu(const char *tuning)
         if (strcmp(a->tuning, tuning) == 0)
             return a->simds_per_cu;
     return 2;
+}
+
+bool r35a_tuning_is_nvidia(const char *tuning)
+{
+    for (const r35a_gpu_arch *a = r35a_gpu_archs; a->arch; ++a)
+        if (strcmp(a->tuning, tuning) == 0)
+            return strcmp(a->unit, "sm") == 0;
+    return false;
 }
 
 const r35a_gpu_arch *r35a_find_gpu_arch(const char *arch)
@@ -120,27 +133,37 @@ static r35a_dtype row_dtype(r35a_gpu_family family, int i)
     return family == R35A_GPU_DECODE ? r35a_decode_variants[i].dtype : r35a_encoder_variants[i].dtype;
 }
 
+static r35a_dtype row_kv_dtype(r35a_gpu_family family, int i)
+{
+    return family == R35A_GPU_DECODE ? r35a_decode_variants[i].kv_dtype : (r35a_dtype)0;
+}
+
 static int32_t row_head_size(r35a_gpu_family family, int i)
 {
     return family == R35A_GPU_DECODE ? r35a_decode_variants[i].head_size : r35a_encoder_variants[i].head_size;
 }
 
-void r35a_registry_explain_missing(r35a_gpu_family family, const char *tuning, r35a_dtype dtype, int32_t head_size,
-                                   int forced, const char *only, char *reason, size_t cap)
+void r35a_registry_explain_missing(r35a_gpu_family family, const char *tuning, r35a_dtype dtype, r35a_dtype kv_dtype,
+                                   int32_t head_size, int forced, const char *only, char *reason, size_t cap)
 {
-    if (forced >= 0 && row_dtype(family, forced) != dtype) {
-        r35a_text_append(reason, cap, ", ", "%s is for %s", only, r35a_dtype_name(row_dtype(family, forced)));
+    char kv[32] = "";
+    if (kv_dtype)
+        snprintf(kv, sizeof kv, ", %s KV", r35a_dtype_name(kv_dtype));
+    if (forced >= 0 && (row_dtype(family, forced) != dtype || row_kv_dtype(family, forced) != kv_dtype)) {
+        const r35a_dtype fkv = row_kv_dtype(family, forced);
+        r35a_text_append(reason, cap, ", ", "%s is for %s%s%s", only, r35a_dtype_name(row_dtype(family, forced)),
+                         fkv ? ", KV " : "", fkv ? r35a_dtype_name(fkv) : "");
         return;
     }
     char built[128] = "";
     int32_t last = -1;
     for (int i = 0; i < r35a_registry_count(family); ++i) {
         if (!r35a_same_name(r35a_registry_tuning(family, i), tuning) || row_dtype(family, i) != dtype ||
-            (forced >= 0 && i != forced) || row_head_size(family, i) == last)
+            row_kv_dtype(family, i) != kv_dtype || (forced >= 0 && i != forced) || row_head_size(family, i) == last)
             continue;   /* (the tables list a head size's rows together) */
         last = row_head_size(family, i);
         r35a_text_append(built, sizeof built, ", ", "%d", (int)last);
     }
-    r35a_text_append(reason, cap, ", ", "head_size %d not built (%s %s: %s)", (int)head_size, tuning,
-                     r35a_dtype_name(dtype), built[0] ? built : "none");
+    r35a_text_append(reason, cap, ", ", "head_size %d not built (%s %s%s: %s)", (int)head_size, tuning,
+                     r35a_dtype_name(dtype), kv, built[0] ? built : "none");
 }

@@ -15,6 +15,7 @@ typedef struct r35a_decode_variant {
     const char *arch;
     const char *name;            /* the kernel symbol, log label and bench label */
     r35a_dtype dtype;
+    r35a_dtype kv_dtype;         /* K/V element format: 0 = dtype (16-bit), R35A_DTYPE_FP8_E4M3, R35A_DTYPE_INT8 */
     int32_t head_size;
     int32_t rows;                /* R: query rows per workgroup */
     int32_t kw, dw;              /* key groups and head-dim waves: block = 32 * kw * dw threads */
@@ -32,7 +33,7 @@ typedef struct r35a_generic_kernel {
 /* Row counts (the same kernel name may appear in several tuning tables). */
 enum {
     R35A_NUM_DECODE_VARIANTS = 0
-#define R35A_DECODE_VARIANT(arch, name, dtype, head_size, rows, kw, dw, waves) +1
+#define R35A_DECODE_VARIANT(arch, name, dtype, kv, head_size, rows, kw, dw, waves) +1
 #include "variants.def"
 #undef R35A_DECODE_VARIANT
 };
@@ -78,6 +79,9 @@ typedef struct r35a_gpu_arch {
 extern const r35a_gpu_arch r35a_gpu_archs[];   /* ends with a NULL arch */
 /* SIMDs per CU of the archs that run tuning table `tuning` (they share it: 2 on gfx11, 4 on sm_90). */
 int32_t r35a_tuning_simds_per_cu(const char *tuning);
+/* Whether tuning table `tuning` is run by NVIDIA archs (its unit is "sm"): their decode kernels take
+ * dynamic shared memory (decode_args.h r35a_decode_nv_smem_bytes). */
+bool r35a_tuning_is_nvidia(const char *tuning);
 /* The row of arch (a base name such as "gfx1151", without ':' features), or NULL. */
 const r35a_gpu_arch *r35a_find_gpu_arch(const char *arch);
 
@@ -89,12 +93,13 @@ const char *r35a_family_name(r35a_gpu_family family);   /* "decode", "generic", 
 /* Index of the kernel `name` of `family` among the rows of tuning table `tuning`, or -1. Names are
  * unique within a tuning table, not across tables (the same kernel serves several archs). */
 int r35a_registry_find(r35a_gpu_family family, const char *tuning, const char *name);
-/* Why no kernel of family (decode or encoder) among tuning's rows serves (dtype, head_size): the
- * forced kernel is of another dtype, or the head size is not built; the reason lists the head sizes
- * built for the dtype in table order ("head_size 80 not built (gfx1151 f16: 64, 96, 128)"), only the
- * forced kernel's when forced >= 0. */
-void r35a_registry_explain_missing(r35a_gpu_family family, const char *tuning, r35a_dtype dtype, int32_t head_size,
-                                   int forced, const char *only, char *reason, size_t cap);
+/* Why no kernel of family (decode or encoder) among tuning's rows serves (dtype, kv_dtype, head_size):
+ * the forced kernel is of another dtype or K/V format, or the head size is not built; the reason lists
+ * the head sizes built for them in table order ("head_size 80 not built (gfx1151 f16: 64, 96, 128)",
+ * "(gfx1151 f16, int8 KV: 64, 128)"), only the forced kernel's when forced >= 0. kv_dtype: a decode
+ * kernel's K/V element format (0: the dtype itself; always 0 for the encoder). */
+void r35a_registry_explain_missing(r35a_gpu_family family, const char *tuning, r35a_dtype dtype, r35a_dtype kv_dtype,
+                                   int32_t head_size, int forced, const char *only, char *reason, size_t cap);
 /* A planner's R35A_FORCE restriction: *forced gets the index of kernel `only` of family among
  * tuning's rows (-1 when only is NULL: any kernel). False, with the reason "no <what> <only> for
  * <tuning>" written, when only names no such kernel. */

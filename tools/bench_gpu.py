@@ -165,17 +165,32 @@ def roofline(cubin):
 MIN_TOUCH = 512 << 20
 
 
+KV8 = {"fp8": 4, "int8": 5}   # r35a_dtype R35A_DTYPE_FP8_E4M3 / R35A_DTYPE_INT8
+
+
 def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=16, hkv=8, peers=("flash", "cudnn", "efficient"),
-               vllm=None):
+               vllm=None, kv8=None, per_head=False, sinks=False, softcap=0.0, alibi=False):
+    """One decode shape; kv8 ("fp8" / "int8", scales per tensor or per kv head), sinks, softcap and alibi
+    make it a model-feature row (ours alone: peers and vllm are not run for those)."""
     tdt = DT[dtype][1]
     hq = hkv * G
-    kv_bytes_one = B * ctx_len * hkv * D * 2 * 2
+    esize = 1 if kv8 else 2
+    kv_bytes_one = B * ctx_len * hkv * D * 2 * esize
     copies = max(1, min(64, math.ceil(MIN_TOUCH / kv_bytes_one)))
     pages_per_seq = ctx_len // page
     num_pages = copies * B * pages_per_seq
     # ours: one page pool, a shuffled block table per copy (disjoint pages)
-    kc = torch.randn(num_pages, hkv, page, D, dtype=tdt, device="cuda")
-    vc = torch.randn(num_pages, hkv, page, D, dtype=tdt, device="cuda")
+    if kv8 == "fp8":   # finite e4m3fn codes (no S.1111.111), magnitudes up to 240
+        kc = torch.randint(0, 0x77, (num_pages, hkv, page, D), dtype=torch.uint8, device="cuda")
+        vc = torch.randint(0, 0x77, (num_pages, hkv, page, D), dtype=torch.uint8, device="cuda")
+        kc |= torch.randint(0, 2, kc.shape, dtype=torch.uint8, device="cuda") << 7
+        vc |= torch.randint(0, 2, vc.shape, dtype=torch.uint8, device="cuda") << 7
+    elif kv8 == "int8":
+        kc = torch.randint(-128, 128, (num_pages, hkv, page, D), dtype=torch.int8, device="cuda")
+        vc = torch.randint(-128, 128, (num_pages, hkv, page, D), dtype=torch.int8, device="cuda")
+    else:
+        kc = torch.randn(num_pages, hkv, page, D, dtype=tdt, device="cuda")
+        vc = torch.randn(num_pages, hkv, page, D, dtype=tdt, device="cuda")
     perm = torch.randperm(num_pages, device="cuda", dtype=torch.int64).to(torch.int32)
     bt = perm.view(copies, B, pages_per_seq).contiguous()
     q = torch.randn(copies, B * M, hq, D, dtype=tdt, device="cuda")
@@ -185,15 +200,34 @@ def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=16, hkv=8, peers=("fl
     desc = PagedDescC()
     lib.l.r35a_paged_attention_desc_init(ctypes.byref(desc), DT[dtype][0], B, B * M, M, ctx_len, hq, hkv, D, page,
                                          num_pages)
+    feat = {}
+    if kv8:
+        desc.kv_dtype = KV8[kv8]
+        desc.kv_scale_per_head = 1 if per_head else 0
+        n = hkv if per_head else 1
+        feat["k_scale"] = torch.full((n,), 0.02 if kv8 == "int8" else 0.01, dtype=torch.float32, device="cuda")
+        feat["v_scale"] = torch.full((n,), 0.02 if kv8 == "int8" else 0.01, dtype=torch.float32, device="cuda")
+    if sinks:
+        desc.use_sinks = 1
+        feat["sinks"] = torch.randn(hq, dtype=torch.float32, device="cuda")
+    if alibi:
+        desc.use_alibi = 1
+        feat["alibi"] = torch.tensor([2.0 ** (-8.0 * (h + 1) / hq) for h in range(hq)], dtype=torch.float32,
+                                     device="cuda")
+    desc.logit_softcap = softcap
     plan = ctypes.c_void_p()
     lib.check(lib.l.r35a_paged_attention_plan(lib.ctx, ctypes.byref(desc), ctypes.byref(plan)), "paged plan")
     pi = lib.plan_info(plan)
     ws = torch.empty(max(pi.workspace_bytes, 16), dtype=torch.uint8, device="cuda")
+    ptr = lambda name: feat[name].data_ptr() if name in feat else None  # noqa: E731
     args = []
     for c in range(copies):
         a = PagedArgsC(ctypes.sizeof(PagedArgsC), q[c].data_ptr(), kc.data_ptr(), vc.data_ptr(), o[c].data_ptr(),
-                       seq_lens.data_ptr(), qsl.data_ptr(), bt[c].data_ptr(), None)
+                       seq_lens.data_ptr(), qsl.data_ptr(), bt[c].data_ptr(), ptr("alibi"), ptr("sinks"),
+                       ptr("k_scale"), ptr("v_scale"))
         args.append(a)
+    if kv8 or sinks or softcap or alibi:
+        peers, vllm = (), None   # model-feature rows: ours alone
 
     def ours(c):
         st = torch.cuda.current_stream().cuda_stream
@@ -203,7 +237,10 @@ def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=16, hkv=8, peers=("fl
     bytes_moved = kv_bytes_one + 2 * B * M * hq * D * 2 + B * pages_per_seq * 4 + B * 4 * 2
     row = dict(D=D, G=G, M=M, ctx=ctx_len, B=B, dtype=dtype, impl=pi.implementation.decode(), splits=pi.num_splits,
                grid=list(pi.grid), block=pi.block[0], copies=copies, bytes=bytes_moved, t_ours_us=t_ours * 1e6,
-               gbs=bytes_moved / t_ours / 1e9)
+               gbs=bytes_moved / t_ours / 1e9, kv8=kv8, per_head=per_head, sinks=sinks, softcap=softcap, alibi=alibi)
+    if not peers and vllm is None:
+        torch.cuda.synchronize()
+        row["nonfinite"] = int((~torch.isfinite(o[0].float())).sum())   # a plain sanity check of ours
     if not peers:   # ours alone (the side-by-side with r35a_bench in tools/gpu_suite.sh)
         row.update({f"t_{n}_us": None for n in ("flash", "cudnn", "efficient")})
         row["t_torch_best_us"] = row["ratio"] = None
@@ -338,6 +375,48 @@ def encoder_shapes():
                                                          (80, 16, 49, 1024))])
 
 
+FEATURE_SHAPES = ((64, 8, 1, 16, 8192), (128, 4, 1, 16, 8192), (128, 4, 1, 16, 32768), (128, 8, 4, 16, 8192),
+                  (256, 4, 1, 16, 8192), (128, 4, 1, 1, 32768))   # D, G, M, B, ctx (8 kv heads, f16 Q/O, page 16)
+FEATURES = (("base", {}), ("sinks", dict(sinks=True)), ("softcap", dict(softcap=50.0)), ("alibi", dict(alibi=True)),
+            ("all3", dict(sinks=True, softcap=50.0, alibi=True)), ("fp8", dict(kv8="fp8")),
+            ("fp8_head_sinks", dict(kv8="fp8", per_head=True, sinks=True)), ("int8_head", dict(kv8="int8", per_head=True)))
+
+
+def features_table(lib, peak):
+    """Issue 13: the cost of sinks, softcap (50) and ALiBi against the same call without them, and the
+    8-bit caches' speed against the f16 cache, on the same shapes (time ratios; GB/s counts the bytes
+    each moves, half the KV for 8-bit)."""
+    print(f"\n{'D':>4} {'G':>2} {'M':>2} {'B':>3} {'ctx':>6} {'feature':<15} {'variant':<38} {'us':>8} {'GB/s':>6} "
+          f"{'%roof':>6} {'vs base':>8}", flush=True)
+    rows = []
+    for (D, G, M, B, c) in FEATURE_SHAPES:
+        base = None
+        for name, kw in FEATURES:
+            try:
+                r = decode_row(lib, D, G, M, c, B, peers=(), **kw)
+            except Exception as e:  # noqa: BLE001
+                print(f"{D:>4} {G:>2} {M:>2} {B:>3} {c:>6} {name:<15} ERROR {e}", flush=True)
+                torch.cuda.empty_cache()
+                continue
+            r["feature"] = name
+            r["roof_pct"] = 100 * r["gbs"] / peak
+            if name == "base":
+                base = r["t_ours_us"]
+            r["time_vs_base"] = r["t_ours_us"] / base if base else None
+            rows.append(r)
+            print(f"{D:>4} {G:>2} {M:>2} {B:>3} {c:>6} {name:<15} {r['impl'][:38]:<38} {r['t_ours_us']:8.1f} "
+                  f"{r['gbs']:6.0f} {r['roof_pct']:6.1f} {r['time_vs_base'] or 0:8.3f}"
+                  + (f"  nonfinite {r['nonfinite']}" if r.get("nonfinite") else ""), flush=True)
+    cost = [r["time_vs_base"] for r in rows if r["feature"] in ("sinks", "softcap", "alibi", "all3") and r["time_vs_base"]]
+    speed = [1 / r["time_vs_base"] for r in rows if r["feature"] in ("fp8", "int8_head") and r["time_vs_base"]
+             and r["B"] == 16 and r["ctx"] >= 8192]
+    if cost:
+        print(f"feature cost (time vs the plain call): max {max(cost):.3f}, geomean {geomean(cost):.3f}", flush=True)
+    if speed:
+        print(f"8-bit KV speedup over f16 (B16, >= 8K): min {min(speed):.2f}, geomean {geomean(speed):.2f}", flush=True)
+    return rows
+
+
 def geomean(xs):
     xs = [x for x in xs if x]
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
@@ -359,6 +438,9 @@ def main():
                     help="torch SDPA backends to time next to ours, or 'none'")
     ap.add_argument("--tag", default="bench")
     ap.add_argument("--ctxs", default="1024,2048,4096,8192,16384,32768", help="decode contexts of the sweep")
+    ap.add_argument("--features", action="store_true",
+                    help="issue 13's table: sinks, softcap, ALiBi and 8-bit KV caches against the plain f16 call on "
+                         "the same shapes (ours alone), then the sweep unless --shapes none")
     ap.add_argument("--vllm-triton", default="", metavar="PATH",
                     help="vLLM's triton_unified_attention.py (with triton_quant_kv/_helpers.py beside it): adds its "
                          "column (tools/peer_vllm_triton.py)")
@@ -381,16 +463,21 @@ def main():
                   decode=[], encoder=[])
     heads = [int(x) for x in args.heads.split(",")]
     ctxs = [int(x) for x in args.ctxs.split(",")]
+    if args.features:
+        result["features"] = features_table(lib, peak)
     shapes = [(D, G, M, c, B) for D in heads for G in (4, 8) for M in (1, 4) for B in (1, 16) for c in ctxs]
     if args.quick:
         shapes = [s for s in shapes if s[3] in (1024, 8192, 32768) and not (s[1] == 8 and s[2] == 4)]
-    if args.shapes:
+    if args.shapes == "none":
+        shapes = []
+    elif args.shapes:
         shapes = [tuple(int(x) for x in item.split(":")) for item in args.shapes.split(",")]
         shapes = [(D, G, M, c, B) for (D, G, M, B, c) in shapes]
     if args.skip_decode:
         shapes = []
     peers = () if args.peers == "none" else tuple(args.peers.split(","))
-    print(f"\n{'D':>4} {'G':>2} {'M':>2} {'B':>3} {'ctx':>6} {'variant':<36} {'spl':>3} {'us':>9} {'GB/s':>7} "
+    if shapes:
+        print(f"\n{'D':>4} {'G':>2} {'M':>2} {'B':>3} {'ctx':>6} {'variant':<36} {'spl':>3} {'us':>9} {'GB/s':>7} "
           f"{'%roof':>6} {'flash':>9} {'cudnn':>9} {'effic':>9} {'ratio':>6} {'maxdiff':>8}"
           + (f" {'vllm':>9} {'r_vllm':>6}" if vllm else ""), flush=True)
     for (D, G, M, c, B) in shapes:

@@ -92,7 +92,7 @@ def expected_kernels(entries, family, arch):
             continue   # not kernels
         if macro == "R35A_DECODE_VARIANT":
             fam = "decode"
-            v_arch, name, dtype, head, rows, kw, dw, waves = args
+            v_arch, name, dtype, kv, head, rows, kw, dw, waves = args
             info = {"dtype": dtype, "waves": int(waves), "waves_per_wg": int(kw) * int(dw), "wmma": True,
                     "b128": True}
         elif macro == "R35A_ENCODER_VARIANT":

@@ -81,11 +81,11 @@ def read_variants():
     text = open(os.path.join(ROOT, "variants", "variants.def")).read()
     dec, gen = [], []
     for m in re.finditer(r"^R35A_DECODE_VARIANT\(([^)]*)\)", text, re.M):
-        arch, name, dtype, head, rows, kw, dw, waves = [x.strip() for x in m.group(1).split(",")]
+        arch, name, dtype, kv, head, rows, kw, dw, waves = [x.strip() for x in m.group(1).split(",")]
         if not arch.startswith("gfx"):
             continue   # another target's kernels (e.g. sm_90): not in the gfx11 code objects
-        dec.append(dict(arch=arch, name=name, dtype=dtype, D=int(head), R=int(rows), KW=int(kw), DW=int(dw),
-                        waves=int(waves)))
+        dec.append(dict(arch=arch, name=name, dtype=dtype, kv8=None if kv == "kv16" else kv, D=int(head), R=int(rows),
+                        KW=int(kw), DW=int(dw), waves=int(waves)))
     for m in re.finditer(r"^R35A_GENERIC_KERNEL\(([^)]*)\)", text, re.M):
         arch, name, op, dtype, dmax = [x.strip() for x in m.group(1).split(",")]
         if not arch.startswith("gfx"):
@@ -100,6 +100,8 @@ class DecodeArgs(ctypes.Structure):   # mirrors r35a_decode_args (checked agains
     _fields_ = [("q", ctypes.c_uint64), ("k_cache", ctypes.c_uint64), ("v_cache", ctypes.c_uint64),
                 ("out", ctypes.c_uint64), ("seq_lens", ctypes.c_uint64), ("query_start_loc", ctypes.c_uint64),
                 ("block_table", ctypes.c_uint64), ("workspace", ctypes.c_uint64),
+                ("sinks", ctypes.c_uint64), ("alibi_slopes", ctypes.c_uint64),
+                ("k_scale", ctypes.c_uint64), ("v_scale", ctypes.c_uint64),
                 ("q_token_stride", ctypes.c_int64), ("q_head_stride", ctypes.c_int64),
                 ("o_token_stride", ctypes.c_int64), ("o_head_stride", ctypes.c_int64),
                 ("k_page_stride", ctypes.c_int64), ("k_head_stride", ctypes.c_int64), ("k_slot_stride", ctypes.c_int64),
@@ -108,7 +110,7 @@ class DecodeArgs(ctypes.Structure):   # mirrors r35a_decode_args (checked agains
                 ("num_seqs", ctypes.c_int32), ("num_kv_heads", ctypes.c_int32), ("group_size", ctypes.c_int32),
                 ("page_size", ctypes.c_int32), ("window", ctypes.c_int32), ("max_query_len", ctypes.c_int32),
                 ("num_row_groups", ctypes.c_int32), ("num_splits", ctypes.c_int32), ("scale_log2", ctypes.c_float),
-                ("reserved", ctypes.c_int32)]
+                ("logit_softcap", ctypes.c_float), ("kv_scale_per_head", ctypes.c_int32), ("reserved", ctypes.c_int32)]
 
 
 class GenericPagedArgs(ctypes.Structure):   # mirrors r35a_generic_paged_args
@@ -343,7 +345,6 @@ def softmax_with_sink(sc, sink):
     return w / (w.sum() + (0.0 if sink is None else np.exp(sink - top)))
 
 
-
 # ------------------------------------------------------------------------------- paged problems
 
 
@@ -528,7 +529,9 @@ TOL = {"f16": 4e-3, "bf16": 2.5e-2}
 # ------------------------------------------------------------------------------ decode kernels
 
 
-def decode_args(P, v, num_splits, fast_max_m, workspace_ptr, scale):
+def decode_args(P, v, num_splits, fast_max_m, workspace_ptr, scale, feats=None):
+    """feats: the model features' buffers and values (sinks, alibi: Mem buffers or None; softcap)."""
+    feats = feats or {}
     G = P.G
     R = v["R"]
     rg = HOST.num_row_groups(G, fast_max_m, R)
@@ -536,6 +539,13 @@ def decode_args(P, v, num_splits, fast_max_m, workspace_ptr, scale):
     a.q, a.k_cache, a.v_cache, a.out = P.q_buf.ptr, P.k_ptr, P.v_ptr, P.o_buf.ptr
     a.seq_lens, a.query_start_loc, a.block_table = P.seq_lens_buf.ptr, P.qsl_buf.ptr, P.bt_buf.ptr
     a.workspace = workspace_ptr
+    a.sinks = feats["sinks"].ptr if feats.get("sinks") else 0
+    a.alibi_slopes = feats["alibi"].ptr if feats.get("alibi") else 0
+    a.logit_softcap = feats.get("softcap", 0.0)
+    if P.kv8:
+        assert P.kv8 == v["kv8"], "an 8-bit problem runs on its format's kernel"
+        a.k_scale, a.v_scale = P.k_scale_buf.ptr, P.v_scale_buf.ptr
+        a.kv_scale_per_head = 1 if P.per_head else 0
     a.q_token_stride, a.q_head_stride = P.q_token_stride, P.q_head_stride
     a.o_token_stride, a.o_head_stride = P.o_token_stride, P.o_head_stride
     a.k_page_stride, a.k_head_stride, a.k_slot_stride = P.k_page_stride, P.k_head_stride, P.k_slot_stride
@@ -547,23 +557,7 @@ def decode_args(P, v, num_splits, fast_max_m, workspace_ptr, scale):
     return a, rg
 
 
-
-
-
-
-
 # ----------------------------------------------------------------------------- generic kernels
-
-
-
-
-
-
-
-
-
-
-
 
 
 # ----------------------------------------------------------------------------- static summary
@@ -612,17 +606,18 @@ def static_summary(objs, dec, gen):
 # ------------------------------------------------------------------------------------- counting
 
 
-def count_default(G_, co, dec, co_path):
+def count_default(G_, co, dec, co_path, kv8=None):
     """Instruction counts for the bench's default problem: 1 sequence, 8 kv heads x G = 4 (32 query
-    heads), D = 128, f16, page 16, context 4096, M = 1 and M = 4, planner's split count."""
-    v = next(x for x in dec if x["dtype"] == "f16" and x["D"] == 128 and x["R"] == 16)
+    heads), D = 128, f16, page 16, context 4096, M = 1 and M = 4, planner's split count; kv8: the
+    same with an 8-bit cache ("fp8" or "int8") on its format's variant (per tensor scales)."""
+    v = next(x for x in dec if x["dtype"] == "f16" and x["D"] == 128 and x["R"] == 16 and x["kv8"] == kv8)
     rng = np.random.default_rng(7)
     results = []
     for M in (1, 4):
         mem = Mem(G_)
         try:
             L, Hkv, G = 4096, 8, 4
-            P = PagedProblem(mem, rng, "f16", 128, Hkv=Hkv, G=G, B=16, seqs=[(L, M)])
+            P = PagedProblem(mem, rng, "f16", 128, Hkv=Hkv, G=G, B=16, seqs=[(L, M)], kv8=kv8)
             rg = HOST.num_row_groups(G, M, v["R"])
             splits = HOST.num_splits(1, Hkv, rg, L, M, 0, 40, resident_per_cu(v))   # the planner's choice for 40 CUs
             wsb = HOST.workspace_bytes(1, Hkv, rg, splits, v["R"], 128)
@@ -633,13 +628,14 @@ def count_default(G_, co, dec, co_path):
                            block=(HOST.block_threads(v["KW"], v["DW"]),), args=[bytes(a)], count=True)
             ref = P.reference(1 / math.sqrt(128))
             ok, err, msg = compare(P.out_rows(), ref, "f16", np.ones(M, dtype=bool), TOL["f16"])
-            kv_bytes = L * Hkv * 128 * 2 * 2
+            kv_bytes = L * Hkv * 128 * 2 * (1 if kv8 else 2)
             must_bytes = kv_bytes + 2 * M * Hkv * G * 128 * 2 + 4 * (-(-L // 16))
             est = G_.cost_model(st)
             results.append((M, splits, st, est, kv_bytes, must_bytes, ok, err))
         finally:
             mem.close()
-    print(f"\ndefault bench problem: variant {v['name']}, 1 sequence, L=4096, Hkv=8, G=4, D=128, f16, page 16")
+    print(f"\ndefault bench problem: variant {v['name']}, 1 sequence, L=4096, Hkv=8, G=4, D=128, f16, page 16"
+          + (f", {kv8} KV cache" if kv8 else ""))
     b16_splits = HOST.num_splits(16, 8, 1, 8192, 1, 0, 40, resident_per_cu(v))
     pipeline_summary(co_path, v, results[0][1], 16 * 8 * b16_splits)
     for M, splits, st, est, kv, must, ok, err in results:
@@ -662,8 +658,9 @@ def pipeline_summary(obj, v, splits_b1, grid_b16_wgs):
     s_waitcnt vmcnt(N) in front of each S^T product of the main loop lets N loads stay outstanding
     while it runs, and the one in front of the V^T stores (the P.V half) likewise. A tile is 3 NC
     global_load_b128 per lane (K: 2 per 16-wide chunk, both half-waves reading the same 256 unique
-    bytes; V: 1 per chunk, 512 bytes) = 64 DS bytes of K and V. Chip-wide bytes in flight = resident
-    waves x bytes per wave during the products, for the 40-CU (20-WGP) Radeon 8060S."""
+    bytes; V: 1 per chunk, 512 bytes) = 64 DS bytes of K and V; 8-bit: 2 NC loads (K: 1 b128 per
+    chunk, V: 1 b64) = 32 DS bytes. Chip-wide bytes in flight = resident waves x bytes per wave
+    during the products, for the 40-CU (20-WGP) Radeon 8060S."""
     dis = subprocess.run(["llvm-objdump-19", "-d", "--no-show-raw-insn", obj], capture_output=True, text=True).stdout
     insns, cur = [], None   # (address, text, branch target or None)
     for line in dis.splitlines():
@@ -689,7 +686,7 @@ def pipeline_summary(obj, v, splits_b1, grid_b16_wgs):
                 best, body = n, span
     DS = v["D"] // v["DW"]
     nc = DS // 16
-    per_tile = 3 * nc
+    per_tile = (2 if v["kv8"] else 3) * nc
     # waits on the path that refills the block-table entries (a global_load_b32, once per 32 tiles;
     # the compiler drains vmcnt there) are counted apart from the steady state
     # Loads outstanding at an instruction: the last vmcnt(N) before it plus the loads issued since
@@ -711,7 +708,7 @@ def pipeline_summary(obj, v, splits_b1, grid_b16_wgs):
             if ins.startswith("v_wmma"):
                 refill = False
     loop_qk, loop_pv = qk, pv
-    tile_bytes = 64 * DS
+    tile_bytes = (32 if v["kv8"] else 64) * DS
     during = min(loop_qk + loop_pv) if (loop_qk or loop_pv) else 0
     peak = max(loop_qk + loop_pv) if (loop_qk or loop_pv) else 0
     wave_bytes = during / per_tile * tile_bytes
@@ -742,8 +739,9 @@ def main():
     ap.add_argument("--build-dir", default=os.path.join(
         tempfile.gettempdir(), "r35a_emu_build_" + hashlib.sha1(ROOT.encode()).hexdigest()[:12]))
     ap.add_argument("--static", action="store_true", help="print the static summary and exit")
-    ap.add_argument("--count", action="store_true", help="instruction counts for the default bench problem "
-                    "(the default; kept for old command lines)")
+    ap.add_argument("--count", action="store_true", help="instruction counts for the default bench problem")
+    ap.add_argument("--count-kv", choices=("fp8", "int8"), default=None,
+                    help="with --count: the same problem with an 8-bit KV cache, on its format's variant")
     args = ap.parse_args()
 
     dec, gen = read_variants()
@@ -761,7 +759,7 @@ def main():
     import gfx11emu as G_   # noqa: E402  (path given at run time)
 
     cos = {src: G_.load(obj) for src, (obj, _) in objs.items()}
-    count_default(G_, cos["decode"], dec, objs["decode"][0])
+    count_default(G_, cos["decode"], dec, objs["decode"][0], args.count_kv)
     return 0
 
 

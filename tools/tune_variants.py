@@ -52,13 +52,19 @@ def candidates(arch, head, rows):
     return out
 
 
+def nv_smem_bytes(waves, nw):
+    """decode_args.h r35a_decode_nv_smem_bytes: the dynamic shared memory a NVIDIA decode kernel is launched with."""
+    blocks = (4 * waves + nw - 1) // nw
+    return min(233472 // max(blocks, 1) - 1024, 232448)
+
+
 def decode_cfg(arch, head, rows, kw, dw, waves, reg_stages=2, lds_stages_max=4):
     """kernels/decode.hip's decode_cfg: LDS budget, KV pipeline (shared-memory stages or registers), LDS bytes."""
     T, ds, nw = rows // 16, head // dw, kw * dw
     nc = ds // 16
     pool = (4 * waves + nw - 1) // nw
     if arch.startswith("sm_"):
-        budget = min(233472 // pool - 1024, 49152)
+        budget = nv_smem_bytes(waves, nw)   # dynamic shared memory (decode_args.h)
     else:
         budget = min(131072 // pool, 65536)
     px = T * 256 * 4 if dw > 1 else 0
@@ -77,9 +83,9 @@ def decode_cfg(arch, head, rows, kw, dw, waves, reg_stages=2, lds_stages_max=4):
     use_lds = fit >= 2
     stages = min(fit, lds_stages_max) if use_lds else reg_stages
     region = stages * per_stage + px if use_lds else max(vt, px)
-    loop = nw * region + sr + (q_bytes if use_lds else 0)
+    loop = nw * region + sr + (q_bytes if use_lds else 0) + rows * 4   # + the ALiBi slopes
     merge = (kw // 2) * (dw * T * nc * 256 + 2 * rows) * 4 if kw > 1 else 0
-    split_merge = 64 * rows * 4   # the split merge's weights (R35A_DECODE_MAX_SPLITS x R floats)
+    split_merge = 65 * rows * 4   # the split merge's weights ((R35A_DECODE_MAX_SPLITS + 1) x R floats)
     return dict(pipe="lds" if use_lds else "regs", stages=stages, lds=max(loop, merge, split_merge) + 16, budget=budget)
 
 
@@ -105,7 +111,7 @@ def compile_group(arch, d, head, rows, src_dir=None):
     lst = os.path.join(d, f"d{head}_r{rows}.def")
     with open(lst, "w") as f:
         for c in cands:
-            f.write(f"R35A_DECODE_VARIANT({arch}, {c['name']}, f16, {head}, {rows}, {c['kw']}, {c['dw']}, {c['waves']})\n")
+            f.write(f"R35A_DECODE_VARIANT({arch}, {c['name']}, f16, kv16, {head}, {rows}, {c['kw']}, {c['dw']}, {c['waves']})\n")
     obj = os.path.join(d, f"d{head}_r{rows}.co")
     kdir = os.path.abspath(src_dir or os.path.join(ROOT, "kernels"))
     src = os.path.join(kdir, "decode.hip")
@@ -127,8 +133,8 @@ def compile_group(arch, d, head, rows, src_dir=None):
             good = []
             for c in cands:
                 with open(lst, "w") as f:
-                    f.write(f"R35A_DECODE_VARIANT({arch}, {c['name']}, f16, {head}, {rows}, {c['kw']}, {c['dw']}, "
-                            f"{c['waves']})\n")
+                    f.write(f"R35A_DECODE_VARIANT({arch}, {c['name']}, f16, kv16, {head}, {rows}, {c['kw']}, "
+                            f"{c['dw']}, {c['waves']})\n")
                 if subprocess.run(cmd, capture_output=True).returncode == 0:
                     good.append(c)
             cands = good
@@ -136,7 +142,7 @@ def compile_group(arch, d, head, rows, src_dir=None):
             cands = [c for c in cands if c["name"] not in bad]
         with open(lst, "w") as f:
             for c in cands:
-                f.write(f"R35A_DECODE_VARIANT({arch}, {c['name']}, f16, {head}, {rows}, {c['kw']}, {c['dw']}, "
+                f.write(f"R35A_DECODE_VARIANT({arch}, {c['name']}, f16, kv16, {head}, {rows}, {c['kw']}, {c['dw']}, "
                         f"{c['waves']})\n")
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
@@ -172,13 +178,15 @@ def cmd_build(args):
 # ------------------------------------------------------------------------------------------ decode_args.h mirror
 class DecodeArgs(ctypes.Structure):   # r35a_decode_args (kernels/common/decode_args.h)
     _fields_ = ([(n, ctypes.c_uint64) for n in ("q", "k_cache", "v_cache", "out", "seq_lens", "query_start_loc",
-                                               "block_table", "workspace")]
+                                               "block_table", "workspace", "sinks", "alibi_slopes", "k_scale",
+                                               "v_scale")]
                 + [(n, ctypes.c_int64) for n in ("q_token_stride", "q_head_stride", "o_token_stride", "o_head_stride",
                                                 "k_page_stride", "k_head_stride", "k_slot_stride", "v_page_stride",
                                                 "v_head_stride", "v_slot_stride", "block_table_stride")]
                 + [(n, ctypes.c_int32) for n in ("num_seqs", "num_kv_heads", "group_size", "page_size", "window",
                                                 "max_query_len", "num_row_groups", "num_splits")]
-                + [("scale_log2", ctypes.c_float), ("reserved", ctypes.c_int32)])
+                + [("scale_log2", ctypes.c_float), ("logit_softcap", ctypes.c_float), ("kv_scale_per_head", ctypes.c_int32),
+                   ("reserved", ctypes.c_int32)])
 
 
 MIN_TILES_PER_SPLIT, MAX_SPLITS, WGS_PER_CU = 16, 64, 2
@@ -226,15 +234,19 @@ class Runtime:
             self.mods[path] = (m, data)
         return self.mods[path][0]
 
-    def function(self, path, name):
+    def function(self, path, name, shared=0):
+        """shared: the kernel's dynamic shared memory (NVIDIA decode: decode_args.h r35a_decode_nv_smem_bytes),
+        its limit raised here as the library's loader does."""
         f = ctypes.c_void_p()
         if self.get(ctypes.byref(f), self.module(path), name.encode()) != 0:
             raise RuntimeError(f"no {name} in {path}")
+        if self.cuda and shared and self.lib.cuFuncSetAttribute(f, 8, ctypes.c_int(shared)) != 0:
+            raise RuntimeError(f"cuFuncSetAttribute({name}, {shared} B of dynamic shared memory)")
         return f
 
-    def launch(self, f, grid, block, arg, stream):
+    def launch(self, f, grid, block, arg, stream, shared=0):
         params = (ctypes.c_void_p * 1)(ctypes.addressof(arg))
-        r = self.launch_fn(f, grid[0], grid[1], grid[2], block, 1, 1, 0, ctypes.c_void_p(stream), params, None)
+        r = self.launch_fn(f, grid[0], grid[1], grid[2], block, 1, 1, shared, ctypes.c_void_p(stream), params, None)
         if r != 0:
             raise RuntimeError(f"launch failed: {r}")
 
@@ -297,14 +309,16 @@ class Shape:
         D, hq, hkv, page = self.D, self.hkv * self.G, self.hkv, self.page
         a = DecodeArgs(self.q[c].data_ptr(), self.k.data_ptr(), self.v.data_ptr(), self.o[c].data_ptr(),
                        self.sl.data_ptr(), self.qsl.data_ptr(), self.bt[c].data_ptr(), ws.data_ptr() if splits > 1 else 0,
+                       0, 0, 0, 0,   # no sinks, ALiBi or 8-bit scales
                        hq * D, D, hq * D, D, hkv * page * D, page * D, D, hkv * page * D, page * D, D,
                        self.ctx // page, self.B, hkv, self.G, page, 0, self.M,
-                       -(-self.G * self.M // rows), splits, (1.0 / math.sqrt(D)) * 1.4426950408889634, 0)
+                       -(-self.G * self.M // rows), splits, (1.0 / math.sqrt(D)) * 1.4426950408889634, 0.0, 0, 0)
         return a
 
 
 def measure_candidate(torch, rt, path, cand, shapes, cus, wgs_per_cu=WGS_PER_CU, arch="sm_90"):
-    f = rt.function(path, cand["name"])
+    shared = nv_smem_bytes(cand["waves"], cand["kw"] * cand["dw"]) if arch.startswith("sm_") else 0
+    f = rt.function(path, cand["name"], shared)
     times = []
     res = resident_per_cu(arch, cand["waves"], cand["kw"] * cand["dw"])
     for sh in shapes:
@@ -320,7 +334,7 @@ def measure_candidate(torch, rt, path, cand, shapes, cus, wgs_per_cu=WGS_PER_CU,
         def call(c):
             if splits > 1:
                 ws[:cb].zero_()
-            rt.launch(f, grid, block, args[c], torch.cuda.current_stream().cuda_stream)
+            rt.launch(f, grid, block, args[c], torch.cuda.current_stream().cuda_stream, shared)
         times.append(time_graph(torch, call, sh.copies))
         if sh.M == 1 and "maxdiff" not in cand:   # the candidate's output of copy 0 against torch
             cand["maxdiff"] = sh.check(torch)
@@ -423,13 +437,14 @@ def write_table(args, arch, device, winners, bps):
              "# that compiles without spills, per head size and rows; bf16 takes f16's tiling.",
              "# waves: minimum warps per SM sub-partition the registers must allow (2 = 255, 3 = 168, 4 = 128).",
              f"# Split planner aim measured best at {best_bps} workgroups per SM (decode_args.h R35A_DECODE_WGS_PER_CU).",
-             "#", "# kind\tdtype\thead\trows\tkw\tdw\twaves"]
+             "# kv: the K/V formats a row serves (one kernel each); the 8-bit ones keep the 16-bit tiling here.",
+             "#", "# kind\tdtype\thead\trows\tkw\tdw\twaves\tkv"]
     for dt in ("f16", "bf16"):
         for head in HEADS:
             for rows in ROWS:
                 w = winners.get(f"d{head}_r{rows}")
                 if w:
-                    lines.append(f"decode\t{dt}\t{head}\t{rows}\t{w['kw']}\t{w['dw']}\t{w['waves']}")
+                    lines.append(f"decode\t{dt}\t{head}\t{rows}\t{w['kw']}\t{w['dw']}\t{w['waves']}\t16,fp8,int8")
     lines += keep
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")

@@ -313,15 +313,50 @@ EXPORT int cuModuleGetFunction(void **f, void *module, const char *name)
     return OK;
 }
 
+/* Each function's dynamic shared memory limit (cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES = 8):
+ * as on the real driver, a launch above 48 KiB needs it raised first, and at most 227 KiB. */
+static struct {
+    const void *f;
+    int max_dynamic_shared;
+} func_attrs[4096];
+static int num_func_attrs;
+
+static int dynamic_shared_limit(const void *f)
+{
+    for (int i = 0; i < num_func_attrs; ++i)
+        if (func_attrs[i].f == f)
+            return func_attrs[i].max_dynamic_shared;
+    return 48 * 1024;
+}
+
+EXPORT int cuFuncSetAttribute(void *f, int attribute, int value)
+{
+    int e = context_ok();
+    if (e)
+        return e;
+    if (!f || attribute != 8 || value < 0 || value > 232448)
+        return INVALID_VALUE;
+    for (int i = 0; i < num_func_attrs; ++i)
+        if (func_attrs[i].f == f) {
+            func_attrs[i].max_dynamic_shared = value;
+            return OK;
+        }
+    if (num_func_attrs == (int)(sizeof func_attrs / sizeof *func_attrs))
+        return INVALID_VALUE;
+    func_attrs[num_func_attrs].f = f;
+    func_attrs[num_func_attrs++].max_dynamic_shared = value;
+    return OK;
+}
+
 EXPORT int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                           unsigned shared, void *s, void **params, void **extra)
 {
-    (void)shared;
     (void)s;
     int e = context_ok();
     if (e)
         return e;
-    if (!f || !params || !params[0] || extra || !gx || !gy || !gz || !bx || !by || !bz || bx * by * bz > 1024)
+    if (!f || !params || !params[0] || extra || !gx || !gy || !gz || !bx || !by || !bz || bx * by * bz > 1024 ||
+        shared > (unsigned)dynamic_shared_limit(f))
         return INVALID_VALUE;
     ++launches;
     captured_launches += capturing;

@@ -5,10 +5,15 @@
  * IsSupportedArgument: the planner and the tests call these, nobody restates them).
  *
  * Included by C11 host code (src/, tests/) and by the device code. Units: strides and offsets in
- * ELEMENTS of the dtype, int64 wherever a cache, Q/O buffer or table can exceed 2^31 elements.
- * Pointers are device pointers.
+ * ELEMENTS of the tensor's dtype (K and V: of kv_dtype, one byte for the 8-bit caches), int64
+ * wherever a cache, Q/O buffer or table can exceed 2^31 elements. Pointers are device pointers.
  *
- * Kernels: decode_<dtype>_d<D>_r<R>_kw<KW>_dw<DW>_w<waves>   (variants/variants.def, R35A_DECODE_VARIANT)
+ * Every decode kernel serves, at run time: softcap and ALiBi (the logit transform runs in the key
+ * loop only when set) and attention sinks (joined where a row is normalized). The K/V element
+ * format (the Q/O dtype, fp8 e4m3 or int8 with scales per tensor or per kv head) is the kernel's.
+ *
+ * Kernels: decode_<dtype>[_<kv>]_d<D>_r<R>_kw<KW>_dw<DW>_w<waves>   (variants/variants.def,
+ * R35A_DECODE_VARIANT; kv: fp8 or int8 for an 8-bit K/V cache, nothing when K and V have the dtype)
  *
  * One workgroup per (split, kv head x row group, sequence):
  *     grid = { num_splits, num_kv_heads * num_row_groups, num_seqs },  block = { 32 * KW * DW }.
@@ -27,19 +32,30 @@
 extern "C" {
 #endif
 
+/* The K/V element formats of the decode kernels (one kernel per format: the variants' kv column),
+ * as the r35a_dtype values of include/rdna35attn.h (the kernels do not include the public header;
+ * plan_decode.c checks that they agree). */
+#define R35A_DECODE_KV_AS_Q 0        /* K and V have the Q/O dtype */
+#define R35A_DECODE_KV_FP8_E4M3 4    /* OCP float8_e4m3fn bytes x scale */
+#define R35A_DECODE_KV_INT8 5        /* int8 x scale */
+
 typedef struct r35a_decode_args {
     const void *q;                   /* [tokens][num_kv_heads * group_size][D], dtype */
-    const void *k_cache;             /* pages, dtype; rows 16-byte aligned */
+    const void *k_cache;             /* pages of kv_dtype elements; rows 16-byte aligned */
     const void *v_cache;
     void *out;                       /* like q */
     const int32_t *seq_lens;         /* [num_seqs] */
     const int32_t *query_start_loc;  /* [num_seqs + 1] */
     const int32_t *block_table;      /* [num_seqs * block_table_stride] */
     void *workspace;                 /* r35a_decode_workspace_bytes() bytes; NULL when num_splits == 1 */
+    const float *sinks;              /* [num_kv_heads * group_size] raw sink logits, or NULL (none) */
+    const float *alibi_slopes;       /* [num_kv_heads * group_size], or NULL (no ALiBi) */
+    const float *k_scale, *v_scale;  /* 8-bit KV: [1] or [num_kv_heads] (kv_scale_per_head); else NULL */
 
-    int64_t q_token_stride, q_head_stride;
+    int64_t q_token_stride, q_head_stride;   /* multiples of R35A_DECODE_ROW_ALIGN */
     int64_t o_token_stride, o_head_stride;
-    int64_t k_page_stride, k_head_stride, k_slot_stride;  /* multiples of R35A_DECODE_ROW_ALIGN */
+    /* K and V, in kv_dtype elements: multiples of r35a_decode_kv_row_align(its bytes per element) */
+    int64_t k_page_stride, k_head_stride, k_slot_stride;
     int64_t v_page_stride, v_head_stride, v_slot_stride;
     int64_t block_table_stride;
 
@@ -52,6 +68,8 @@ typedef struct r35a_decode_args {
     int32_t num_row_groups;          /* r35a_decode_num_row_groups() */
     int32_t num_splits;              /* >= 1; r35a_decode_num_splits() */
     float scale_log2;                /* softmax_scale * log2(e): logits are computed in base 2 */
+    float logit_softcap;             /* 0 = off; > 0: cap * tanh(s / cap), then ALiBi */
+    int32_t kv_scale_per_head;       /* 8-bit KV: scales indexed by kv head (1) or not (0) */
     int32_t reserved;
 } r35a_decode_args;
 
@@ -61,15 +79,25 @@ typedef struct r35a_decode_args {
 #define R35A_DECODE_MAX_QUERY_LEN 8
 /* A 16-key tile never straddles a page: the page size is a multiple of the tile. */
 #define R35A_DECODE_PAGE_MULTIPLE 16
-/* Q, K and V rows are read with 128-bit loads: every stride is a multiple of 8 16-bit elements and
- * q, k_cache, v_cache (and the workspace) are 16-byte aligned. */
+/* Q, K and V rows are read with 128-bit loads (and copies): every row starts 16 bytes after the
+ * previous one's start at a multiple, i.e. Q strides are multiples of 8 16-bit elements, K and V
+ * strides multiples of 16 / (bytes per element) elements (8 for a 16-bit cache, 16 for an 8-bit
+ * one), and q, k_cache, v_cache (and the workspace) are 16-byte aligned. */
+#define R35A_DECODE_ROW_BYTES 16
 #define R35A_DECODE_ROW_ALIGN 8
 #define R35A_DECODE_POINTER_ALIGN 16
 
 R35A_HD int r35a_decode_page_size_ok(int32_t page_size) {
     return page_size > 0 && page_size % R35A_DECODE_PAGE_MULTIPLE == 0;
 }
+/* A Q stride (16-bit elements). */
 R35A_HD int r35a_decode_stride_ok(int64_t stride) { return stride % R35A_DECODE_ROW_ALIGN == 0; }
+/* Elements of a K or V row alignment unit, for elements of kv_elem_bytes (1 or 2) bytes. */
+R35A_HD int32_t r35a_decode_kv_row_align(int32_t kv_elem_bytes) { return R35A_DECODE_ROW_BYTES / kv_elem_bytes; }
+/* A K or V stride, in elements of kv_elem_bytes bytes. */
+R35A_HD int r35a_decode_kv_stride_ok(int64_t stride, int32_t kv_elem_bytes) {
+    return stride % r35a_decode_kv_row_align(kv_elem_bytes) == 0;
+}
 R35A_HD int r35a_decode_pointer_ok(const void *p) { return (uintptr_t)p % R35A_DECODE_POINTER_ALIGN == 0; }
 
 /* ---- launch formulas ---- */
@@ -103,6 +131,21 @@ R35A_HD int32_t r35a_decode_seq_splits(int32_t planned, int64_t tiles) {
     int64_t by_len = tiles / R35A_DECODE_MIN_TILES_PER_SPLIT;
     if (by_len < 1) by_len = 1;
     return by_len < planned ? (int32_t)by_len : planned;
+}
+
+/* Shared memory (LDS) a decode workgroup may use, from its occupancy contract: `waves` warps per SM
+ * sub-partition of blocks of waves_per_wg warps share an SM's 228 KiB (less 1 KiB reserved per
+ * block), at most 227 KiB per block. NVIDIA decode kernels take it as DYNAMIC shared memory: the
+ * kernel lays out its stages in this budget (kernels/decode.hip decode_cfg) and the host launches it
+ * with exactly this many bytes (after raising the function's limit, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_
+ * SHARED_SIZE_BYTES, above the default 48 KiB): one formula for both. (gfx11: static LDS, 64 KiB
+ * per workgroup at most; no dynamic size.) */
+#define R35A_DECODE_NV_SMEM_PER_SM 233472
+#define R35A_DECODE_NV_SMEM_PER_BLOCK_MAX 232448
+R35A_HD_CONSTEXPR int32_t r35a_decode_nv_smem_bytes(int32_t waves, int32_t waves_per_wg) {
+    const int32_t blocks = waves_per_wg > 0 ? (4 * waves + waves_per_wg - 1) / waves_per_wg : 1;
+    const int32_t pool = R35A_DECODE_NV_SMEM_PER_SM / (blocks > 0 ? blocks : 1) - 1024;
+    return pool < R35A_DECODE_NV_SMEM_PER_BLOCK_MAX ? pool : R35A_DECODE_NV_SMEM_PER_BLOCK_MAX;
 }
 
 /* Workgroups of a variant resident on one CU at once, from its occupancy contract (waves per SIMD)

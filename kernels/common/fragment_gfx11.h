@@ -106,8 +106,9 @@ R35A_DEV ab load_vec16_global_rows(const void *base, u32 row_bytes) {
  * vectors with ok(i) false read as zeros. ptr_of must return a readable address for every i (give
  * a valid stand-in for the not-ok ones): loads are not branched around, they are selected away.
  * Used once per kernel, for query rows. */
-template <class F, class OK>
+template <bool K8_ORDER = false, class F, class OK>
 R35A_DEV ab load_vec16_global_u16(F ptr_of, OK ok) {
+    (void)K8_ORDER;   /* 8-bit K operands keep the natural k order here (K8_PERM below) */
     const int i = lane_id() & 15;
     const u16 *p = (const u16 *)ptr_of(i);
     const bool keep = ok(i);
@@ -127,6 +128,27 @@ R35A_DEV ab load_vec16_lds(const u16 *lds, int ld) {
     a.v = (v8u){x.x, x.y, x.z, x.w, y.x, y.y, y.z, y.w};
     return a;
 }
+
+/* ---- 8-bit K operands (decode's 8-bit KV caches) ----------------------------------------------
+ * One 16 x 16 chunk of a K tile as stored (16 keys, 16 one-byte elements each, rows row_bytes apart):
+ * lane l loads its vector's 16 bytes (one global_load_b128; both half-waves the same key, as for
+ * 16-bit K), and k8_operand() converts them in registers (device.h kv8x2: 8 pairs) into an operand
+ * of the Q/O dtype in the natural k order, so Q needs no reordering (K8_PERM = 0). */
+enum { K8_PERM = 0 };
+typedef u32x4 k8_raw;
+R35A_DEV k8_raw load_k8_rows(const void *base, u32 row_bytes) {
+    return load_b128_off(base, (u32)(lane_id() & 15) * row_bytes);
+}
+template <class E, class KV>
+R35A_DEV ab k8_operand(const k8_raw &x) {
+    ab a;
+    a.v = (v8u){kv8x2<E, KV, 0, 1>(x.x), kv8x2<E, KV, 2, 3>(x.x), kv8x2<E, KV, 0, 1>(x.y), kv8x2<E, KV, 2, 3>(x.y),
+                kv8x2<E, KV, 0, 1>(x.z), kv8x2<E, KV, 2, 3>(x.z), kv8x2<E, KV, 0, 1>(x.w), kv8x2<E, KV, 2, 3>(x.w)};
+    return a;
+}
+/* Where word w (elements 2w, 2w + 1) of a 16-element Q chunk is staged so that load_vec16_lds
+ * delivers the k order of 8-bit K operands: in place. */
+R35A_DEV int k8_q_word_pos(int w) { return w; }
 
 /* Vector i (0..15) of operand fragment `a` goes to the 16 contiguous 16-bit elements at ptr_of(i)
  * (16-byte aligned global memory), the inverse of load_vec16_global; only its first n elements are

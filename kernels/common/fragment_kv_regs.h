@@ -6,11 +6,14 @@
  * it; fragment_nv_mma.h also has a shared-memory pipeline (cp.async) and uses this one only where
  * that does not fit (kernels/decode.hip decides).
  *
- * A tile is 16 rows (keys) x DS elements of K and of V, rows `ks` / `vs` elements apart in memory.
+ * A tile is 16 rows (keys) x DS elements of K and of V, rows `ks` / `vs` BYTES apart in memory;
+ * KV is the element format: the Q/O dtype E itself, or an 8-bit one (device.h), held in registers
+ * as loaded (half the registers) and converted when used (kv8x2).
  *   K: the operand fragments of S^T = K Q^T straight from memory (load_vec16_global; on gfx11 both
  *      half-waves load the same rows, as WMMA's replication rule wants: the same cache lines, one
- *      instruction).
- *   V: its rows as loaded (lane l: row l % 16, 8-element chunks 2u + l / 16: 16-byte loads); the
+ *      instruction); 8-bit: the layer's load_k8_rows / k8_operand.
+ *   V: its rows as loaded (lane l: row l % 16, 8-element chunks 2u + l / 16: 16-byte loads, 8-byte
+ *      ones for 8-bit elements, converted to E right before the store below); the
  *      products reduce over keys, so prepare_v() writes the tile into the wave's LDS region in the
  *      layer's form (store_v_rows_lds: gfx11 transposes with 16-bit stores, NVIDIA stores rows for
  *      ldmatrix.trans) and v_operand() reads V^T fragments from it. Rows >= valid_rows are zeroed
@@ -27,35 +30,58 @@
 namespace r35a {
 namespace frag {
 
-template <int DS, int S>
+template <int DS, int S, class E, class KV>
 struct kv_pipe_regs {
+    static constexpr bool B8 = kv_is_8bit<KV>::value;
+    static constexpr int EB = B8 ? 1 : 2;    /* bytes per element */
     static constexpr int NC = DS / 16;       /* 16-wide d chunks of a tile */
-    static constexpr int VCH = DS / 16;      /* 16-byte V chunks per lane */
+    static constexpr int VCH = DS / 16;      /* 8-element V pieces per lane (16 bytes, 8 for 8-bit) */
     static constexpr bool ISSUE_ALWAYS = true;   /* see tile_feed (decode.hip) */
+    static constexpr bool K_PERM = B8 && K8_PERM, V_DPERM = false;
     static constexpr int LDS_PER_STAGE = 0;
     static constexpr int LDS_FIXED = VT_BYTES<DS>::value;
     static constexpr int LDS_BYTES = LDS_FIXED;
     static_assert(VCH * 32 * 8 == 16 * DS, "a V tile must split evenly over the lanes");
-    ab k[S][NC];
-    u32x4 v[S][VCH];
+    /* registers per stage: K as operands (16-bit) or as the bytes of the layer's 8-bit form; V rows */
+    typedef typename pick_type<B8, k8_raw, ab>::type kraw;
+    typedef typename pick_type<B8, u32x2, u32x4>::type vraw;
+    kraw k[S][NC];
+    vraw v[S][VCH];
     int valid[S];
     u16 *vt;
 
     R35A_MEMBER explicit kv_pipe_regs(void *lds) : vt((u16 *)lds) {}
-    /* k0, v0: the tile's first row (wave-uniform); rows ks / vs elements apart. */
-    R35A_MEMBER void issue(int slot, const u16 *k0, const u16 *v0, i64 ks, i64 vs, int valid_rows) {
+    /* k0, v0: the tile's first row (wave-uniform); rows ks / vs BYTES apart. */
+    R35A_MEMBER void issue(int slot, const char *k0, const char *v0, i64 ks, i64 vs, int valid_rows) {
 #pragma unroll
-        for (int c = 0; c < NC; ++c) k[slot][c] = load_vec16_global_rows(k0 + 16 * c, (u32)(2 * ks));
-        const u32 voff = (u32)((lane_id() & 15) * 2 * vs) + 16 * (lane_id() >> 4);
+        for (int c = 0; c < NC; ++c) {
+            if constexpr (B8) k[slot][c] = load_k8_rows(k0 + 16 * c, (u32)ks);
+            else k[slot][c] = load_vec16_global_rows(k0 + 32 * c, (u32)ks);
+        }
+        /* lane l: row l % 16, pieces 2u + l / 16 of 8 elements */
+        const u32 voff = (u32)((lane_id() & 15) * vs) + 8 * EB * (lane_id() >> 4);
 #pragma unroll
-        for (int u = 0; u < VCH; ++u) v[slot][u] = load_b128_off(v0, voff + 32 * u);
+        for (int u = 0; u < VCH; ++u) {
+            if constexpr (B8) v[slot][u] = load_b64_off(v0, voff + 16 * u);
+            else v[slot][u] = load_b128_off(v0, voff + 32 * u);
+        }
         valid[slot] = valid_rows;
     }
     R35A_MEMBER void skip(int slot) { valid[slot] = 0; }
     R35A_MEMBER void wait(int slot) { (void)slot; }
-    R35A_MEMBER ab k_operand(int slot, int c) const { return k[slot][c]; }
+    R35A_MEMBER ab k_operand(int slot, int c) const {
+        if constexpr (B8) return k8_operand<E, KV>(k[slot][c]);
+        else return k[slot][c];
+    }
     R35A_MEMBER void prepare_v(int slot) {
-        store_v_rows_lds<DS>(vt, v[slot]);
+        if constexpr (B8) {
+            u32x4 rows[VCH];
+#pragma unroll
+            for (int u = 0; u < VCH; ++u) rows[u] = kv8x8<E, KV>(v[slot][u]);
+            store_v_rows_lds<DS>(vt, rows);
+        } else {
+            store_v_rows_lds<DS>(vt, v[slot]);
+        }
         if (valid[slot] < 16) {   /* uniform: only a sequence's last tile. Stores, so no select on full tiles */
             if ((lane_id() & 15) >= valid[slot]) {
                 u32x4 zero[VCH];
@@ -70,6 +96,8 @@ struct kv_pipe_regs {
         (void)slot;
         return load_vt_lds<DS>(vt, c);
     }
+    /* The head element of O^T row m of a chunk: in order (V^T goes through the layer's own transpose). */
+    R35A_MEMBER static int v_d_of_m(int m) { return m; }
     R35A_MEMBER void release(int slot) {
         (void)slot;
         wave_sync();   /* V read before the next prepare_v() writes the region */

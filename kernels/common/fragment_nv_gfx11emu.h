@@ -77,8 +77,9 @@ R35A_DEV ab load_vec16_global_rows(const void *base, u32 row_bytes) {
     set8(a, load_b128_off(base, off), load_b128_off(base, off + 16));
     return a;
 }
-template <class F, class OK>
+template <bool K8_ORDER = false, class F, class OK>
 R35A_DEV ab load_vec16_global_u16(F ptr_of, OK ok) {
+    (void)K8_ORDER;   /* gfx11's natural k order for 8-bit K operands too */
     const int i = lane_id() & 15;
     const u16 *p = (const u16 *)ptr_of(i);
     const bool keep = ok(i);
@@ -96,6 +97,22 @@ R35A_DEV ab load_vec16_lds(const u16 *lds, int ld) {
     set8(a, p[0], p[1]);
     return a;
 }
+/* 8-bit K operands: gfx11's (fragment_gfx11.h), lane for lane. */
+enum { K8_PERM = 0 };
+typedef u32x4 k8_raw;
+R35A_DEV k8_raw load_k8_rows(const void *base, u32 row_bytes) {
+    return load_b128_off(base, (u32)(lane_id() & 15) * row_bytes);
+}
+template <class E, class KV>
+R35A_DEV ab k8_operand(const k8_raw &x) {
+    ab a;
+    a.v[0] = kv8x2<E, KV, 0, 1>(x.x); a.v[1] = kv8x2<E, KV, 2, 3>(x.x);
+    a.v[2] = kv8x2<E, KV, 0, 1>(x.y); a.v[3] = kv8x2<E, KV, 2, 3>(x.y);
+    a.v[4] = kv8x2<E, KV, 0, 1>(x.z); a.v[5] = kv8x2<E, KV, 2, 3>(x.z);
+    a.v[6] = kv8x2<E, KV, 0, 1>(x.w); a.v[7] = kv8x2<E, KV, 2, 3>(x.w);
+    return a;
+}
+R35A_DEV int k8_q_word_pos(int w) { return w; }
 template <class F>
 R35A_DEV void store_vec16_global(const ab &a, int n, F ptr_of) {
     const int h = half_wave();

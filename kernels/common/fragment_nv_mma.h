@@ -84,17 +84,19 @@ R35A_DEV ab load_vec16_global(F ptr_of) {
 R35A_DEV ab load_vec16_global_rows(const void *base, u32 row_bytes) {
     return load_vec16_global([&](int i) -> const void * { return (const char *)base + (u32)i * row_bytes; });
 }
-template <class F, class OK>
+/* K8_ORDER: the k order of 8-bit K operands (K8_PERM below): words 0/1 hold k 4t, 4t+1 and words 2/3
+ * k 4t+2, 4t+3. */
+template <bool K8_ORDER = false, class F, class OK>
 R35A_DEV ab load_vec16_global_u16(F ptr_of, OK ok) {
     const int g = quad_g(), t = quad_t();
     ab a;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         const int i = g + 8 * h;
-        const u16 *p = (const u16 *)ptr_of(i) + 2 * t;
+        const u16 *p = (const u16 *)ptr_of(i) + (K8_ORDER ? 4 : 2) * t;
         const bool keep = ok(i);
         const u32 lo = (u32)load_u16(p) | ((u32)load_u16(p + 1) << 16);
-        const u32 hi = (u32)load_u16(p + 8) | ((u32)load_u16(p + 9) << 16);
+        const u32 hi = (u32)load_u16(p + (K8_ORDER ? 2 : 8)) | ((u32)load_u16(p + (K8_ORDER ? 3 : 9)) << 16);
         a.v[h] = keep ? lo : 0u;
         a.v[2 + h] = keep ? hi : 0u;
     }
@@ -127,6 +129,47 @@ R35A_DEV ab load_vec16_lds_trans(const u16 *lds, int ld) {
                  : "memory");
     return a;
 }
+/* Two 8 x 8 blocks of 16-bit elements (16-byte rows) at once: lanes 0-7 address the rows of block 0,
+ * lanes 8-15 those of block 1 (the others' addresses are not used); block b lands in r[b] with
+ * lane (g, t) holding row g, elements 2t and 2t + 1 (.trans: rows 2t and 2t + 1 of column g). */
+template <bool TRANS>
+R35A_DEV void ldmatrix_x2(const void *row_of_lane, u32 (&r)[2]) {
+    const u32 s = (u32)__cvta_generic_to_shared(row_of_lane);
+    if (TRANS)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(s) : "memory");
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(s) : "memory");
+}
+
+/* ---- 8-bit K operands (decode's 8-bit KV caches) ----------------------------------------------
+ * A lane reads 4 consecutive bytes of its two keys g and g + 8 (16-byte rows read by ldmatrix as b16
+ * pairs deliver exactly these), so the k order of an 8-bit K operand is permuted (K8_PERM):
+ * k = 2t + e holds d = 4t + e and k = 2t + 8 + e holds d = 4t + 2 + e. A product only needs K and Q
+ * in the same order: Q^T is loaded in it (load_vec16_global_u16<true>, k8_q_word_pos). */
+enum { K8_PERM = 1 };
+struct k8_raw {
+    u32 r[2];   /* bytes 4t .. 4t+3 of keys g and g + 8 */
+};
+R35A_DEV k8_raw load_k8_rows(const void *base, u32 row_bytes) {
+    const u32 off = (u32)quad_g() * row_bytes + 4u * (u32)quad_t();
+    k8_raw x;
+    x.r[0] = load_b32_off(base, off);
+    x.r[1] = load_b32_off(base, off + 8u * row_bytes);
+    return x;
+}
+template <class E, class KV>
+R35A_DEV ab k8_operand(const k8_raw &x) {
+    ab a;
+    a.v[0] = kv8x2<E, KV, 0, 1>(x.r[0]);
+    a.v[1] = kv8x2<E, KV, 0, 1>(x.r[1]);
+    a.v[2] = kv8x2<E, KV, 2, 3>(x.r[0]);
+    a.v[3] = kv8x2<E, KV, 2, 3>(x.r[1]);
+    return a;
+}
+/* Where word w (elements 2w, 2w + 1) of a 16-element Q chunk is staged so that load_vec16_lds (one
+ * ldmatrix: word t = stored elements 2t, 2t+1, word 4 + t = 2t+8, 2t+9) delivers that k order. */
+R35A_DEV int k8_q_word_pos(int w) { return (w & 1) ? 4 + (w >> 1) : w >> 1; }
+
 /* Vector i goes to the 16-bit elements at ptr_of(i); only its first n (8 or 16) are written; a null
  * pointer writes nothing: 4-byte stores. */
 template <class F>
@@ -271,40 +314,56 @@ R35A_DEV colv colv_load(const float *p, bool global) {
 }
 
 /* ---- decode's KV tile pipeline: S shared-memory stages filled by cp.async ------------------------
- * A tile is 16 rows (keys) x DS elements of K and of V, rows `ks` / `vs` elements apart in memory.
- * issue() starts the copies of one tile into stage `slot` (rows >= valid_rows are zero-filled and
- * not read: the K/V slots past a sequence's end may hold NaN/Inf, and 0 * NaN would reach O), one
- * commit group per issue; wait() makes the tile of `slot` visible to the whole wave (at most S - 1
- * younger groups stay in flight: the caller issues tile i + S - 1 before waiting for tile i). K
- * operands are read with ldmatrix, V operands (V^T: the products reduce over keys) with
- * ldmatrix.trans, straight from the row-major staged tile. Staged rows are padded by 16 bytes, so
- * the 8 rows of an ldmatrix block fall in 8 different bank groups. Slots are chosen by the caller
- * (compile-time after unrolling); a stage is private to its wave. */
+ * A tile is 16 rows (keys) x DS elements of K and of V (KV: the Q/O dtype E, or an 8-bit format of
+ * device.h), rows `ks` / `vs` BYTES apart in memory. issue() starts the copies of one tile into stage
+ * `slot` (rows >= valid_rows are zero-filled and not read: the K/V slots past a sequence's end may
+ * hold NaN/Inf, and 0 * NaN would reach O), one commit group per issue; wait() makes the tile of
+ * `slot` visible to the whole wave (at most S - 1 younger groups stay in flight: the caller issues
+ * tile i + S - 1 before waiting for tile i). Slots are chosen by the caller (compile-time after
+ * unrolling); a stage is private to its wave.
+ * 16-bit: K operands by ldmatrix, V operands (V^T: the products reduce over keys) by ldmatrix.trans,
+ * straight from the row-major staged tile; rows padded by 16 bytes, so the 8 rows of an ldmatrix
+ * block fall in 8 different bank groups.
+ * 8-bit: the same copies move half the bytes; ldmatrix.x2 reads byte pairs as 16-bit elements and
+ * kv8x2 converts in registers. K comes in the permuted k order of K8_PERM. V^T by ldmatrix.x2.trans
+ * gives lane (g, t) the bytes of d = 2g and 2g + 1 of keys 2t, 2t + 1 (and + 8): its vectors are d
+ * in the order of v8_d_of_m (V_DPERM: O^T row m holds d = v_d_of_m(m) of each 16-wide chunk). Rows
+ * padded to an odd number of 16-byte bank groups. */
 #define R35A_FRAG_HAS_KV_PIPE_LDS 1
 
-template <int DS, int S>
+/* O^T row m of a chunk holds element d = v8_d_of_m(m) when V^T comes from an 8-bit staged tile. */
+R35A_DEV int v8_d_of_m(int m) { return m < 8 ? 2 * m : 2 * (m - 8) + 1; }
+
+template <int DS, int S, class E, class KV>
 struct kv_pipe_lds {
-    static constexpr int ROW = DS + 8;                 /* elements per staged row (+16 bytes) */
-    static constexpr int TILE = 16 * ROW;              /* elements of one staged K or V tile */
+    static constexpr bool B8 = kv_is_8bit<KV>::value;
+    static constexpr int EB = B8 ? 1 : 2;                   /* bytes per element */
+    static constexpr int RB = DS * EB;                      /* bytes of one row */
+    static constexpr int ROW = (RB / 16) % 2 == 0 ? RB + 16 : RB + 32;   /* staged row pitch, bytes */
+    static constexpr int TILE = 16 * ROW;                   /* bytes of one staged K or V tile */
     static constexpr bool ISSUE_ALWAYS = false;   /* see tile_feed (decode.hip) */
-    static constexpr int LDS_PER_STAGE = 2 * TILE * 2; /* bytes */
+    static constexpr bool K_PERM = B8 && K8_PERM, V_DPERM = B8;
+    static constexpr int LDS_PER_STAGE = 2 * TILE;
     static constexpr int LDS_FIXED = 0;
     static constexpr int LDS_BYTES = S * LDS_PER_STAGE;
-    static constexpr int CPR = DS / 8;                 /* 16-byte chunks per row */
-    static constexpr int CP = 16 * CPR / 32;           /* chunks per lane and tile */
-    static_assert(DS % 16 == 0 && CP * 32 == 16 * CPR, "whole 16-byte chunks per lane");
-    u16 *base;
+    static constexpr int CPR = RB / 16;                     /* 16-byte chunks per row */
+    static constexpr int CHUNKS = 16 * CPR;
+    static constexpr int CP = (CHUNKS + 31) / 32;           /* chunks per lane and tile (the last maybe partial) */
+    static_assert(RB % 16 == 0, "whole 16-byte chunks per row");
+    unsigned char *base;
 
-    R35A_MEMBER explicit kv_pipe_lds(void *lds) : base((u16 *)lds) {}
-    R35A_MEMBER void issue(int slot, const u16 *k0, const u16 *v0, i64 ks, i64 vs, int valid_rows) {
+    R35A_MEMBER explicit kv_pipe_lds(void *lds) : base((unsigned char *)lds) {}
+    R35A_MEMBER void issue(int slot, const char *k0, const char *v0, i64 ks, i64 vs, int valid_rows) {
         wave_sync();   /* every lane's reads of this slot (its tile, S steps back) are done */
-        u16 *kd = base + slot * 2 * TILE, *vd = kd + TILE;
+        unsigned char *kd = base + slot * 2 * TILE, *vd = kd + TILE;
 #pragma unroll
         for (int j = 0; j < CP; ++j) {
-            const int q = 32 * j + lane_id(), row = q / CPR, d8 = q - row * CPR;
-            const bool ok = row < valid_rows;
-            async_copy_16(kd + row * ROW + 8 * d8, k0 + row * ks + 8 * d8, ok);
-            async_copy_16(vd + row * ROW + 8 * d8, v0 + row * vs + 8 * d8, ok);
+            const int q = 32 * j + lane_id(), row = q / CPR, c = q - row * CPR;
+            if (CHUNKS % 32 == 0 || q < CHUNKS) {
+                const bool ok = row < valid_rows;
+                async_copy_16(kd + row * ROW + 16 * c, k0 + row * ks + 16 * c, ok);
+                async_copy_16(vd + row * ROW + 16 * c, v0 + row * vs + 16 * c, ok);
+            }
         }
         async_commit();
     }
@@ -315,9 +374,37 @@ struct kv_pipe_lds {
         async_wait<S - 1>();
         wave_sync();   /* the other lanes' copies are visible too */
     }
-    R35A_MEMBER ab k_operand(int slot, int c) const { return load_vec16_lds(base + slot * 2 * TILE + 16 * c, ROW); }
+    R35A_MEMBER ab k_operand(int slot, int c) const {
+        const unsigned char *kd = base + slot * 2 * TILE;
+        if constexpr (!B8) {
+            return load_vec16_lds((const u16 *)(kd + 32 * c), ROW / 2);
+        } else {
+            u32 r[2];
+            ldmatrix_x2<false>(kd + (lane_id() & 15) * ROW + 16 * c, r);
+            k8_raw x;
+            x.r[0] = r[0];
+            x.r[1] = r[1];
+            return k8_operand<E, KV>(x);
+        }
+    }
     R35A_MEMBER void prepare_v(int slot) { (void)slot; }
-    R35A_MEMBER ab v_operand(int slot, int c) const { return load_vec16_lds_trans(base + slot * 2 * TILE + TILE + 16 * c, ROW); }
+    /* The head element of O^T row m of a chunk (the products' output order). */
+    R35A_MEMBER static int v_d_of_m(int m) { return V_DPERM ? v8_d_of_m(m) : m; }
+    R35A_MEMBER ab v_operand(int slot, int c) const {
+        const unsigned char *vd = base + slot * 2 * TILE + TILE;
+        if constexpr (!B8) {
+            return load_vec16_lds_trans((const u16 *)(vd + 32 * c), ROW / 2);
+        } else {
+            u32 r[2];   /* keys 0-7 and 8-15; bytes: d 2g, 2g+1 of key 2t, then of key 2t + 1 */
+            ldmatrix_x2<true>(vd + (lane_id() & 15) * ROW + 16 * c, r);
+            ab a;
+            a.v[0] = kv8x2<E, KV, 0, 2>(r[0]);
+            a.v[1] = kv8x2<E, KV, 1, 3>(r[0]);
+            a.v[2] = kv8x2<E, KV, 0, 2>(r[1]);
+            a.v[3] = kv8x2<E, KV, 1, 3>(r[1]);
+            return a;
+        }
+    }
     R35A_MEMBER void release(int slot) { (void)slot; }
     /* Nothing in flight any more (before the stages' memory is reused). */
     R35A_MEMBER void drain() { async_wait<0>(); }

@@ -15,6 +15,13 @@
 #define R35A_HD static inline
 #endif
 
+/* A formula the device code also needs at compile time (a static constexpr of a kernel's layout). */
+#ifdef __cplusplus
+#define R35A_HD_CONSTEXPR R35A_HD constexpr
+#else
+#define R35A_HD_CONSTEXPR R35A_HD
+#endif
+
 /* softmax_scale * log2(e), rounded to float once: every kernel exponentiates in base 2 and gets
  * its scale from here. */
 R35A_HD float r35a_scale_log2(float softmax_scale) { return (float)((double)softmax_scale * 1.4426950408889634); }

@@ -12,10 +12,13 @@
  *              its R), M = 1..8, partial pages, L = 0 padding sequences, split-KV, sliding windows
  *              over garbage table entries, padded and NHD strides, two row groups, L == M, mixed
  *              batches (decode + portable kernel in one call)
+ *              (8-bit variants: the same with their format's cache, decode8_* groups), and the
+ *              model features of every variant: sinks with a 128-key window, softcap + ALiBi
  *   generic    the portable kernel: softcap, ALiBi, odd page sizes, head sizes no variant has,
- *              chunked prefill, varlen causal / GQA / fused qkv; attention sinks (paged and
- *              varlen) and 8-bit KV caches (fp8 e4m3, int8; scales per tensor and per kv head),
- *              which the decode variants decline for now, on decode-shaped and mixed batches
+ *              chunked prefill, varlen causal / GQA / fused qkv, attention sinks (paged and varlen)
+ *   features   sinks and 8-bit KV caches (fp8 e4m3, int8; scales per tensor and per kv head) on
+ *              model-shaped calls as the planner picks their kernels (decode of the cache's format,
+ *              mixed batches with the portable kernel; an 8-bit cache without 16-byte rows: portable)
  *   encoder    every encoder variant: mixed segment lengths, fused qkv with an empty segment, long
  *              segments over several row and key blocks
  *   graph      a decode call captured in a CUDA graph; seq_lens, block table, Q (and K/V) then
@@ -107,16 +110,20 @@ typedef struct variant {
     const char *name;
     r35a_dtype dtype;
     int head, rows;
+    r35a_dtype kv;   /* decode: the K/V element format (0: the dtype) */
 } variant;
 
 #define R35A_VT_f16 R35A_DTYPE_F16
 #define R35A_VT_bf16 R35A_DTYPE_BF16
+#define R35A_VKV_kv16 ((r35a_dtype)0)
+#define R35A_VKV_fp8 R35A_DTYPE_FP8_E4M3
+#define R35A_VKV_int8 R35A_DTYPE_INT8
 static const struct {
     const char *arch;
     variant v;
 } k_decode[] = {
-#define R35A_DECODE_VARIANT(arch, name, dtype, head_size, rows, kw, dw, waves) \
-    {#arch, {#name, R35A_VT_##dtype, head_size, rows}},
+#define R35A_DECODE_VARIANT(arch, name, dtype, kv, head_size, rows, kw, dw, waves) \
+    {#arch, {#name, R35A_VT_##dtype, head_size, rows, R35A_VKV_##kv}},
 #include "variants.def"
 #undef R35A_DECODE_VARIANT
 };
@@ -126,7 +133,7 @@ static const struct {
     int maxlen;   /* > 0: the small-problem tiling, planned when max_seqlen <= maxlen */
 } k_encoder[] = {
 #define R35A_ENCODER_VARIANT(arch, name, dtype, head_size, rows, kb, nw, waves, maxlen) \
-    {#arch, {#name, R35A_VT_##dtype, head_size, rows}, maxlen},
+    {#arch, {#name, R35A_VT_##dtype, head_size, rows, (r35a_dtype)0}, maxlen},
 #include "variants.def"
 #undef R35A_ENCODER_VARIANT
 };
@@ -138,7 +145,7 @@ typedef struct tally {
     int cases, failed;
     double worst;
 } tally;
-static tally g_tally[64];
+static tally g_tally[128];
 static int g_ntally;
 
 static void record(const char *frag, const char *group, bool ok, double err)
@@ -148,9 +155,9 @@ static void record(const char *frag, const char *group, bool ok, double err)
     int i = 0;
     while (i < g_ntally && strcmp(g_tally[i].name, key) != 0)
         ++i;
-    if (i == g_ntally && g_ntally < 64)
+    if (i == g_ntally && g_ntally < 128)
         snprintf(g_tally[g_ntally++].name, sizeof key, "%s", key);
-    if (i < 64) {
+    if (i < 128) {
         g_tally[i].cases++;
         g_tally[i].failed += !ok;
         if (ok && err > g_tally[i].worst)
@@ -261,6 +268,13 @@ static int32_t group_for(int rows, int m)
 
 /* ---- decode ---- */
 
+/* A spec's K/V cache in variant v's element format (8-bit: scales per kv head when per_head). */
+static void use_kv_format(paged_spec *s, const variant *v, int per_head)
+{
+    s->kv_dtype = v->kv;
+    s->kv_scale_per_head = v->kv ? per_head : 0;
+}
+
 static void decode_cases(r35a_context *ctx, const char *arch)
 {
     int index = 0;
@@ -268,41 +282,48 @@ static void decode_cases(r35a_context *ctx, const char *arch)
         if (strcmp(k_decode[vi].arch, arch) != 0)
             continue;
         const variant *v = &k_decode[vi].v;
-        if (g_quick && (v->dtype != R35A_DTYPE_F16 || (v->head != 128 && v->head != 64)))
+        if (g_quick && (v->dtype != R35A_DTYPE_F16 || (v->head != 128 && v->head != 64) || (v->kv && v->head != 128)))
             continue;
+        /* the 8-bit variants' cases tally apart (same shapes, their format's cache) */
+        char group[48];
+#define GROUP(name) (snprintf(group, sizeof group, "%s_%s", v->kv ? "decode8" : "decode", name), group)
         const int hkv = 2;
         paged_spec s;
         /* M = 1 .. 8: partial last pages (page 32), an L = 0 padding sequence, NaN everywhere unused */
         for (int m = 1; m <= 8; ++m) {
-            if (g_quick && m != 1 && m != 5 && m != 8)
+            if ((g_quick || v->kv) && m != 1 && m != 5 && m != 8)
                 continue;
             const int32_t g = group_for(v->rows, m);
             paged_spec_init(&s, v->dtype, g * hkv, hkv, v->head, 32);
+            use_kv_format(&s, v, m & 1);
             paged_spec_add_seq(&s, 37 + 11 * m, m);
             paged_spec_add_seq(&s, 0, 0);
             paged_spec_add_seq(&s, 100 + m, m);
             paged_spec_add_seq(&s, 64 + 5, m > 5 ? 5 : m);
             s.shuffle_pages = true;
             s.extra_pages = 3;
-            run_paged(ctx, &s, "decode_m_partial", index++, v->name);
+            run_paged(ctx, &s, GROUP("m_partial"), index++, v->name);
         }
         /* split-KV: one long sequence, twice (fresh workspace garbage each time) */
         for (int rep = 0; rep < 2; ++rep) {
             const int m = rep ? 4 : 1;
             paged_spec_init(&s, v->dtype, group_for(v->rows, m) * hkv, hkv, v->head, 16);
+            use_kv_format(&s, v, rep);
             paged_spec_add_seq(&s, g_quick ? 1500 : 3001 + 13 * rep, m);
             s.shuffle_pages = true;
-            run_paged(ctx, &s, "decode_split_kv", index++, v->name);
+            run_paged(ctx, &s, GROUP("split_kv"), index++, v->name);
         }
         /* split-KV over several sequences of different lengths (some splits empty) */
         paged_spec_init(&s, v->dtype, group_for(v->rows, 2) * hkv, hkv, v->head, 16);
+        use_kv_format(&s, v, 0);
         paged_spec_add_seq(&s, 700, 2);
         paged_spec_add_seq(&s, 33, 2);
         paged_spec_add_seq(&s, 2, 2);
         s.max_seq_len_slack = 1200;
-        run_paged(ctx, &s, "decode_split_kv", index++, v->name);
-        /* sliding window over garbage table entries, page 528, padded Q/O/KV strides */
+        run_paged(ctx, &s, GROUP("split_kv"), index++, v->name);
+        /* sliding window over garbage table entries, page 528, padded Q/O/KV strides (16-byte rows) */
         paged_spec_init(&s, v->dtype, group_for(v->rows, 3) * hkv, hkv, v->head, 528);
+        use_kv_format(&s, v, 1);
         paged_spec_add_seq(&s, 1700, 3);
         paged_spec_add_seq(&s, 60, 3);
         s.window = 70;
@@ -311,35 +332,66 @@ static void decode_cases(r35a_context *ctx, const char *arch)
         s.q_token_pad = 16;
         s.o_head_pad = 3;
         s.o_token_pad = 5;
-        s.k_layout.pad[0] = 8;
+        s.k_layout.pad[0] = v->kv ? 16 : 8;
         s.v_layout.pad[1] = 16;
-        run_paged(ctx, &s, "decode_window", index++, v->name);
+        run_paged(ctx, &s, GROUP("window"), index++, v->name);
         /* NHD cache layout, page 16 */
         paged_spec_init(&s, v->dtype, group_for(v->rows, 1) * hkv, hkv, v->head, 16);
+        use_kv_format(&s, v, 0);
         s.k_layout.nhd = s.v_layout.nhd = true;
         paged_spec_add_seq(&s, 300, 1);
         paged_spec_add_seq(&s, 77, 1);
-        run_paged(ctx, &s, "decode_nhd", index++, v->name);
+        run_paged(ctx, &s, GROUP("nhd"), index++, v->name);
         /* L == M = 8, page 784 */
         paged_spec_init(&s, v->dtype, group_for(v->rows, 8) * hkv, hkv, v->head, 784);
+        use_kv_format(&s, v, 1);
         paged_spec_add_seq(&s, 8, 8);
         paged_spec_add_seq(&s, 9, 8);
-        run_paged(ctx, &s, "decode_l_eq_m", index++, v->name);
+        run_paged(ctx, &s, GROUP("l_eq_m"), index++, v->name);
         /* two row groups (R = 32: G x M = 64) */
         if (v->rows == 32) {
             paged_spec_init(&s, v->dtype, 8 * hkv, hkv, v->head, 16);
+            use_kv_format(&s, v, 0);
             paged_spec_add_seq(&s, 250, 8);
             paged_spec_add_seq(&s, 1000, 8);
-            run_paged(ctx, &s, "decode_row_groups", index++, v->name);
+            run_paged(ctx, &s, GROUP("row_groups"), index++, v->name);
         }
         /* mixed batch: M = 9 and a 20-token chunk run on the portable kernel in the same call */
         paged_spec_init(&s, v->dtype, group_for(v->rows, 8) * hkv, hkv, v->head, 16);
+        use_kv_format(&s, v, 1);
         paged_spec_add_seq(&s, 200, 1);
         paged_spec_add_seq(&s, 90, 9);
         paged_spec_add_seq(&s, 0, 0);
         paged_spec_add_seq(&s, 333, 8);
         paged_spec_add_seq(&s, 64, 20);
-        run_paged(ctx, &s, "decode_mixed", index++, v->name);
+        run_paged(ctx, &s, GROUP("mixed"), index++, v->name);
+        /* the model features, run-time arguments of every variant: gpt-oss's sinks with a 128-key
+         * window (some heads' sinks -inf), one long sequence merged from splits and short ones
+         * written directly, an L = 0 padding sequence */
+        paged_spec_init(&s, v->dtype, group_for(v->rows, 2) * hkv, hkv, v->head, 16);
+        use_kv_format(&s, v, 1);
+        s.use_sinks = 1;
+        s.sink_center = 1.0;
+        s.sink_amp = 3.0;
+        s.sink_some_neg_inf = true;
+        s.window = 128;
+        s.garbage_unreached = true;
+        paged_spec_add_seq(&s, g_quick ? 1200 : 2500, 2);
+        paged_spec_add_seq(&s, 0, 0);
+        paged_spec_add_seq(&s, 90, 1);
+        paged_spec_add_seq(&s, 131, 2);
+        run_paged(ctx, &s, GROUP("sinks"), index++, v->name);
+        /* softcap then ALiBi (and sinks), split and not */
+        paged_spec_init(&s, v->dtype, group_for(v->rows, 3) * hkv, hkv, v->head, 32);
+        use_kv_format(&s, v, 0);
+        s.logit_softcap = 20.f;
+        s.use_alibi = 1;
+        s.use_sinks = 1;
+        s.sink_amp = 2.0;
+        paged_spec_add_seq(&s, g_quick ? 1100 : 2200, 3);
+        paged_spec_add_seq(&s, 57, 1);
+        run_paged(ctx, &s, GROUP("softcap_alibi"), index++, v->name);
+#undef GROUP
     }
 }
 
@@ -425,16 +477,20 @@ static void generic_cases(r35a_context *ctx)
     }
 }
 
-/* Sinks and 8-bit KV caches on decode-shaped calls: the decode variants decline them for now, so
- * the portable kernel serves them (its run-time KV dtype), whole calls and mixed batches alike. */
+/* Sinks and 8-bit KV caches on model-shaped calls, through the planner as a user calls it: the
+ * decode kernel of the cache's format serves them (the portable kernel the longer sequences of a
+ * mixed batch); `expect` names the kernel family the plan must start with. */
 static void model_feature_cases(r35a_context *ctx)
 {
     int index = 0;
     paged_spec s;
     const r35a_dtype dts[2] = {R35A_DTYPE_F16, R35A_DTYPE_BF16};
     const r35a_dtype kvs[3] = {(r35a_dtype)0, R35A_DTYPE_FP8_E4M3, R35A_DTYPE_INT8};
+    const char *kv_part[3] = {"", "_fp8", "_int8"};
     for (int di = 0; di < 2; ++di) {
         for (int ki = 0; ki < 3; ++ki) {
+            char expect[48];
+            snprintf(expect, sizeof expect, "decode_%s%s_", di ? "bf16" : "f16", kv_part[ki]);
             for (int per_head = 0; per_head < (ki ? 2 : 1); ++per_head) {
                 if (g_quick && di == 1 && per_head)
                     continue;
@@ -453,7 +509,7 @@ static void model_feature_cases(r35a_context *ctx)
                 paged_spec_add_seq(&s, 0, 0);
                 paged_spec_add_seq(&s, 300, 4);
                 paged_spec_add_seq(&s, 90, 1);
-                run_paged(ctx, &s, "generic_sinks_kv8", index++, "generic_paged");
+                run_paged(ctx, &s, "features_sinks_kv8", index++, expect);
                 if (ki == 0)
                     continue;
                 /* 8-bit cache without sinks: D 128, GQA 4, long context, partial last page, NHD */
@@ -463,8 +519,8 @@ static void model_feature_cases(r35a_context *ctx)
                 s.k_layout.nhd = s.v_layout.nhd = per_head != 0;
                 paged_spec_add_seq(&s, g_quick ? 1500 : 4099, 1);
                 paged_spec_add_seq(&s, 61, 8);
-                run_paged(ctx, &s, "generic_kv8", index++, "generic_paged");
-                /* mixed batch with an 8-bit cache and softcap: everything on the portable kernel */
+                run_paged(ctx, &s, "features_kv8", index++, expect);
+                /* mixed batch with an 8-bit cache and softcap: decode + the portable kernel */
                 paged_spec_init(&s, dts[di], 8, 2, 256, 16);
                 s.kv_dtype = kvs[ki];
                 s.kv_scale_per_head = per_head;
@@ -473,6 +529,13 @@ static void model_feature_cases(r35a_context *ctx)
                 paged_spec_add_seq(&s, 64, 20);
                 paged_spec_add_seq(&s, 0, 0);
                 paged_spec_add_seq(&s, 333, 8);
+                run_paged(ctx, &s, "features_kv8_mixed", index++, expect);
+                /* an 8-bit cache whose rows are not 16-byte aligned: the portable kernel */
+                paged_spec_init(&s, dts[di], 16, 4, 128, 16);
+                s.kv_dtype = kvs[ki];
+                s.kv_scale_per_head = per_head;
+                s.k_layout.pad[0] = 8;
+                paged_spec_add_seq(&s, 700, 1);
                 run_paged(ctx, &s, "generic_kv8", index++, "generic_paged");
             }
         }

@@ -33,7 +33,7 @@
 #include <string.h>
 
 #define EXPORT __attribute__((visibility("default")))
-#define MAX_MODULES 16
+#define MAX_MODULES 64
 
 typedef struct fake_module {
     const unsigned char *image;
@@ -51,7 +51,7 @@ typedef struct fake_function {
 
 static fake_module modules[MAX_MODULES];
 static int num_modules, num_unloaded;
-static fake_function functions[256];
+static fake_function functions[4096];   /* every context resolves every kernel of its arch (~100) */
 static int num_functions;
 static fake_launch launches[MAX_RECORDS];
 static int num_launches;

@@ -19,13 +19,16 @@
  * mixed batch, the portable kernel alone for misaligned pointers. At the end every gfx1151 kernel of
  * variants.def of the families run must have been executed at least once.
  *
- *   decode   per decode variant: partial last pages with L = 0 and L = 1 sequences, a window over
- *            garbage block-table entries with padded strides, split-KV with the workspace reused
- *            (two problems of one plan on one workspace: the counters must be zero after each), two
+ *   decode   per 16-bit decode variant: partial last pages with L = 0 and L = 1 sequences, a window
+ *            over garbage block-table entries with padded strides and sinks, split-KV with the
+ *            workspace reused (two problems of one plan on one workspace: the counters must be zero
+ *            after each), the same with softcap + ALiBi + sinks (decode_features), two
  *            row groups (R = 32), L == M, a mixed batch; misaligned K for some; pages beyond 2^32
  *            elements for D = 128; split counts that differ between the two reported CU counts
  *            for two variants. The stand-in reports 20 (a Radeon 8060S's WGPs) and then 40 units:
  *            under the second every case is planned and checked, and those split cases run again.
+ *   decode8  per 8-bit (fp8 e4m3, int8) decode variant: the partial case with per-tensor scales,
+ *            the window case (per-kv-head scales, slots padded by 16 elements) and the features case.
  *   generic  the portable kernel (all 8): softcap, ALiBi, odd page sizes, windows over garbage,
  *            prefill and mixed batches, head sizes up to dmax, sinks, fp8/int8 KV caches (every
  *            code), pages beyond 2^32 elements, varlen causal / GQA / fused, a misaligned K.
@@ -34,7 +37,8 @@
  *            growing keys over long or many segments for half, misaligned pointers for some.
 
  *
- * Options: --only decode|generic|encoder (a comma list). Exit 0 all passed, 1 any failure; never
+ * Options: --only decode|decode8|generic|encoder (a comma list; decode: the 16-bit K/V variants,
+ * decode8: the 8-bit ones). Exit 0 all passed, 1 any failure; never
  * "skipped": a missing emulator or a context that is not the HIP one is a failure.
  * Replay: R35A_TEST_SEED=<seed> (printed first), one case: R35A_TEST_CASE=<group>:<index>.
  */
@@ -281,11 +285,15 @@ static void release_kept_workspace(void)
 typedef struct decode_variant {
     const char *arch, *name;
     r35a_dtype dtype;
+    r35a_dtype kv; /* the K/V element format: 0 = dtype (16-bit), fp8 e4m3 or int8 */
     int head, rows, kw, dw, waves;
 } decode_variant;
+#define R35A_VKV_kv16 ((r35a_dtype)0)
+#define R35A_VKV_fp8 R35A_DTYPE_FP8_E4M3
+#define R35A_VKV_int8 R35A_DTYPE_INT8
 static const decode_variant k_decode[] = {
-#define R35A_DECODE_VARIANT(arch, name, dtype, head_size, rows, kw, dw, waves) \
-    {#arch, #name, R35A_VT_##dtype, head_size, rows, kw, dw, waves},
+#define R35A_DECODE_VARIANT(arch, name, dtype, kv, head_size, rows, kw, dw, waves) \
+    {#arch, #name, R35A_VT_##dtype, R35A_VKV_##kv, head_size, rows, kw, dw, waves},
 #include "variants.def"
 #undef R35A_DECODE_VARIANT
 };
@@ -795,18 +803,29 @@ static int32_t group_for(int rows, int m)
  * its own length allows (decode_args.h r35a_decode_seq_splits, 16 tiles a split): 1000 keys 4,
  * 520 keys 2 (the merge of fewer records than planned), 33 keys 1 (written directly, no counter),
  * an empty sequence none. */
-static void decode_split_case(const decode_variant *v, int m, int index)
+static void decode_split_case(const decode_variant *v, int m, int index, bool features)
 {
     paged_spec s;
     const int hkv = 1;
     paged_spec_init(&s, v->dtype, group_for(v->rows, m) * hkv, hkv, v->head, 16);
+    s.kv_dtype = v->kv;
+    s.kv_scale_per_head = v->kv != 0;
+    if (features) { /* the model features on the same splits: sinks join a row once (row_inv with one
+                     * split, the merge's pass 2 otherwise), softcap and ALiBi in the key loop */
+        s.logit_softcap = 8.f;
+        s.use_alibi = 1;
+        s.use_sinks = 1;
+        s.sink_amp = 3.0;
+        s.sink_some_neg_inf = true;
+    }
     paged_spec_add_seq(&s, 1000, m);
     paged_spec_add_seq(&s, 520, m);
     paged_spec_add_seq(&s, 0, 0);
     paged_spec_add_seq(&s, 33, m);
     s.max_seq_len_slack = 200;
     s.shuffle_pages = true;
-    run_paged(&s, "decode_split_reuse", index, &(case_opts){.expect = v->name, .mode = RUN_REUSED_WORKSPACE});
+    const char *group = !features ? "decode_split_reuse" : v->kv ? "decode8_features" : "decode_features";
+    run_paged(&s, group, index, &(case_opts){.expect = v->name, .mode = RUN_REUSED_WORKSPACE});
 }
 
 /* A split count the CU count decides: 16 (sequence, kv head) workgroups want 80 / 16 = 5 splits on
@@ -825,21 +844,38 @@ static void decode_cu_split_case(const decode_variant *v, int index)
 /* second_count: the context reports the second CU count, which changes split counts only: every
  * case is planned and its plan checked, and only the cases whose split count differs between the
  * two counts run. */
-static void decode_cases(bool second_count)
+static bool family_selected(const char *only, const char *family);
+
+/* The family a decode variant's cases run under: "decode" (16-bit K/V) or "decode8" (8-bit). */
+static const char *decode_family(const decode_variant *v)
+{
+    return v->kv ? "decode8" : "decode";
+}
+
+static void decode_cases(bool second_count, const char *only)
 {
     int vi = 0;
     for (size_t i = 0; i < sizeof k_decode / sizeof *k_decode; ++i) {
         const decode_variant *v = &k_decode[i];
         if (strcmp(v->arch, ARCH) != 0)
             continue;
+        if (!family_selected(only, decode_family(v))) {
+            ++vi; /* case indices stay those of a whole run */
+            continue;
+        }
         const int m = 1 + vi % 8; /* M = 1..8 over the variants */
         const int hkv = 2;
+        const bool kv8 = v->kv != 0; /* an 8-bit variant: the cases that reach its own code (the
+                                      * K/V loads and conversions, the scales); the rest of the
+                                      * kernel is the 16-bit variants' */
         paged_spec s;
-        if ((v->dtype == R35A_DTYPE_F16 && v->head == 128 && v->rows == 16) ||
-            (v->dtype == R35A_DTYPE_BF16 && v->head == 64 && v->rows == 32))
+        if (!kv8 && ((v->dtype == R35A_DTYPE_F16 && v->head == 128 && v->rows == 16) ||
+                     (v->dtype == R35A_DTYPE_BF16 && v->head == 64 && v->rows == 32)))
             decode_cu_split_case(v, vi);
         g_plan_only = second_count;
-        decode_split_case(v, m, vi);
+        if (!kv8)
+            decode_split_case(v, m, vi, false);
+        decode_split_case(v, 1 + (vi + 5) % 8, vi, true);
 
         /* partial last pages (page 32), an L = 0 padding sequence and an L = 1 one, shuffled pages */
         paged_spec_init(&s, v->dtype, group_for(v->rows, m) * hkv, hkv, v->head, 32);
@@ -850,9 +886,12 @@ static void decode_cases(bool second_count)
         paged_spec_add_seq(&s, 69, m > 5 ? 5 : m);
         s.shuffle_pages = true;
         s.extra_pages = 3;
-        run_paged(&s, "decode_partial", vi, &(case_opts){.expect = v->name});
+        s.kv_dtype = v->kv; /* an 8-bit cache's scales per tensor here */
+        run_paged(&s, kv8 ? "decode8_partial" : "decode_partial", vi, &(case_opts){.expect = v->name});
 
-        /* a window of 70 keys over garbage table entries, page 528, padded Q/O/K/V strides */
+        /* a window of 70 keys over garbage table entries, page 528, padded Q/O/K/V strides (8-bit
+         * K/V rows padded by 16 elements: their strides must stay 16-byte multiples), with sinks
+         * (gpt-oss: sinks on windowed layers; some heads -inf) */
         const int mw = 1 + (vi + 3) % 8;
         paged_spec_init(&s, v->dtype, group_for(v->rows, mw) * hkv, hkv, v->head, 528);
         paged_spec_add_seq(&s, 1700, mw);
@@ -863,9 +902,19 @@ static void decode_cases(bool second_count)
         s.q_token_pad = 16;
         s.o_head_pad = 3;
         s.o_token_pad = 5;
-        s.k_layout.pad[0] = 8;
+        s.k_layout.pad[0] = kv8 ? 16 : 8;
         s.v_layout.pad[1] = 16;
-        run_paged(&s, "decode_window", vi, &(case_opts){.expect = v->name});
+        s.kv_dtype = v->kv;
+        s.kv_scale_per_head = kv8;
+        s.use_sinks = 1;
+        s.sink_amp = 2.0;
+        s.sink_some_neg_inf = true;
+        run_paged(&s, kv8 ? "decode8_window" : "decode_window", vi, &(case_opts){.expect = v->name});
+        if (kv8) {
+            g_plan_only = false;
+            ++vi;
+            continue;
+        }
 
         /* two row groups (R = 32: G x M = 64), NHD cache */
         if (v->rows == 32) {
@@ -922,8 +971,9 @@ static void generic_cases(void)
     for (int di = 0; di < 2; ++di) {
         const r35a_dtype dt = dts[di];
         paged_spec s;
-        /* softcap decode: a partial last page, L = 0 and L = 1 sequences */
-        paged_spec_init(&s, dt, 8, 2, 128, 16);
+        /* softcap decode: a partial last page, L = 0 and L = 1 sequences (page 24: not a multiple of
+         * 16, so the decode kernels, which take softcap too, decline it) */
+        paged_spec_init(&s, dt, 8, 2, 128, 24);
         paged_spec_add_seq(&s, 313, 1);
         paged_spec_add_seq(&s, 0, 0);
         paged_spec_add_seq(&s, 1, 1);
@@ -950,8 +1000,8 @@ static void generic_cases(void)
         s.q_token_pad = 3;
         s.o_head_pad = 1;
         run_paged(&s, "generic_paged", index++, &(case_opts){.expect = "generic_paged_"});
-        /* a mixed batch with softcap: the portable kernel serves it whole, one launch */
-        paged_spec_init(&s, dt, 4, 2, 64, 16);
+        /* a mixed batch with softcap on page 24: the portable kernel serves it whole, one launch */
+        paged_spec_init(&s, dt, 4, 2, 64, 24);
         paged_spec_add_seq(&s, 120, 1);
         paged_spec_add_seq(&s, 30, 9);
         paged_spec_add_seq(&s, 77, 4);
@@ -965,16 +1015,17 @@ static void generic_cases(void)
         paged_spec_init(&s, dt, 2, 1, dt == R35A_DTYPE_F16 ? 1000 : 1024, 16);
         paged_spec_add_seq(&s, 40, 1);
         run_paged(&s, "generic_paged", index++, &(case_opts){.expect = "generic_paged_"});
-        /* pages beyond 2^32 elements of K and V: 64-bit page offsets; softcap keeps decode out */
-        paged_spec_init(&s, dt, 4, 2, 64, 32);
+        /* pages beyond 2^32 elements of K and V: 64-bit page offsets; page 40 keeps decode out */
+        paged_spec_init(&s, dt, 4, 2, 64, 40);
         paged_spec_add_seq(&s, 100, 1);
         paged_spec_add_seq(&s, 37, 3);
         s.logit_softcap = 10.f;
         s.shuffle_pages = true;
         run_paged(&s, "generic_paged_big_offsets", index++, &(case_opts){.expect = "generic_paged_", .big_offsets = true});
 
-        /* attention sinks (some heads without: -inf) with a window, M 1 .. 17, an empty sequence */
-        paged_spec_init(&s, dt, 6, 2, 64, 16);
+        /* attention sinks (some heads without: -inf) with a window, M 1 .. 17, an empty sequence;
+         * page 24 (a mixed batch on page 16 would go to decode and the portable kernel) */
+        paged_spec_init(&s, dt, 6, 2, 64, 24);
         paged_spec_add_seq(&s, 130, 1);
         paged_spec_add_seq(&s, 40, 8);
         paged_spec_add_seq(&s, 0, 0);
@@ -986,8 +1037,8 @@ static void generic_cases(void)
         run_paged(&s, "generic_paged_sinks_kv8", index++, &(case_opts){.expect = "generic_paged_"});
         /* 8-bit KV caches (the kernel's run-time KV dtype), on each kernel's dmax or near it:
          * fp8 per tensor; int8 per kv head with sinks, softcap, a window and padded slots over an odd
-         * page; fp8 per kv head with sinks and ALiBi */
-        paged_spec_init(&s, dt, 4, 2, dt == R35A_DTYPE_F16 ? 256 : 1024, 16);
+         * page; fp8 per kv head with sinks and ALiBi (pages 24 and 40 keep the decode kernels out) */
+        paged_spec_init(&s, dt, 4, 2, dt == R35A_DTYPE_F16 ? 256 : 1024, 24);
         paged_spec_add_seq(&s, 37, 1);
         paged_spec_add_seq(&s, 70, 4);
         paged_spec_add_seq(&s, 0, 0);
@@ -1006,7 +1057,7 @@ static void generic_cases(void)
         s.k_layout.pad[1] = 5;
         s.v_layout.pad[1] = 5;
         run_paged(&s, "generic_paged_sinks_kv8", index++, &(case_opts){.expect = "generic_paged_"});
-        paged_spec_init(&s, dt, 8, 2, 64, 32);
+        paged_spec_init(&s, dt, 8, 2, 64, 40);
         paged_spec_add_seq(&s, 100, 8);
         paged_spec_add_seq(&s, 33, 3);
         s.kv_dtype = R35A_DTYPE_FP8_E4M3;
@@ -1061,21 +1112,23 @@ static void generic_cases(void)
     }
 }
 
-/* Every stored code of both 8-bit KV dtypes through the portable kernel: one sequence of one key
- * (its softmax weight is exactly 1), V holding the 256 codes, v_scale 1 and an f16 output, which
- * holds every e4m3 and int8 value exactly: out[e] must be the code's value (fp8 e4m3: the code's
- * magnitude bits in an f16's place are value / 2^8; int8: two's complement), NaN for S.1111.111. */
-static void generic_kv8_codes_cases(void)
+/* Every stored code of both 8-bit KV dtypes through the portable kernel (page 8) and through the
+ * D = 256 decode variants of its format (page 16): one sequence of one key (its softmax weight is
+ * exactly 1), V holding the 256 codes, v_scale 1 and an f16 output, which holds every e4m3 and int8
+ * value exactly: out[e] must be the code's value (fp8 e4m3: the code's magnitude bits in an f16's
+ * place are value / 2^8; int8: two's complement), NaN for S.1111.111. */
+static void kv8_codes_cases(bool decode)
 {
     const r35a_dtype kv_dtypes[2] = {R35A_DTYPE_FP8_E4M3, R35A_DTYPE_INT8};
     for (int kd = 0; kd < 2; ++kd) {
-        const char *group = "generic_kv8_codes";
+        const char *group = decode ? "decode8_codes" : "generic_kv8_codes";
+        const char *expect = decode ? (kd == 0 ? "decode_f16_fp8_d256_" : "decode_f16_int8_d256_") : "generic_paged_f16_";
         if (!tu_case_selected(group, kd))
             continue;
         char label[64];
         snprintf(label, sizeof label, "%dwgp/%s:%d", g_reported_cus, group, kd);
         r35a_paged_attention_desc d;
-        r35a_paged_attention_desc_init(&d, R35A_DTYPE_F16, 1, 1, 1, 1, 1, 1, 256, 16, 1);
+        r35a_paged_attention_desc_init(&d, R35A_DTYPE_F16, 1, 1, 1, 1, 1, 1, 256, decode ? 16 : 8, 1);
         d.kv_dtype = kv_dtypes[kd];
         uint8_t k[16 * 256] = {0}, v[16 * 256] = {0};
         for (int c = 0; c < 256; ++c)
@@ -1089,7 +1142,7 @@ static void generic_kv8_codes_cases(void)
         memset(&info, 0, sizeof info);
         info.struct_size = sizeof info;
         bool ok = r35a_paged_attention_plan(g_ctx, &d, &plan) == R35A_OK && r35a_plan_get_info(plan, &info) == R35A_OK;
-        if (!ok || strncmp(info.implementation, "generic_paged_f16_", 18) != 0) {
+        if (!ok || strncmp(info.implementation, expect, strlen(expect)) != 0) {
             printf("FAIL %s: plan %s (%s)\n", label, info.implementation, r35a_last_error_detail());
             ok = false;
         }
@@ -1273,7 +1326,8 @@ static int check_coverage(const char *only)
 {
     int missing = 0;
     for (size_t i = 0; i < sizeof k_decode / sizeof *k_decode; ++i)
-        if (family_selected(only, "decode") && strcmp(k_decode[i].arch, ARCH) == 0 && !was_executed(k_decode[i].name)) {
+        if (family_selected(only, decode_family(&k_decode[i])) && strcmp(k_decode[i].arch, ARCH) == 0 &&
+            !was_executed(k_decode[i].name)) {
             printf("FAIL: decode variant %s was never executed\n", k_decode[i].name);
             ++missing;
         }
@@ -1299,7 +1353,7 @@ int main(int argc, char **argv)
         if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
             only = argv[++i];
         } else {
-            fprintf(stderr, "usage: %s [--only decode,generic,encoder]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--only decode,decode8,generic,encoder]\n", argv[0]);
             return 2;
         }
     }
@@ -1321,11 +1375,13 @@ int main(int argc, char **argv)
             continue;
         }
         any_context = true;
-        if (family_selected(only, "decode"))
-            decode_cases(c > 0);
+        if (family_selected(only, "decode") || family_selected(only, "decode8"))
+            decode_cases(c > 0, only);
+        if (c == 0 && family_selected(only, "decode8"))
+            kv8_codes_cases(true);
         if (c == 0 && family_selected(only, "generic")) {
             generic_cases();
-            generic_kv8_codes_cases();
+            kv8_codes_cases(false);
         }
         if (c == 0 && family_selected(only, "encoder"))
             encoder_cases();

@@ -315,6 +315,71 @@ static void test_gpu_decode_plan_and_run(void **state)
     r35a_context_destroy(ctx);
 }
 
+/* Softcap, ALiBi, sinks and 8-bit caches run on the decode kernels: the plan names the format's
+ * kernel, the launch carries the feature pointers and values only when the desc asks for them. */
+static void expect_decode_features(r35a_context *ctx, const r35a_paged_attention_desc *d, const char *kernel)
+{
+    r35a_plan *plan = plan_paged(ctx, d, R35A_OK);
+    r35a_plan_info pi = plan_info_of(plan);
+    assert_string_equal(pi.implementation, kernel);
+    assert_string_equal(pi.fallback_reason, "");
+    fake.reset();
+    r35a_paged_attention_args a = paged_args();
+    float slopes[64], sinks[64], scales[2][64];
+    a.alibi_slopes = d->use_alibi ? slopes : NULL;
+    a.sinks = d->use_sinks ? sinks : NULL;
+    const int kv8 = d->kv_dtype == R35A_DTYPE_FP8_E4M3 || d->kv_dtype == R35A_DTYPE_INT8;
+    if (kv8) {
+        a.k_scale = scales[0];
+        a.v_scale = scales[1];
+    }
+    assert_int_equal(r35a_paged_attention_run(ctx, plan, &a, ws_buf, sizeof ws_buf, &stream_token), R35A_OK);
+    const fake_launch *l = fake.launch(fake.num_launches() - 1);
+    assert_string_equal(l->kernel, kernel);
+    r35a_decode_args ka;
+    memcpy(&ka, l->args, sizeof ka);
+    assert_true(ka.logit_softcap == d->logit_softcap);
+    assert_ptr_equal(ka.alibi_slopes, d->use_alibi ? slopes : NULL);
+    assert_ptr_equal(ka.sinks, d->use_sinks ? sinks : NULL);
+    assert_ptr_equal(ka.k_scale, kv8 ? scales[0] : NULL);
+    assert_ptr_equal(ka.v_scale, kv8 ? scales[1] : NULL);
+    assert_int_equal(ka.kv_scale_per_head, kv8 ? d->kv_scale_per_head : 0);
+    r35a_plan_destroy(plan);
+}
+
+static void test_gpu_decode_features(void **state)
+{
+    (void)state;
+    open_fake();
+    r35a_context *ctx = create(R35A_BACKEND_GPU, R35A_OK);
+    r35a_paged_attention_desc d;
+    r35a_paged_attention_desc_init(&d, R35A_DTYPE_F16, 2, 2, 1, 4096, 32, 8, 128, 16, 512);
+    r35a_paged_attention_desc f = d;
+    f.logit_softcap = 30.0f;
+    expect_decode_features(ctx, &f, "decode_f16_d128_r16_kw2_dw2_w6");
+    f.use_alibi = 1;
+    f.use_sinks = 1;
+    expect_decode_features(ctx, &f, "decode_f16_d128_r16_kw2_dw2_w6");
+    r35a_paged_attention_desc fp8 = d;
+    fp8.kv_dtype = R35A_DTYPE_FP8_E4M3;
+    fp8.kv_scale_per_head = 1;
+    fp8.use_sinks = 1;
+    expect_decode_features(ctx, &fp8, "decode_f16_fp8_d128_r16_kw2_dw2_w6");
+    r35a_paged_attention_desc int8 = d;
+    int8.kv_dtype = R35A_DTYPE_INT8;
+    int8.dtype = R35A_DTYPE_BF16;
+    expect_decode_features(ctx, &int8, "decode_bf16_int8_d128_r16_kw2_dw2_w6");
+    /* a mixed batch: the format's decode kernel, then the portable kernel */
+    r35a_paged_attention_desc mixed;
+    r35a_paged_attention_desc_init(&mixed, R35A_DTYPE_F16, 2, 13, 12, 4096, 32, 8, 128, 16, 512);
+    mixed.kv_dtype = R35A_DTYPE_FP8_E4M3;
+    mixed.use_sinks = 1;
+    r35a_plan *plan = plan_paged(ctx, &mixed, R35A_OK);
+    assert_string_equal(plan_info_of(plan).implementation, "decode_f16_fp8_d128_r32_kw1_dw4_w8+generic_paged_f16_dmax256");
+    r35a_plan_destroy(plan);
+    r35a_context_destroy(ctx);
+}
+
 static void expect_generic(r35a_context *ctx, const r35a_paged_attention_desc *d, const char *kernel,
                            const char *reason)
 {
@@ -364,27 +429,14 @@ static void test_gpu_fallbacks(void **state)
     r35a_paged_attention_desc d;
     r35a_paged_attention_desc_init(&d, R35A_DTYPE_F16, 2, 2, 1, 4096, 32, 8, 128, 16, 512);
 
-    r35a_paged_attention_desc softcap = d;
-    softcap.logit_softcap = 30.0f;
-    expect_generic(ctx, &softcap, "generic_paged_f16_dmax256", "decode: logit softcap");
-
-    r35a_paged_attention_desc alibi = d;
-    alibi.use_alibi = 1;
-    expect_generic(ctx, &alibi, "generic_paged_f16_dmax256", "decode: ALiBi");
-
-    r35a_paged_attention_desc sinks = d;
-    sinks.use_sinks = 1;
-    expect_generic(ctx, &sinks, "generic_paged_f16_dmax256", "decode: attention sinks");
-
-    r35a_paged_attention_desc fp8 = d;
-    fp8.kv_dtype = R35A_DTYPE_FP8_E4M3;
-    fp8.kv_scale_per_head = 1;
-    expect_generic(ctx, &fp8, "generic_paged_f16_dmax256", "decode: fp8_e4m3 KV cache");
-
+    /* An 8-bit cache whose rows are 8 bytes apart: the decode kernels need 16-byte rows. */
     r35a_paged_attention_desc int8 = d;
     int8.kv_dtype = R35A_DTYPE_INT8;
     int8.use_sinks = 1;
-    expect_generic(ctx, &int8, "generic_paged_f16_dmax256", "decode: attention sinks, int8 KV cache");
+    int8.k_slot_stride = 136;
+    int8.k_head_stride = 136 * 16;
+    int8.k_page_stride = 136 * 16 * 8;
+    expect_generic(ctx, &int8, "generic_paged_f16_dmax256", "decode: k_slot_stride 136 is not a multiple of 16 elements");
 
     r35a_paged_attention_desc page8;
     r35a_paged_attention_desc_init(&page8, R35A_DTYPE_BF16, 2, 2, 1, 4096, 32, 8, 128, 8, 1024);
@@ -396,11 +448,11 @@ static void test_gpu_fallbacks(void **state)
     expect_generic(ctx, &d80, "generic_paged_f16_dmax256", "decode: head_size 80 not built");
 
     /* A mixed batch that decode declines for another reason: all of it on the generic kernel. */
-    r35a_paged_attention_desc mixed_softcap;
-    r35a_paged_attention_desc_init(&mixed_softcap, R35A_DTYPE_F16, 2, 13, 12, 4096, 32, 8, 128, 16, 512);
-    mixed_softcap.logit_softcap = 30.0f;
-    expect_generic(ctx, &mixed_softcap, "generic_paged_f16_dmax256",
-                   "decode: max_query_len 12 > 8 (prefill or mixed batch), logit softcap");
+    r35a_paged_attention_desc mixed_page8;
+    r35a_paged_attention_desc_init(&mixed_page8, R35A_DTYPE_F16, 2, 13, 12, 4096, 32, 8, 128, 8, 1024);
+    mixed_page8.logit_softcap = 30.0f;
+    expect_generic(ctx, &mixed_page8, "generic_paged_f16_dmax256",
+                   "decode: max_query_len 12 > 8 (prefill or mixed batch), page_size 8 is not a multiple of 16");
 
     /* One sequence of 100 query tokens: a prefill, no decode launch. */
     r35a_paged_attention_desc prefill;
@@ -805,7 +857,7 @@ int main(int argc, char **argv)
     mode = argc > 1 ? argv[1] : "absent";
     const struct {
         const char *mode;
-        struct CMUnitTest tests[5];
+        struct CMUnitTest tests[6];
         size_t count;
     } modes[] = {
         {"absent", {cmocka_unit_test(test_absent)}, 1},
@@ -813,9 +865,9 @@ int main(int argc, char **argv)
         {"no_device", {cmocka_unit_test(test_no_device)}, 1},
         {"gpu",
          {cmocka_unit_test(test_gpu_context), cmocka_unit_test(test_gpu_decode_plan_and_run),
-          cmocka_unit_test(test_gpu_fallbacks), cmocka_unit_test(test_gpu_mixed_batch),
-          cmocka_unit_test(test_gpu_encoder)},
-         5},
+          cmocka_unit_test(test_gpu_decode_features), cmocka_unit_test(test_gpu_fallbacks),
+          cmocka_unit_test(test_gpu_mixed_batch), cmocka_unit_test(test_gpu_encoder)},
+         6},
         {"force_variant", {cmocka_unit_test(test_force_variant)}, 1},
         {"force_generic", {cmocka_unit_test(test_force_generic)}, 1},
         {"force_encoder", {cmocka_unit_test(test_force_encoder)}, 1},

@@ -282,7 +282,7 @@ static const char *built_decode_heads(r35a_dtype dtype)
     int32_t last = -1;
     for (int i = 0; i < R35A_NUM_DECODE_VARIANTS; ++i) {
         const r35a_decode_variant *v = &r35a_decode_variants[i];
-        if (strcmp(v->arch, ARCH) != 0 || v->dtype != dtype || v->head_size == last)
+        if (strcmp(v->arch, ARCH) != 0 || v->dtype != dtype || v->kv_dtype != 0 || v->head_size == last)
             continue;
         r35a_text_append(list, sizeof list, ", ", "%d", (int)v->head_size);
         last = v->head_size;
@@ -317,14 +317,6 @@ static void test_decode_declines(void **state)
     (void)state;
     r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 1, 1, 4096, 32, 8, 128, 16);
 
-    r35a_paged_attention_desc softcap = d;
-    softcap.logit_softcap = 30.0f;
-    expect_decode_declines(&softcap, NULL, "softcap");
-
-    r35a_paged_attention_desc alibi = d;
-    alibi.use_alibi = 1;
-    expect_decode_declines(&alibi, NULL, "ALiBi");
-
     r35a_paged_attention_desc page8 = paged(R35A_DTYPE_F16, 1, 1, 4096, 32, 8, 128, 8);
     expect_decode_declines(&page8, NULL, "page_size 8 is not a multiple of 16");
 
@@ -353,27 +345,85 @@ static void test_decode_declines(void **state)
 
     /* Several reasons are all named. */
     r35a_paged_attention_desc both = page8;
-    both.logit_softcap = 50.0f;
-    both.use_alibi = 1;
-    expect_decode_declines(&both, NULL, "logit softcap, ALiBi, page_size 8");
+    both.q_token_stride = 32 * 128 + 4;
+    expect_decode_declines(&both, NULL, "page_size 8 is not a multiple of 16, q_token_stride");
 
-    /* Sinks and 8-bit KV caches: the portable kernel serves them until the decode kernels do. */
-    r35a_paged_attention_desc sinks = d;
-    sinks.use_sinks = 1;
-    expect_decode_declines(&sinks, NULL, "attention sinks");
-    r35a_paged_attention_desc fp8 = d;
-    fp8.kv_dtype = R35A_DTYPE_FP8_E4M3;
-    expect_decode_declines(&fp8, NULL, "fp8_e4m3 KV cache");
-    r35a_paged_attention_desc int8 = d;
-    int8.kv_dtype = R35A_DTYPE_INT8;
-    int8.kv_scale_per_head = 1;
-    int8.use_sinks = 1;
-    expect_decode_declines(&int8, NULL, "attention sinks, int8 KV cache");
-    r35a_paged_attention_desc same = d; /* kv_dtype naming the Q/O dtype is the default */
-    same.kv_dtype = R35A_DTYPE_F16;
+    /* An 8-bit cache's K/V rows are 16-byte aligned at strides of 16 elements (its bytes): 136
+     * serves a 16-bit cache, not an 8-bit one. */
+    r35a_paged_attention_desc kv8_stride = d;
+    kv8_stride.kv_dtype = R35A_DTYPE_INT8;
+    kv8_stride.v_slot_stride = 136;
+    kv8_stride.v_head_stride = 136 * 16;
+    kv8_stride.v_page_stride = 136 * 16 * 8;
+    expect_decode_declines(&kv8_stride, NULL, "v_slot_stride 136 is not a multiple of 16 elements");
+    r35a_paged_attention_desc kv16_stride = kv8_stride;
+    kv16_stride.kv_dtype = 0;
     r35a_gpu_launch l;
     char why[256];
-    assert_true(r35a_plan_decode(&same, ARCH, 40, NULL, &l, why, sizeof why));
+    assert_true(r35a_plan_decode(&kv16_stride, ARCH, 40, NULL, &l, why, sizeof why));
+
+    /* A head size built for 16-bit caches only (a tuning table's row may leave an 8-bit format out)
+     * is named with the KV format; a forced kernel of another format says which it is for. */
+    r35a_paged_attention_desc fp8x = dx;
+    fp8x.kv_dtype = R35A_DTYPE_FP8_E4M3;
+    expect_decode_declines(&fp8x, NULL, "f16, fp8_e4m3 KV:");
+    r35a_paged_attention_desc fp8 = d;
+    fp8.kv_dtype = R35A_DTYPE_FP8_E4M3;
+    expect_decode_declines(&fp8, "decode_f16_int8_d128_r16_kw2_dw2_w6", "is for f16, KV int8");
+}
+
+/* Softcap, ALiBi and sinks are run-time arguments of every decode variant: the same kernel as the
+ * plain call. An 8-bit cache picks its format's kernel (same tiling, same splits and workspace). */
+static void test_decode_model_features(void **state)
+{
+    (void)state;
+    r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 1, 1, 4096, 32, 8, 128, 16);
+    const size_t ws = 256 + 8 * 10 * (2 * 16 + 16 * 128) * 4;
+    expect_decode(&d, 40, "decode_f16_d128_r16_kw2_dw2_w6", 10, 8, 1, 128, ws);
+    r35a_paged_attention_desc f = d;
+    f.logit_softcap = 30.0f;
+    f.use_alibi = 1;
+    f.use_sinks = 1;
+    expect_decode(&f, 40, "decode_f16_d128_r16_kw2_dw2_w6", 10, 8, 1, 128, ws);
+    f.kv_dtype = R35A_DTYPE_FP8_E4M3;
+    expect_decode(&f, 40, "decode_f16_fp8_d128_r16_kw2_dw2_w6", 10, 8, 1, 128, ws);
+    f.kv_dtype = R35A_DTYPE_INT8;
+    f.kv_scale_per_head = 1;
+    expect_decode(&f, 40, "decode_f16_int8_d128_r16_kw2_dw2_w6", 10, 8, 1, 128, ws);
+    r35a_paged_attention_desc same = d; /* kv_dtype naming the Q/O dtype is the default */
+    same.kv_dtype = R35A_DTYPE_F16;
+    expect_decode(&same, 40, "decode_f16_d128_r16_kw2_dw2_w6", 10, 8, 1, 128, ws);
+    /* bf16 with fp8, 8 rows of G = 8: R = 16 (one row group) */
+    r35a_paged_attention_desc b = paged(R35A_DTYPE_BF16, 16, 1, 8192, 64, 8, 64, 16);
+    b.kv_dtype = R35A_DTYPE_FP8_E4M3;
+    b.k_slot_stride = b.v_slot_stride = 64;
+    r35a_gpu_launch l;
+    char why[256];
+    assert_true(r35a_plan_decode(&b, ARCH, 40, NULL, &l, why, sizeof why));
+    assert_string_equal(r35a_decode_variants[l.kernel].name, "decode_bf16_fp8_d64_r16_kw4_dw1_w6");
+    assert_int_equal(r35a_decode_variants[l.kernel].kv_dtype, R35A_DTYPE_FP8_E4M3);
+    assert_int_equal(l.shared_bytes, 0);   /* gfx11: static LDS */
+}
+
+/* NVIDIA: the decode kernels run on dynamic shared memory, their occupancy contract's share of an
+ * SM's 228 KiB (less 1 KiB per block), at most 227 KiB: sm_90's D = 128 R = 16 row (kw2 dw2, 3 warps
+ * per sub-partition: 3 blocks of 4 warps per SM) gets 233472 / 3 - 1024 = 76800 bytes. */
+static void test_decode_dynamic_shared(void **state)
+{
+    (void)state;
+    r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 1, 1, 4096, 32, 8, 128, 16);
+    r35a_gpu_launch l;
+    char why[256];
+    assert_true(r35a_plan_decode(&d, "sm_90", 132, NULL, &l, why, sizeof why));
+    const r35a_decode_variant *v = &r35a_decode_variants[l.kernel];
+    assert_string_equal(v->arch, "sm_90");
+    if (v->kw == 2 && v->dw == 2 && v->waves == 3)
+        assert_int_equal(l.shared_bytes, 76800);
+    const int32_t blocks = (4 * v->waves + v->kw * v->dw - 1) / (v->kw * v->dw);
+    const int32_t share = 233472 / blocks - 1024;
+    assert_int_equal(l.shared_bytes, share < 232448 ? share : 232448);
+    assert_int_equal(r35a_decode_nv_smem_bytes(1, 4), 232448);   /* one block of 4 warps per SM: the 227 KiB cap */
+    assert_int_equal(r35a_decode_nv_smem_bytes(1, 1), 233472 / 4 - 1024);
 }
 
 static void test_decode_forced_variant(void **state)
@@ -539,15 +589,6 @@ static void test_mixed_batch_declines(void **state)
     r35a_paged_attention_desc prefill = paged(R35A_DTYPE_F16, 1, 100, 4096, 32, 8, 128, 16);
     expect_mixed_declines(&prefill, "max_query_len 100 > 8 (one sequence of 100 query tokens: prefill)");
     /* What decode declines for other reasons goes to generic whole, with every reason named. */
-    r35a_paged_attention_desc softcap = d;
-    softcap.logit_softcap = 30.0f;
-    expect_mixed_declines(&softcap, "max_query_len 12 > 8 (prefill or mixed batch), logit softcap");
-    r35a_paged_attention_desc alibi = d;
-    alibi.use_alibi = 1;
-    expect_mixed_declines(&alibi, "ALiBi");
-    r35a_paged_attention_desc kv8 = d; /* a mixed batch with an 8-bit cache: all on the portable kernel */
-    kv8.kv_dtype = R35A_DTYPE_FP8_E4M3;
-    expect_mixed_declines(&kv8, "fp8_e4m3 KV cache");
     r35a_paged_attention_desc page8 = paged(R35A_DTYPE_F16, 2, 12, 4096, 32, 8, 128, 8);
     expect_mixed_declines(&page8, "page_size 8 is not a multiple of 16");
     const int32_t unbuilt = unbuilt_decode_head(R35A_DTYPE_BF16);
@@ -557,7 +598,30 @@ static void test_mixed_batch_declines(void **state)
     expect_mixed_declines(&f32, "dtype f32");
     r35a_paged_attention_desc stride = d;
     stride.q_token_stride = 32 * 128 + 4;
-    expect_mixed_declines(&stride, "q_token_stride");
+    expect_mixed_declines(&stride, "max_query_len 12 > 8 (prefill or mixed batch), q_token_stride");
+    r35a_paged_attention_desc kv8 = d;   /* an 8-bit cache whose rows are not 16-byte aligned */
+    kv8.kv_dtype = R35A_DTYPE_INT8;
+    kv8.k_slot_stride = 136;
+    kv8.k_head_stride = 136 * 16;
+    kv8.k_page_stride = 136 * 16 * 8;
+    expect_mixed_declines(&kv8, "k_slot_stride 136 is not a multiple of 16 elements");
+}
+
+/* A mixed batch with the model features and an 8-bit cache: the decode part on the format's kernel
+ * (softcap, ALiBi, sinks at run time), the longer sequences on the portable kernel. */
+static void test_mixed_batch_features(void **state)
+{
+    (void)state;
+    r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 2, 12, 4096, 32, 8, 128, 16);
+    d.logit_softcap = 30.0f;
+    d.use_alibi = 1;
+    d.use_sinks = 1;
+    d.kv_dtype = R35A_DTYPE_FP8_E4M3;
+    r35a_gpu_launch dl, gl;
+    char why[256];
+    assert_true(r35a_plan_mixed(&d, ARCH, 40, NULL, &dl, &gl, why, sizeof why));
+    assert_string_equal(r35a_decode_variants[dl.kernel].name, "decode_f16_fp8_d128_r32_kw1_dw4_w8");
+    assert_string_equal(r35a_generic_kernels[gl.kernel].name, "generic_paged_f16_dmax256");
 }
 
 /* The encoder. Workgroup-wide variants (maxlen 0): rows per workgroup = rows x nw = 128 for every
@@ -764,6 +828,42 @@ static void test_decode_args(void **state)
     assert_int_equal(ka.k_page_stride, 8 * 32 * 128);
     assert_int_equal(ka.block_table_stride, 256);
     assert_true(fabs(ka.scale_log2 - (1.0 / sqrt(128.0)) * 1.4426950408889634) < 1e-6);
+    assert_null(ka.sinks);
+    assert_null(ka.alibi_slopes);
+    assert_null(ka.k_scale);
+    assert_null(ka.v_scale);
+    assert_true(ka.logit_softcap == 0.0f);
+
+    /* The model features and an 8-bit cache's scales reach the kernel only when the desc says so. */
+    static float sinks[64], slopes[64], k_scale[8], v_scale[8];
+    r35a_paged_attention_desc f = d;
+    f.logit_softcap = 30.0f;
+    f.use_alibi = 1;
+    f.use_sinks = 1;
+    f.kv_dtype = R35A_DTYPE_INT8;
+    f.kv_scale_per_head = 1;
+    r35a_gpu_launch fl;
+    assert_true(r35a_plan_decode(&f, ARCH, 40, NULL, &fl, why, sizeof why));
+    r35a_paged_attention_args fa = a;
+    fa.sinks = sinks;
+    fa.alibi_slopes = slopes;
+    fa.k_scale = k_scale;
+    fa.v_scale = v_scale;
+    r35a_fill_decode_args(&f, &fa, &fl, ws, &ka);
+    assert_ptr_equal(ka.sinks, sinks);
+    assert_ptr_equal(ka.alibi_slopes, slopes);
+    assert_ptr_equal(ka.k_scale, k_scale);
+    assert_ptr_equal(ka.v_scale, v_scale);
+    assert_int_equal(ka.kv_scale_per_head, 1);
+    assert_true(ka.logit_softcap == 30.0f);
+    f.kv_dtype = R35A_DTYPE_F16;   /* a 16-bit cache: no scales even if the args carry some */
+    f.kv_scale_per_head = 0;
+    f.use_sinks = 0;
+    r35a_fill_decode_args(&f, &fa, &fl, ws, &ka);
+    assert_null(ka.k_scale);
+    assert_null(ka.v_scale);
+    assert_null(ka.sinks);
+    assert_int_equal(ka.kv_scale_per_head, 0);
 
     assert_true(r35a_decode_pointers_aligned(&a, ws, l.num_splits, why, sizeof why));
     r35a_paged_attention_args off = a;
@@ -785,6 +885,8 @@ int main(void)
         cmocka_unit_test(test_decode_window_limits_splits),
         cmocka_unit_test(test_decode_nothing_to_launch),
         cmocka_unit_test(test_decode_declines),
+        cmocka_unit_test(test_decode_model_features),
+        cmocka_unit_test(test_decode_dynamic_shared),
         cmocka_unit_test(test_decode_forced_variant),
         cmocka_unit_test(test_generic_paged),
         cmocka_unit_test(test_generic_varlen),
@@ -792,6 +894,7 @@ int main(void)
         cmocka_unit_test(test_decode_args),
         cmocka_unit_test(test_mixed_batch),
         cmocka_unit_test(test_mixed_batch_declines),
+        cmocka_unit_test(test_mixed_batch_features),
         cmocka_unit_test(test_encoder_plan),
         cmocka_unit_test(test_encoder_declines),
         cmocka_unit_test(test_encoder_args),
