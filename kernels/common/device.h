@@ -247,6 +247,13 @@ R35A_DEV u32 load_u8_off(const void *uniform_base, u32 byte_offset) {
 R35A_DEV u32x4 load_b128_off(const void *uniform_base, u32 byte_offset) {
     return *(const R35A_GLOBAL u32x4 *)((const char *)uniform_base + byte_offset);
 }
+/* 8 and 4 bytes (8-bit KV rows), addressed like load_b128_off; 8- / 4-byte aligned. */
+R35A_DEV u32x2 load_b64_off(const void *uniform_base, u32 byte_offset) {
+    return *(const R35A_GLOBAL u32x2 *)((const char *)uniform_base + byte_offset);
+}
+R35A_DEV u32 load_b32_off(const void *uniform_base, u32 byte_offset) {
+    return *(const R35A_GLOBAL u32 *)((const char *)uniform_base + byte_offset);
+}
 R35A_DEV void store_u16(void *p, u16 v) { *(R35A_GLOBAL u16 *)p = v; }
 R35A_DEV float load_f32(const void *p) { return *(const R35A_GLOBAL float *)p; }
 R35A_DEV void store_f32(void *p, float v) { *(R35A_GLOBAL float *)p = v; }
@@ -440,6 +447,12 @@ R35A_DEV u32 load_u8_off(const void *uniform_base, u32 byte_offset) {
 R35A_DEV u32x4 load_b128_off(const void *uniform_base, u32 byte_offset) {
     return *(const u32x4 *)((const char *)uniform_base + byte_offset);
 }
+R35A_DEV u32x2 load_b64_off(const void *uniform_base, u32 byte_offset) {
+    return *(const u32x2 *)((const char *)uniform_base + byte_offset);
+}
+R35A_DEV u32 load_b32_off(const void *uniform_base, u32 byte_offset) {
+    return *(const u32 *)((const char *)uniform_base + byte_offset);
+}
 R35A_DEV void store_u16(void *p, u16 v) { *(u16 *)p = v; }
 R35A_DEV float load_f32(const void *p) { return *(const float *)p; }
 R35A_DEV void store_f32(void *p, float v) { *(float *)p = v; }
@@ -499,6 +512,127 @@ R35A_DEV float fp8_e4m3_to_f32(u32 b) {
 
 /* A two's-complement int8 byte (bits 0-7 of b) as its value. */
 R35A_DEV float int8_to_f32(u32 b) { return (float)((int)(b << 24) >> 24); }
+
+/* ---- 8-bit KV elements as matrix operands (the decode kernel) --------------------------------
+ * The decode kernel feeds K and V to the products in the Q/O dtype E (f16 or bf16), converted in
+ * registers two at a time: kv8x2<E, KV, B0, B1>(x) is bytes B0 and B1 of x (compile-time indices)
+ * as a packed E pair (byte B0 in bits 0-15), holding value / kv8_unit<KV>(): every value an 8-bit
+ * cache holds is exact in f16 and bf16 in those units, so the only rounding is the products'
+ * (the kernel multiplies the unit and the caller's scale into the logit scale for K and into the
+ * output normalization for V). Instruction counts per pair: gfx11 fp8 -> f16 6 (v_perm_b32,
+ * v_pk_ashrrev_i16 and the NaN flag: and, add, shift, v_bfi_b32), int8 -> f16 2.5 (the byte-flip is shared by two pairs, v_perm_b32,
+ * v_pk_add_f16); -> bf16 by way of f32 (exact: at most 8 significant bits) 5-6. NVIDIA: fp8 -> f16
+ * one cvt.rn.f16x2.e4m3x2 (sm_89+), int8 -> f16 2, -> bf16 3-4.
+ * fp8 NaN codes (S.1111.111) come out NaN on both (the reference's rule; the emulator's
+ * decode8_codes case checks every code). */
+struct kv_fp8_t {};   /* OCP float8_e4m3fn */
+struct kv_int8_t {};       /* two's-complement int8 */
+
+template <class A, class B>
+struct same_type {
+    static constexpr bool value = false;
+};
+template <class A>
+struct same_type<A, A> {
+    static constexpr bool value = true;
+};
+/* pick_type<C, A, B>::type is A when C holds, else B. */
+template <bool C, class A, class B>
+struct pick_type {
+    typedef A type;
+};
+template <class A, class B>
+struct pick_type<false, A, B> {
+    typedef B type;
+};
+/* Whether KV names an 8-bit element format (else K and V are in the Q/O dtype itself). */
+template <class KV>
+struct kv_is_8bit {
+    static constexpr bool value = same_type<KV, kv_fp8_t>::value || same_type<KV, kv_int8_t>::value;
+};
+
+#if defined(R35A_TARGET_AMDGCN)
+/* gfx11: an fp8 byte's magnitude bits drop into f16's fields one bit lower (value / 2^8, exact,
+ * subnormals included: fp8_e4m3_to_f16_bits_div256), the NaN code flagged into a NaN; int8 by the f16 magic number 1024 + u. */
+template <class KV>
+R35A_DEV constexpr float kv8_unit() { return same_type<KV, kv_fp8_t>::value ? 256.0f : 1.0f; }
+
+template <class E, class KV, int B0, int B1>
+R35A_DEV u32 kv8x2(u32 x) {
+    static_assert(B0 >= 0 && B0 < 4 && B1 >= 0 && B1 < 4, "byte indices of one dword");
+    typedef short s16x2 __attribute__((ext_vector_type(2)));
+    typedef _Float16 h16x2 __attribute__((ext_vector_type(2)));
+    if constexpr (same_type<KV, kv_fp8_t>::value) {
+        /* [0, b0, 0, b1]: each byte at the top of its 16-bit half; an arithmetic shift by one puts
+         * the magnitude at bits 13-7 and copies the sign into bits 15 and 14. Bit 14 becomes the
+         * NaN flag: magnitude 0x7f (S.1111.111) + 1 carries into bit 15 of its half (never across:
+         * the low byte is 0), shifted to bit 14 it makes the exponent all ones over a non-zero
+         * mantissa, an f16 NaN; every other code keeps bit 14 clear (its finite value). */
+        const u32 t = byte_perm(0u, x, ((u32)B1 << 24) | (4u << 16) | ((u32)B0 << 8) | 4u);
+        const u32 shifted = __builtin_bit_cast(u32, __builtin_bit_cast(s16x2, t) >> (s16x2){1, 1});
+        const u32 nan_bit14 = ((t & 0x7f007f00u) + 0x01000100u) >> 1;
+        const u32 h = (shifted & 0xbfffbfffu) | (nan_bit14 & 0x40004000u);
+        if constexpr (same_type<E, f16_t>::value) {
+            return h;
+        } else {
+            const float lo = f16_to_f32((u16)h), hi = f16_to_f32((u16)(h >> 16));
+            return byte_perm(__builtin_bit_cast(u32, hi), __builtin_bit_cast(u32, lo), 0x07060302u);
+        }
+    } else {
+        static_assert(same_type<KV, kv_int8_t>::value, "8-bit KV formats: fp8 e4m3, int8");
+        if constexpr (same_type<E, f16_t>::value) {
+            /* u = byte ^ 0x80 (the value + 128) under the exponent byte 0x64: f16 1024 + u, exact */
+            const u32 t = byte_perm(0x64646464u, x ^ 0x80808080u, (4u << 24) | ((u32)B1 << 16) | (4u << 8) | (u32)B0);
+            return __builtin_bit_cast(u32, __builtin_bit_cast(h16x2, t) - (h16x2){(_Float16)1152.0f, (_Float16)1152.0f});
+        } else {
+            const float lo = (float)((int)(x << (24 - 8 * B0)) >> 24), hi = (float)((int)(x << (24 - 8 * B1)) >> 24);
+            return byte_perm(__builtin_bit_cast(u32, hi), __builtin_bit_cast(u32, lo), 0x07060302u);
+        }
+    }
+}
+#else
+/* NVIDIA (sm_89 and later): fp8 by the hardware conversion (exact values, NaN kept). */
+template <class KV>
+R35A_DEV constexpr float kv8_unit() { return 1.0f; }
+
+template <class E, class KV, int B0, int B1>
+R35A_DEV u32 kv8x2(u32 x) {
+    static_assert(B0 >= 0 && B0 < 4 && B1 >= 0 && B1 < 4, "byte indices of one dword");
+    if constexpr (same_type<KV, kv_fp8_t>::value) {
+        const unsigned short pair = (unsigned short)(B0 == 0 && B1 == 1 ? x : B0 == 2 && B1 == 3 ? x >> 16
+                                                     : __byte_perm(x, 0u, (u32)B0 | ((u32)B1 << 4)));
+        u32 h;
+        asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h) : "h"(pair));
+        if constexpr (same_type<E, f16_t>::value) {
+            return h;
+        } else {
+            const float lo = f16_to_f32((u16)h), hi = f16_to_f32((u16)(h >> 16));
+            u32 r;
+            asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+            return r;
+        }
+    } else {
+        static_assert(same_type<KV, kv_int8_t>::value, "8-bit KV formats: fp8 e4m3, int8");
+        if constexpr (same_type<E, f16_t>::value) {
+            const u32 t = __byte_perm(x ^ 0x80808080u, 0x64646464u, (u32)B0 | (4u << 4) | ((u32)B1 << 8) | (4u << 12));
+            const __half2 v = __hsub2(*reinterpret_cast<const __half2 *>(&t), __float2half2_rn(1152.0f));
+            return *reinterpret_cast<const u32 *>(&v);
+        } else {
+            const float lo = (float)((int)(x << (24 - 8 * B0)) >> 24), hi = (float)((int)(x << (24 - 8 * B1)) >> 24);
+            u32 r;
+            asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+            return r;
+        }
+    }
+}
+#endif
+
+/* Eight 8-bit elements (bytes 0-7 of x) as four packed E pairs, in order (a 16-byte row chunk of the
+ * 16-bit layout). */
+template <class E, class KV>
+R35A_DEV u32x4 kv8x8(u32x2 x) {
+    return u32x4{kv8x2<E, KV, 0, 1>(x[0]), kv8x2<E, KV, 2, 3>(x[0]), kv8x2<E, KV, 0, 1>(x[1]), kv8x2<E, KV, 2, 3>(x[1])};
+}
 
 } /* namespace r35a */
 
