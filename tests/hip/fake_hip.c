@@ -10,7 +10,11 @@
  *   - hipModuleLoadData accepts only an AMDGPU ELF image; hipModuleGetFunction finds the kernel in
  *     its dynamic symbol table (FUNC symbol plus its ".kd" descriptor), as a real loader would;
  *   - hipModuleLaunchKernel and hipMemsetAsync are recorded (kernel name, grid, block, stream, a
- *     copy of the argument struct) and do nothing else.
+ *     copy of the argument struct) and do nothing else;
+ *   - hipHostMalloc / hipHostGetDevicePointer / hipHostFree keep pinned host memory (the library's
+ *     device error record) as calloc'ed memory whose "device" address is the host address plus
+ *     FAKE_HIP_DEVICE_OFFSET (never dereferenced here: a test tells the two views apart); with
+ *     FAKE_HIP_HOST_MALLOC_FAIL=1 hipHostMalloc fails.
  * The test reads the records through fake_hip_* functions (dlsym on the same library). */
 #include "fake_hip.h"
 
@@ -25,7 +29,7 @@
 #include <string.h>
 
 #define EXPORT __attribute__((visibility("default")))
-#define MAX_MODULES 16
+#define MAX_MODULES 64   /* never reclaimed: one process makes a few dozen contexts */
 
 typedef struct fake_module {
     const unsigned char *image;
@@ -37,13 +41,17 @@ typedef struct fake_function {
 
 static fake_module modules[MAX_MODULES];
 static int num_modules, num_unloaded;
-static fake_function functions[256];
+static fake_function functions[1024];   /* never reclaimed, like the modules */
 static int num_functions;
 static fake_launch launches[MAX_RECORDS];
 static int num_launches;
 static fake_memset memsets[MAX_RECORDS];
 static int num_memsets;
 static int current_device;
+#define MAX_HOST_ALLOCATIONS 16
+#define FAKE_HIP_DEVICE_OFFSET ((uintptr_t)1 << 44)
+static fake_host_allocation host_allocations[MAX_HOST_ALLOCATIONS];
+static int num_host_allocations, num_host_frees;
 /* Order of calls, one letter each: M memset, L launch (to check the memset comes first). */
 static char call_order[MAX_RECORDS * 2 + 1];
 
@@ -191,6 +199,45 @@ EXPORT int hipMemsetAsync(void *dst, int value, size_t bytes, void *stream)
     return 0;
 }
 
+EXPORT int hipHostMalloc(void **ptr, size_t bytes, unsigned flags)
+{
+    if (env_int("FAKE_HIP_HOST_MALLOC_FAIL", 0))
+        return 2; /* hipErrorOutOfMemory */
+    if (!ptr || bytes == 0 || num_host_allocations == MAX_HOST_ALLOCATIONS)
+        return 1;
+    fake_host_allocation *a = &host_allocations[num_host_allocations++];
+    a->host = calloc(1, bytes);
+    a->device = (void *)((uintptr_t)a->host + FAKE_HIP_DEVICE_OFFSET);
+    a->bytes = bytes;
+    a->flags = flags;
+    a->freed = 0;
+    *ptr = a->host;
+    return a->host ? 0 : 2;
+}
+
+EXPORT int hipHostGetDevicePointer(void **device_ptr, void *host_ptr, unsigned flags)
+{
+    for (int i = 0; i < num_host_allocations; ++i)
+        if (host_allocations[i].host == host_ptr && !host_allocations[i].freed && flags == 0 &&
+            (host_allocations[i].flags & 0x2u /* hipHostMallocMapped */)) {
+            *device_ptr = host_allocations[i].device;
+            return 0;
+        }
+    return 1;
+}
+
+EXPORT int hipHostFree(void *ptr)
+{
+    for (int i = 0; i < num_host_allocations; ++i)
+        if (host_allocations[i].host == ptr && !host_allocations[i].freed) {
+            free(ptr);
+            host_allocations[i].freed = 1;
+            ++num_host_frees;
+            return 0;
+        }
+    return 1;
+}
+
 EXPORT const char *hipGetErrorString(int error)
 {
     return error == 0 ? "hipSuccess" : "fake HIP error";
@@ -205,6 +252,12 @@ EXPORT const fake_memset *fake_hip_memset(int i) { return i >= 0 && i < num_mems
 EXPORT int fake_hip_num_modules(void) { return num_modules; }
 EXPORT int fake_hip_num_unloaded(void) { return num_unloaded; }
 EXPORT const char *fake_hip_call_order(void) { return call_order; }
+EXPORT int fake_hip_num_host_allocations(void) { return num_host_allocations; }
+EXPORT int fake_hip_num_host_frees(void) { return num_host_frees; }
+EXPORT const fake_host_allocation *fake_hip_host_allocation(int i)
+{
+    return i >= 0 && i < num_host_allocations ? &host_allocations[i] : NULL;
+}
 EXPORT void fake_hip_reset_records(void)
 {
     num_launches = num_memsets = 0;
