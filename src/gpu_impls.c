@@ -166,10 +166,14 @@ static r35a_status launch_one(const r35a_context *ctx, const r35a_plan *plan, co
         r35a_fill_decode_args(&plan->desc.paged, args, l, workspace, &ka.decode);
         break;
     case R35A_GPU_GENERIC:
-        if (plan->op == R35A_OP_PAGED)
+        /* every kernel records bad device metadata in the context's record (device_error.h) */
+        if (plan->op == R35A_OP_PAGED) {
             r35a_fill_generic_paged_args(&plan->desc.paged, args, l->min_query_len, &ka.generic_paged);
-        else
+            ka.generic_paged.error = runtime_of(ctx)->error_device;
+        } else {
             r35a_fill_generic_varlen_args(&plan->desc.varlen, args, &ka.generic_varlen);
+            ka.generic_varlen.error = runtime_of(ctx)->error_device;
+        }
         break;
     case R35A_GPU_ENCODER:
         r35a_fill_encoder_args(&plan->desc.varlen, args, &ka.encoder);

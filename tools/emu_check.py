@@ -119,7 +119,7 @@ class DecodeArgs(ctypes.Structure):   # mirrors r35a_decode_args (checked agains
 class GenericPagedArgs(ctypes.Structure):   # mirrors r35a_generic_paged_args
     _fields_ = [("q", ctypes.c_uint64), ("k_cache", ctypes.c_uint64), ("v_cache", ctypes.c_uint64),
                 ("out", ctypes.c_uint64), ("seq_lens", ctypes.c_uint64), ("query_start_loc", ctypes.c_uint64),
-                ("block_table", ctypes.c_uint64), ("alibi_slopes", ctypes.c_uint64),
+                ("block_table", ctypes.c_uint64), ("error", ctypes.c_uint64), ("alibi_slopes", ctypes.c_uint64),
                 ("sinks", ctypes.c_uint64), ("k_scale", ctypes.c_uint64), ("v_scale", ctypes.c_uint64),
                 ("q_token_stride", ctypes.c_int64), ("q_head_stride", ctypes.c_int64),
                 ("o_token_stride", ctypes.c_int64), ("o_head_stride", ctypes.c_int64),
@@ -128,6 +128,7 @@ class GenericPagedArgs(ctypes.Structure):   # mirrors r35a_generic_paged_args
                 ("block_table_stride", ctypes.c_int64),
                 ("num_seqs", ctypes.c_int32), ("num_tokens", ctypes.c_int32), ("num_q_heads", ctypes.c_int32),
                 ("num_kv_heads", ctypes.c_int32), ("head_size", ctypes.c_int32), ("page_size", ctypes.c_int32),
+                ("num_pages", ctypes.c_int32), ("max_seq_len", ctypes.c_int32), ("max_query_len", ctypes.c_int32),
                 ("window", ctypes.c_int32), ("min_query_len", ctypes.c_int32),
                 ("softmax_scale", ctypes.c_float), ("logit_softcap", ctypes.c_float),
                 ("kv_dtype", ctypes.c_int32), ("kv_scale_per_head", ctypes.c_int32)]
@@ -135,14 +136,14 @@ class GenericPagedArgs(ctypes.Structure):   # mirrors r35a_generic_paged_args
 
 class GenericVarlenArgs(ctypes.Structure):   # mirrors r35a_generic_varlen_args
     _fields_ = [("q", ctypes.c_uint64), ("k", ctypes.c_uint64), ("v", ctypes.c_uint64), ("out", ctypes.c_uint64),
-                ("cu_seqlens", ctypes.c_uint64), ("sinks", ctypes.c_uint64),
+                ("cu_seqlens", ctypes.c_uint64), ("sinks", ctypes.c_uint64), ("error", ctypes.c_uint64),
                 ("q_token_stride", ctypes.c_int64), ("q_head_stride", ctypes.c_int64),
                 ("k_token_stride", ctypes.c_int64), ("k_head_stride", ctypes.c_int64),
                 ("v_token_stride", ctypes.c_int64), ("v_head_stride", ctypes.c_int64),
                 ("o_token_stride", ctypes.c_int64), ("o_head_stride", ctypes.c_int64),
                 ("num_segments", ctypes.c_int32), ("num_tokens", ctypes.c_int32), ("num_q_heads", ctypes.c_int32),
                 ("num_kv_heads", ctypes.c_int32), ("head_size", ctypes.c_int32), ("causal", ctypes.c_int32),
-                ("softmax_scale", ctypes.c_float), ("logit_softcap", ctypes.c_float)]
+                ("max_seqlen", ctypes.c_int32), ("softmax_scale", ctypes.c_float), ("logit_softcap", ctypes.c_float)]
 
 
 C_STRUCTS = {"r35a_decode_args": DecodeArgs, "r35a_generic_paged_args": GenericPagedArgs,
@@ -497,6 +498,28 @@ class PagedProblem:
         self.seq_lens_buf = mem.from_array(self.seq_lens, "seq_lens")
         self.qsl_buf = mem.from_array(self.qsl, "query_start_loc")
         self.bt_buf = mem.from_array(self.bt, "block_table")
+        self.error_buf = mem.from_array(np.zeros(2, dtype=np.uint32), "device error record")
+
+    def error_record(self):
+        """(code, sequence) of the device error record (device_error.h), (0, 0) when clear."""
+        w = np_view(self.error_buf.ptr, 2, np.uint32)
+        return int(w[0]), int(w[1])
+
+    def poke_kv(self, cache, s, g, j, e, value):
+        """Element e of key j (kv head g, sequence s) of K or V becomes value, for the kernel and
+        the oracle alike (16-bit caches)."""
+        page, slot = self.page_of[(s, j // self.B)], j % self.B
+        off = page * self.k_page_stride + g * self.k_head_stride + slot * self.k_slot_stride + e
+        ptr = self.k_ptr if cache == "k" else self.v_ptr
+        bits = to_bits(np.array([value], np.float32), self.dtype)
+        np_view(ptr, off + 1, np.uint16)[off] = bits[0]
+        (self.K if cache == "k" else self.V)[(s, g)][j, e] = from_bits(bits, self.dtype)[0]
+
+    def poke_q(self, tok, h, e, value):
+        bits = to_bits(np.array([value], np.float32), self.dtype)
+        off = tok * self.q_token_stride + h * self.q_head_stride + e
+        np_view(self.q_buf.ptr, off + 1, np.uint16)[off] = bits[0]
+        self.qf[tok, h, e] = from_bits(bits, self.dtype)[0]
 
     def poison_out(self):
         ctypes.memset(self.o_buf.ptr, 0xFF, self.o_elems * 2)
@@ -678,6 +701,89 @@ def generic_paged_cases(v):
     return cases
 
 
+# Device error codes (kernels/common/device_error.h).
+DEVERR = {"page": 1, "seq_len": 2, "query_len": 3, "m_above_l": 4, "qsl": 5, "cu": 6, "seg_len": 7}
+
+
+def generic_bad_data_cases(v):
+    """Bad device metadata and non-finite values (issue 16): the kernel reads nothing outside the
+    buffers (check_bounds on), writes the bad sequence's rows as NaN and the record (code, sequence),
+    leaves every other row right; NaN / Inf inputs follow the reference's rules (the oracle's)."""
+    D = {256: 40, 1024: 264}.get(v["dmax"], v["dmax"] // 4 + 8)
+    seqs = [(37, 1), (70, 3), (21, 2), (0, 0)]
+    base = dict(D=D, Hkv=2, G=2, B=16, seqs=seqs)
+    if v["op"] != "paged":
+        segs = dict(D=D, Hq=4, Hkv=2, segs=[19, 0, 11, 6])
+        return [(f"bad_cu_order_d{D}", segs, dict(causal=0, bounds=True, fault=("cu_order", 2))),
+                (f"bad_cu_end_d{D}", segs, dict(causal=1, bounds=True, fault=("cu_end", 4))),
+                (f"bad_seg_len_d{D}", segs, dict(causal=0, bounds=True, max_seqlen=12)),
+                (f"nan_k_d{D}", segs, dict(causal=0, bounds=True, nonfinite=("k", 0, 3, 1, float("nan")))),
+                (f"inf_v_d{D}", segs, dict(causal=1, bounds=True, nonfinite=("v", 2, 4, 2, float("inf"))))]
+    return [
+        (f"bad_page_high_d{D}", base, dict(bounds=True, fault=("page", 1, 1 << 30))),
+        (f"bad_page_neg_d{D}", base, dict(bounds=True, fault=("page", 0, -1))),
+        (f"bad_page_minq_d{D}", base, dict(bounds=True, min_query_len=2, fault=("page", 1, 1 << 20))),
+        (f"bad_seq_len_d{D}", base, dict(bounds=True, fault=("seq_len", 2, 1 << 28))),
+        (f"bad_seq_len_neg_d{D}", base, dict(bounds=True, fault=("seq_len", 3, -5))),
+        (f"bad_m_above_l_d{D}", base, dict(bounds=True, fault=("seq_len", 1, 2))),
+        (f"bad_query_len_d{D}", base, dict(bounds=True, max_query_len=2)),
+        (f"bad_qsl_d{D}", base, dict(bounds=True, fault=("qsl", 2, 0))),
+        (f"nan_k_d{D}", base, dict(bounds=True, nonfinite=("k", 1, 50, 3, float("nan")))),
+        # the only key of a row NaN (a hardware max would drop it and write zeros)
+        (f"nan_k_only_key_d{D}", dict(base, seqs=[(1, 1), (70, 3)]), dict(bounds=True, nonfinite=("k", 0, 0, 2, float("nan")))),
+        # q > 0 at that element: logits of +inf (row NaN) and -inf (no weight), the latter as the first
+        # key of a wave (no -inf - -inf rescale)
+        (f"inf_logit_d{D}", base, dict(bounds=True, nonfinite=("k", 1, 67, 0, float("inf"), 1.0))),
+        (f"neg_inf_logit_d{D}", base, dict(bounds=True, nonfinite=("k", 1, 1, 2, float("-inf"), 1.0))),
+        (f"inf_k_d{D}", base, dict(bounds=True, nonfinite=("k", 0, 36, 2, float("-inf")))),
+        (f"nan_v_d{D}", base, dict(bounds=True, nonfinite=("v", 1, 68, 5, float("nan")))),
+        (f"inf_v_d{D}", base, dict(bounds=True, nonfinite=("v", 2, 20, 1, float("inf")))),
+        (f"nan_q_d{D}", base, dict(bounds=True, nonfinite=("q", 2, 1, 0, float("nan")))),
+    ]
+
+
+def compare_nonfinite(out_bits, ref, dtype, must_write, tol, allow_finite=False):
+    """compare() for outputs that may hold NaN / Inf: the non-finite elements must be exactly the
+    oracle's, the finite ones within tol."""
+    out = from_bits(out_bits, dtype)
+    w = np.asarray(must_write, dtype=bool)
+    o, r = out[w], ref[w]
+    msgs = []
+    if np.count_nonzero(out_bits[~w] != POISON):
+        msgs.append("elements written in rows the kernel must not write")
+    nf_o, nf_r = ~np.isfinite(o), ~np.isfinite(r)
+    if (nf_o != nf_r).any():
+        idx = np.argwhere(nf_o != nf_r)[:3].tolist()
+        msgs.append(f"{int((nf_o != nf_r).sum())} elements finite in one and not the other (first at {idx}: "
+                    f"got {[o[tuple(i)] for i in idx]}, want {[r[tuple(i)] for i in idx]})")
+    fin = ~nf_o & ~nf_r
+    scale = max(np.abs(r[fin]).max() if fin.any() else 0.0, 1e-30)
+    err = float(np.abs(o[fin] - r[fin]).max() / scale) if fin.any() else 0.0
+    if err > tol:
+        msgs.append(f"finite mismatch {err:.2e} > {tol:g}")
+    if not nf_r.any() and not np.isinf(ref).any() and not allow_finite:
+        msgs.append("the oracle has no non-finite element: the case tests nothing")
+    return (not msgs), err, "; ".join(msgs) or f"{int(nf_r.sum())} non-finite elements, as the oracle"
+
+
+def check_bad_rows(out_bits, bad_rows, record, expect_codes, expect_seqs, dtype):
+    """The rows of the bad sequence: every element a NaN the kernel wrote (not the poison); the
+    record names one of the expected codes and sequences. Marks the rows as unwritten for the
+    comparison of the rest. Returns messages."""
+    msgs = []
+    rows = out_bits[bad_rows]
+    unwritten = int(np.count_nonzero(rows == POISON))
+    not_nan = int(np.count_nonzero(~np.isnan(from_bits(rows, dtype)))) if rows.size else 0
+    if unwritten or not_nan:
+        msgs.append(f"bad sequence's rows: {unwritten} elements unwritten, {not_nan} not NaN")
+    code, seq = record
+    if code not in expect_codes or seq not in expect_seqs:
+        msgs.append(f"record ({code}, {seq}), expected a code of {sorted(expect_codes)} for sequence "
+                    f"{sorted(expect_seqs)}")
+    out_bits[bad_rows] = POISON
+    return msgs
+
+
 def run_fp8_codes_case(G_, co, v, rng):
     """Every e4m3fn byte through the kernel's dequantization: one key (its weight is exactly 1),
     V = the 256 codes, v_scale 1: out[e] must be the code's value exactly (all fit f16 and bf16 is
@@ -702,6 +808,10 @@ def generic_paged_args(P, D, scale, softcap, alibi_buf, sinks_buf, minq):
     a = GenericPagedArgs()
     a.q, a.k_cache, a.v_cache, a.out = P.q_buf.ptr, P.k_ptr, P.v_ptr, P.o_buf.ptr
     a.seq_lens, a.query_start_loc, a.block_table = P.seq_lens_buf.ptr, P.qsl_buf.ptr, P.bt_buf.ptr
+    a.error = P.error_buf.ptr
+    a.num_pages = P.num_pages
+    a.max_seq_len = max([L for L, _, _ in P.seqs] + [0])
+    a.max_query_len = max([M for _, M, _ in P.seqs] + [0])
     a.alibi_slopes = alibi_buf.ptr if alibi_buf else 0
     a.sinks = sinks_buf.ptr if sinks_buf else 0
     if P.kv8:
@@ -737,6 +847,18 @@ def run_generic_paged_case(G_, co, v, label, pk, rk, rng):
             sinks = rng.uniform(-3.0, 4.0, P.Hq).astype(np.float32)
             sinks[0] = -np.inf
             sinks_buf = mem.from_array(sinks, "sinks")
+        nonfinite = rk.get("nonfinite")
+        if nonfinite:
+            what, s_, j, e, value = nonfinite[:5]
+            if what == "q":
+                P.poke_q(P.seqs[s_][2] + j, 0, e, value)   # token j of sequence s, head 0
+            else:
+                P.poke_kv(what, s_, 1, j, e, value)       # kv head 1
+            if len(nonfinite) > 5:   # element e of every query row of kv head 1 in sequence s gets this
+                L, M, q0 = P.seqs[s_]
+                for tok in range(q0, q0 + M):
+                    for h in range(P.G, 2 * P.G):
+                        P.poke_q(tok, h, e, nonfinite[5])
         ref = P.reference(scale, softcap, alibi.astype(np.float64) if alibi is not None else None,
                           sinks.astype(np.float64) if sinks is not None else None)
         minq = rk.get("min_query_len", 0)
@@ -745,11 +867,53 @@ def run_generic_paged_case(G_, co, v, label, pk, rk, rng):
             if M > minq:
                 must[q0:q0 + M] = True
         a = generic_paged_args(P, D, scale, softcap, alibi_buf, sinks_buf, minq)
+        # bad device metadata: one entry changed after the oracle ran
+        fault, bad_rows, expect_codes, expect_seqs = rk.get("fault"), np.zeros(P.num_tokens, dtype=bool), set(), set()
+        if "max_query_len" in rk:   # a sequence with more query tokens than the descriptor allows
+            a.max_query_len = rk["max_query_len"]
+            for s_, (L, M, q0) in enumerate(P.seqs):
+                if M > a.max_query_len:
+                    bad_rows[q0:q0 + M] = True
+                    expect_codes.add(DEVERR["query_len"])
+                    expect_seqs.add(s_)
+        if fault:
+            kind, s_, value = fault
+            L, M, q0 = P.seqs[s_]
+            if kind == "page":
+                pv = np_view(P.bt_buf.ptr, P.bt.size, np.int32)
+                pv[s_ * P.bt_stride + (L - 1) // P.B] = value   # the last page: every row reaches it
+                expect_codes.add(DEVERR["page"])
+            elif kind == "seq_len":
+                np_view(P.seq_lens_buf.ptr, len(P.seqs), np.int32)[s_] = value
+                expect_codes.add(DEVERR["m_above_l"] if 0 <= value < M else DEVERR["seq_len"])
+            elif kind == "qsl":   # query_start_loc[s] moved below [s - 1]: rows unspecified, record set
+                np_view(P.qsl_buf.ptr, len(P.seqs) + 1, np.int32)[s_] = value
+                expect_codes |= {DEVERR["qsl"], DEVERR["query_len"], DEVERR["m_above_l"]}
+                expect_seqs |= {s_ - 1, s_}
+                must[:] = False   # which rows are NaN depends on how the owner search lands
+            expect_seqs.add(s_)
+            if kind != "qsl":
+                bad_rows[q0:q0 + M] = True
         P.poison_out()
         st = G_.launch(co.kernels[v["name"]], grid=(P.num_tokens, P.Hq), block=(128,), args=[bytes(a)],
                        check_bounds=True if rk.get("bounds") else None)
-        ok, err, msg = compare(P.out_rows(), ref, v["dtype"], must, TOL[v["dtype"]])
-        return ok, err, msg, st.seconds
+        out = P.out_rows()
+        record = P.error_record()
+        if not expect_codes:
+            if record != (0, 0):
+                return False, float("nan"), f"valid metadata, but the record holds {record}", st.seconds
+            if nonfinite:   # a -inf logit only takes its key's weight away: finite rows, as the oracle
+                ok, err, msg = compare_nonfinite(out, ref, v["dtype"], must, TOL[v["dtype"]],
+                                                 allow_finite=nonfinite[4] == float("-inf") and len(nonfinite) > 5)
+                return ok, err, msg, st.seconds
+            ok, err, msg = compare(out, ref, v["dtype"], must, TOL[v["dtype"]])
+            return ok, err, msg, st.seconds
+        msgs = check_bad_rows(out, bad_rows, record, expect_codes, expect_seqs, v["dtype"])
+        if fault and fault[0] == "qsl":
+            out[:] = POISON   # any row may be NaN or a value: only the record and the bounds are checked
+        ok, err, msg = compare(out, ref, v["dtype"], must & ~bad_rows, TOL[v["dtype"]])
+        msgs += [msg] if msg and not ok else []
+        return not msgs, err, "; ".join(msgs) or f"record {record}, bad rows NaN", st.seconds
     finally:
         mem.close()
 
@@ -797,6 +961,12 @@ def run_generic_varlen_case(G_, co, v, label, pk, rk, rng):
         scale = 1.0 / math.sqrt(D)
         softcap = rk.get("softcap", 0.0)
         sinks = rng.uniform(-3.0, 4.0, Hq).astype(np.float32) if rk.get("sinks") else None
+        nonfinite = rk.get("nonfinite")
+        if nonfinite:   # (k or v, segment, token in it, element, value), kv head 0; separate buffers only
+            what, s_, j, e, value = nonfinite
+            (kb if what == "k" else vb)[cu[s_] + j, 0, e] = to_bits(np.array([value], np.float32), dtype)[0]
+            np_view(kp if what == "k" else vp, T * Hkv * D, np.uint16)[(cu[s_] + j) * Hkv * D + e] = \
+                (kb if what == "k" else vb)[cu[s_] + j, 0, e]
         ref = oracle_varlen(from_bits(qb, dtype), from_bits(kb, dtype), from_bits(vb, dtype), cu, Hq // Hkv,
                             rk["causal"], scale, softcap, sinks.astype(np.float64) if sinks is not None else None)
         a = GenericVarlenArgs()
@@ -809,11 +979,39 @@ def run_generic_varlen_case(G_, co, v, label, pk, rk, rng):
         a.o_token_stride, a.o_head_stride = o_tok, o_head
         a.num_segments, a.num_tokens, a.num_q_heads, a.num_kv_heads = len(segs), T, Hq, Hkv
         a.head_size, a.causal, a.softmax_scale, a.logit_softcap = D, rk["causal"], scale, softcap
+        a.max_seqlen = rk.get("max_seqlen", max(segs + [0]))
+        err_buf = mem.from_array(np.zeros(2, dtype=np.uint32), "device error record")
+        a.error = err_buf.ptr
+        must, bad_rows, expect_codes, expect_seqs = np.ones(T, dtype=bool), np.zeros(T, dtype=bool), set(), set()
+        for s_ in range(len(segs)):
+            if segs[s_] > a.max_seqlen:
+                bad_rows[cu[s_]:cu[s_ + 1]] = True
+                expect_codes.add(DEVERR["seg_len"])
+                expect_seqs.add(s_)
+        fault = rk.get("fault")
+        if fault:   # cu_seqlens broken after the oracle ran: rows unspecified, record set, bounds held
+            kind, s_ = fault
+            cv = np_view(a.cu_seqlens, len(segs) + 1, np.int32)
+            cv[s_] = cv[s_ - 1] - 3 if kind == "cu_order" else T + 9
+            expect_codes.add(DEVERR["cu"])
+            expect_seqs |= {s_ - 1, s_}
+            must[:] = False
         st = G_.launch(co.kernels[v["name"]], grid=(T, Hq), block=(128,), args=[bytes(a)],
                        check_bounds=True if rk.get("bounds") else None)
-        o = np_view(ob.ptr, T * o_tok, np.uint16).reshape(T, Hq, o_head)[:, :, :D]
-        ok, err, msg = compare(o, ref, dtype, np.ones(T, dtype=bool), TOL[dtype])
-        return ok, err, msg, st.seconds
+        o = np_view(ob.ptr, T * o_tok, np.uint16).reshape(T, Hq, o_head)[:, :, :D].copy()
+        record = tuple(int(x) for x in np_view(err_buf.ptr, 2, np.uint32))
+        if not expect_codes:
+            if record != (0, 0):
+                return False, float("nan"), f"valid metadata, but the record holds {record}", st.seconds
+            cmp = compare_nonfinite if nonfinite else compare
+            ok, err, msg = cmp(o, ref, dtype, must, TOL[dtype])
+            return ok, err, msg, st.seconds
+        msgs = check_bad_rows(o, bad_rows, record, expect_codes, expect_seqs, dtype)
+        if fault:
+            o[:] = POISON
+        ok, err, msg = compare(o, ref, dtype, must & ~bad_rows, TOL[dtype])
+        msgs += [msg] if msg and not ok else []
+        return not msgs, err, "; ".join(msgs) or f"record {record}, bad rows NaN", st.seconds
     finally:
         mem.close()
 
@@ -1030,7 +1228,8 @@ def main():
             jobs += [(v, c, run_decode_case, "decode") for c in decode_cases(v)]
     for v in gen:
         if sel(v["name"]):
-            cases = generic_paged_cases(v) if v["op"] == "paged" else generic_varlen_cases(v)
+            cases = (generic_paged_cases(v) if v["op"] == "paged" else generic_varlen_cases(v)) + \
+                generic_bad_data_cases(v)
             fn = run_generic_paged_case if v["op"] == "paged" else run_generic_varlen_case
             jobs += [(v, c, fn, "generic") for c in cases]
             if v["op"] == "paged" and v["dtype"] == "f16" and v["dmax"] >= 256:
