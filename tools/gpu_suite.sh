@@ -9,10 +9,18 @@
 #       cmake, the host's gcc and nvcc, nothing prebuilt) on a few decode shapes with --graph, and
 #       tools/bench_gpu.py on the same shapes with that build's library, side by side with the ratio
 #       (issue 11: within 5 %). Shapes: R35A_R35ABENCH_SHAPES="D:G:M:B:CTX ..." (8 kv heads, f16).
+#   R35A_SUITE_STEPS="fuzz soak" tools/gpu_suite.sh
+#       issue 16: fuzz = tests/gpu/fuzz_gpu.c under compute-sanitizer memcheck (random valid and
+#       invalid descriptors, device metadata and non-finite values; R35A_FUZZ_CASES cases, default
+#       10000, within R35A_FUZZ_SECONDS of case time, default 150; R35A_FUZZ_FORCE=generic sets
+#       R35A_FORCE for it: the portable kernel only); soak = tests/gpu/soak_gpu.c (R35A_SOAK_RUNS
+#       back-to-back runs, default 1000000: memory curve, bit-identical results, host time per call).
+#       Both run after the tests + sanitizers phase, one at a time (the soak times the host).
 #
-# prebuilt-dir holds librdna35attn.so.0, test_gpu_cuda and read_bw_<arch>.cubin (tools/gpu_stage.sh
+# prebuilt-dir holds librdna35attn.so.0, test_gpu_cuda, fuzz_gpu, soak_gpu and read_bw_<arch>.cubin (tools/gpu_stage.sh
 # makes it on a machine with nvcc and cmocka, so the GPU machine needs neither). Environment:
-#   R35A_SUITE_STEPS   which steps (default "tests memcheck racecheck synccheck bench")
+#   R35A_SUITE_STEPS   which steps (default "tests memcheck racecheck synccheck bench"; also fuzz, soak,
+#                      tune, r35abench)
 #   R35A_BENCH_ARGS    extra arguments for tools/bench_gpu.py (e.g. --quick)
 #   R35A_SUITE_BUDGET  seconds for the test + sanitizer phase (default 280; they run concurrently)
 #   (step r35abench is not in the default list: it builds its own tree)
@@ -25,7 +33,7 @@ BUDGET=${R35A_SUITE_BUDGET:-280}
 has() { [[ " $STEPS " == *" $1 "* ]]; }
 
 needs_build=false
-for s in tests memcheck racecheck synccheck bench tune; do has $s && needs_build=true; done
+for s in tests memcheck racecheck synccheck bench tune fuzz soak; do has $s && needs_build=true; done
 if [ $# -ge 1 ]; then
     PRE=$(cd "$1" && pwd)
 elif ! $needs_build; then
@@ -38,11 +46,23 @@ else
     cc -O2 -std=c11 -I tests -I include -I variants tests/gpu/test_gpu_cuda.c tests/harness.c tests/oracle.c \
         tests/test_util.c -L build-gpu -l:librdna35attn.so.0 -ldl -lm -o build-gpu/test_gpu_cuda >>"$OUT/build.log" 2>&1 ||
         { echo "test build failed, see build.log"; exit 1; }
+    # the fuzzer and the soak likewise (plain C, tests/gpu/cuda_dl.h)
+    for prog in fuzz_gpu soak_gpu; do
+        extra=""
+        [ $prog = fuzz_gpu ] && extra="tests/gpu/fuzz_core.c tests/reliability/rel_common.c"
+        cc -O2 -std=c11 -I tests -I tests/gpu -I tests/reliability -I include tests/gpu/$prog.c $extra tests/harness.c \
+            tests/oracle.c tests/test_util.c -L build-gpu -l:librdna35attn.so.0 -ldl -lm -o build-gpu/$prog \
+            >>"$OUT/build.log" 2>&1 || { echo "$prog build failed, see build.log"; exit 1; }
+    done
     PRE=$PWD/build-gpu
 fi
 export LD_LIBRARY_PATH="$PRE${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 TEST="$PRE/test_gpu_cuda"
 [ -x "$TEST" ] || TEST="$PRE/tests/test_gpu_cuda"
+FUZZ="$PRE/fuzz_gpu"
+[ -x "$FUZZ" ] || FUZZ="$PRE/tests/fuzz_gpu"
+SOAK="$PRE/soak_gpu"
+[ -x "$SOAK" ] || SOAK="$PRE/tests/soak_gpu"
 LIB="$PRE/librdna35attn.so.0"
 CUBIN=$(ls "$PRE"/read_bw_sm_*.cubin "$PRE"/bench/read_bw_sm_*.cubin 2>/dev/null | head -1)
 
@@ -72,6 +92,16 @@ for p in "${pids[@]}"; do wait "$p"; done
 t1=$(date +%s)
 for s in tests memcheck racecheck synccheck; do RC[$s]=$(cat "$OUT/.rc_$s" 2>/dev/null || echo "-"); rm -f "$OUT/.rc_$s"; done
 
+if has fuzz; then   # issue 16: the bad-data fuzzer under memcheck (every input its own exact allocation)
+    R35A_FORCE=${R35A_FUZZ_FORCE:-${R35A_FORCE:-}} timeout -s INT $(( ${R35A_FUZZ_SECONDS:-150} + 120 )) \
+        compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 30 "$FUZZ" --cases "${R35A_FUZZ_CASES:-10000}" \
+        --max-seconds "${R35A_FUZZ_SECONDS:-150}" >"$OUT/fuzz.log" 2>&1
+    RC[fuzz]=$?
+fi
+if has soak; then   # issue 16: a million runs on one stream (alone on the GPU: it times the host)
+    timeout -s INT 900 "$SOAK" --runs "${R35A_SOAK_RUNS:-1000000}" >"$OUT/soak.log" 2>&1
+    RC[soak]=$?
+fi
 if has tune; then   # the tuning sweep (candidates built by tools/tune_variants.py build into tune-<arch>/)
     PYTHONUNBUFFERED=1 timeout -s INT 400 python3 tools/tune_variants.py measure --arch sm_90 --dir tune-sm_90 \
         --out "$OUT" >"$OUT/tune.log" 2>&1
@@ -115,7 +145,7 @@ t2=$(date +%s)
 
 echo "== GPU suite ($(head -2 "$OUT/env.log" | tail -1)) =="
 echo "-- tests + sanitizers: $((t1 - t0)) s (concurrent), bench: $((t2 - t1)) s"
-for s in tests memcheck racecheck synccheck tune bench r35abench; do
+for s in tests memcheck racecheck synccheck fuzz soak tune bench r35abench; do
     has $s || continue
     rc=${RC[$s]:-"-"}
     case $rc in 0) v=PASS ;; 77) v=SKIP ;; 124|130) v="TIMEOUT" ;; 9) v="ERRORS" ;; *) v="FAIL($rc)" ;; esac
@@ -123,6 +153,8 @@ for s in tests memcheck racecheck synccheck tune bench r35abench; do
     case $s in
         tests) extra=$(grep -E "^\[test_gpu_cuda\] (PASSED|FAILED)|^SKIP" "$OUT/tests.log" | head -2 | tr '\n' ' ') ;;
         memcheck|racecheck|synccheck) extra=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED" "$OUT/$s.log" | tail -3 | tr '\n' ' ') ;;
+        fuzz) extra=$(grep -E "^\[fuzz_gpu\] fuzz:|ERROR SUMMARY" "$OUT/fuzz.log" | tail -2 | tr '\n' ' ') ;;
+        soak) extra=$(grep -E "^\[soak_gpu\] soak:" "$OUT/soak.log" | tail -1) ;;
     esac
     printf "%-10s %-8s %s\n" "$s" "$v" "$extra"
 done
@@ -130,6 +162,14 @@ if has tests; then
     echo "-- correctness (fragments/group: cases failed worst-err)"
     sed -n '/^fragments\/group/,/^\[test_gpu_cuda\]/p' "$OUT/tests.log" | head -30
     grep -E "^FAIL" "$OUT/tests.log" | head -10
+fi
+if has fuzz; then
+    echo "-- fuzz (fuzz.log: seed, totals, failures)"
+    grep -E "seed|^\[fuzz_gpu\] [0-9]+ cases|by fault|^FAIL" "$OUT/fuzz.log" | head -14 | cut -c1-400
+fi
+if has soak; then
+    echo "-- soak (soak.log: the memory curve and host times)"
+    grep -E "^\[soak_gpu\]" "$OUT/soak.log" | cut -c1-300
 fi
 if has tune; then
     echo "-- tune (tune.log)"
