@@ -104,7 +104,7 @@ def read_variants():
 class DecodeArgs(ctypes.Structure):   # mirrors r35a_decode_args (checked against the C header below)
     _fields_ = [("q", ctypes.c_uint64), ("k_cache", ctypes.c_uint64), ("v_cache", ctypes.c_uint64),
                 ("out", ctypes.c_uint64), ("seq_lens", ctypes.c_uint64), ("query_start_loc", ctypes.c_uint64),
-                ("block_table", ctypes.c_uint64), ("workspace", ctypes.c_uint64),
+                ("block_table", ctypes.c_uint64), ("workspace", ctypes.c_uint64), ("error", ctypes.c_uint64),
                 ("q_token_stride", ctypes.c_int64), ("q_head_stride", ctypes.c_int64),
                 ("o_token_stride", ctypes.c_int64), ("o_head_stride", ctypes.c_int64),
                 ("k_page_stride", ctypes.c_int64), ("k_head_stride", ctypes.c_int64), ("k_slot_stride", ctypes.c_int64),
@@ -112,8 +112,9 @@ class DecodeArgs(ctypes.Structure):   # mirrors r35a_decode_args (checked agains
                 ("block_table_stride", ctypes.c_int64),
                 ("num_seqs", ctypes.c_int32), ("num_kv_heads", ctypes.c_int32), ("group_size", ctypes.c_int32),
                 ("page_size", ctypes.c_int32), ("window", ctypes.c_int32), ("max_query_len", ctypes.c_int32),
-                ("num_row_groups", ctypes.c_int32), ("num_splits", ctypes.c_int32), ("scale_log2", ctypes.c_float),
-                ("reserved", ctypes.c_int32)]
+                ("num_row_groups", ctypes.c_int32), ("num_splits", ctypes.c_int32),
+                ("num_tokens", ctypes.c_int32), ("num_pages", ctypes.c_int32), ("max_seq_len", ctypes.c_int32),
+                ("query_len_bound", ctypes.c_int32), ("scale_log2", ctypes.c_float), ("reserved", ctypes.c_int32)]
 
 
 class GenericPagedArgs(ctypes.Structure):   # mirrors r35a_generic_paged_args
@@ -586,6 +587,10 @@ def decode_args(P, v, num_splits, fast_max_m, workspace_ptr, scale):
     a.block_table_stride = P.bt_stride
     a.num_seqs, a.num_kv_heads, a.group_size, a.page_size = len(P.seqs), P.Hkv, G, P.B
     a.window, a.max_query_len, a.num_row_groups, a.num_splits = P.window, fast_max_m, rg, num_splits
+    a.error = P.error_buf.ptr
+    a.num_tokens, a.num_pages = P.num_tokens, P.num_pages
+    a.max_seq_len = max([L for L, _, _ in P.seqs] + [0])
+    a.query_len_bound = max([M for _, M, _ in P.seqs] + [0])
     a.scale_log2 = scale * LOG2E
     return a, rg
 
@@ -625,6 +630,25 @@ def decode_cases(v):
     if D == 128:
         cases.append(("big_offsets", dict(Hkv=2, G=G, B=544, seqs=[(130, Mfull), (70, 1)], sparse_top=True),
                       dict(splits=2, bounds=True)))
+    # issue 16: bad device metadata (bounds checked; the bad sequence's rows NaN, the record set, the
+    # other rows right) and non-finite values (the reference's rules, as the oracle computes them)
+    bad = dict(Hkv=1, G=G, B=16, seqs=[(L1 + 7, Mfull), (45, 1), (0, 0)])
+    cases += [
+        ("bad_page_high", bad, dict(splits=1, bounds=True, fault=("page", 0, 1 << 30))),
+        ("bad_page_neg_split", bad, dict(splits=4, bounds=True, fault=("page", 0, -7))),
+        ("bad_seq_len", bad, dict(splits=2, bounds=True, fault=("seq_len", 1, 1 << 28))),
+        ("bad_seq_len_no_rows", bad, dict(splits=1, bounds=True, fault=("seq_len", 2, -5))),
+        ("bad_m_above_l", bad, dict(splits=1, bounds=True, fault=("seq_len", 0, Mfull - 1))),
+        ("bad_query_len", bad, dict(splits=1, bounds=True, query_len_bound=Mfull - 1)),
+        ("bad_qsl", bad, dict(splits=1, bounds=True, fault=("qsl", 1, -3))),
+        ("nan_k", bad, dict(splits=2, bounds=True, nonfinite=("k", 0, 40, 3, float("nan")))),
+        ("inf_logit", bad, dict(splits=1, bounds=True, nonfinite=("k", 0, 9, 1, float("inf"), 1.0))),
+        ("neg_inf_logit", bad, dict(splits=1, bounds=True, nonfinite=("k", 0, 0, 2, float("-inf"), 1.0))),
+        ("nan_v", bad, dict(splits=1, bounds=True, nonfinite=("v", 0, L1 + 7 - 1, 4, float("nan")))),
+        # a NaN in V of a key before the window, in the window's first tile: no row reaches it
+        ("nan_v_before_window", dict(Hkv=1, G=G, B=16, seqs=[(300, Mfull)], window=70),
+         dict(splits=1, bounds=True, nonfinite=("v", 0, 300 - Mfull - 70 - 1, 5, float("nan")))),
+    ]
     return cases
 
 
@@ -641,6 +665,20 @@ def run_decode_case(G_, co, v, label, pk, rk, rng):
                                      resident_per_cu(v))
         wsb = HOST.workspace_bytes(len(P.seqs), P.Hkv, rg, splits, v["R"], v["D"])
         ws = mem.buf(wsb, "workspace") if wsb else None   # zeroed once (the documented contract)
+        nonfinite = rk.get("nonfinite")
+        relax = None
+        if nonfinite:   # kv head 0 (every variant's problems have one)
+            what, s_, j, e, value = nonfinite[:5]
+            P.poke_kv(what, s_, 0, j, e, value)
+            if len(nonfinite) > 5:
+                L, M, q0 = P.seqs[s_]
+                for tok in range(q0, q0 + M):
+                    for h in range(P.G):
+                        P.poke_q(tok, h, e, nonfinite[5])
+            L, M, q0 = P.seqs[s_]
+            if what == "v" and j >= (max(0, L - M - P.window + 1) if P.window else 0):
+                # a key some row sees: the sequence's other rows of the kv head share its tile (decode.hip)
+                relax = (q0, M, 0, P.G, e)
         ref = P.reference(scale)
         must = np.zeros(P.num_tokens, dtype=bool)
         for L, M, q0 in P.seqs:
@@ -651,11 +689,59 @@ def run_decode_case(G_, co, v, label, pk, rk, rng):
         for rep in range(rk.get("repeat", 1)):
             P.poison_out()
             a, rg = decode_args(P, v, splits, fast_max, ws.ptr if ws else 0, scale)
+            bad_rows, expect_codes, expect_seqs, qsl_fault = np.zeros(P.num_tokens, dtype=bool), set(), set(), False
+            if "query_len_bound" in rk:
+                a.query_len_bound = rk["query_len_bound"]
+                for s_, (L, M, q0) in enumerate(P.seqs):
+                    if M > a.query_len_bound:
+                        bad_rows[q0:q0 + M] = True
+                        expect_codes.add(DEVERR["query_len"])
+                        expect_seqs.add(s_)
+            fault = rk.get("fault")
+            if fault:
+                kind, s_, value = fault
+                L, M, q0 = P.seqs[s_]
+                if kind == "page":
+                    np_view(P.bt_buf.ptr, P.bt.size, np.int32)[s_ * P.bt_stride + (L - 1) // P.B] = value
+                    expect_codes.add(DEVERR["page"])
+                elif kind == "seq_len":
+                    np_view(P.seq_lens_buf.ptr, len(P.seqs), np.int32)[s_] = value
+                    expect_codes.add(DEVERR["m_above_l"] if 0 <= value < M else DEVERR["seq_len"])
+                else:   # query_start_loc: rows unspecified, the record and the bounds checked
+                    np_view(P.qsl_buf.ptr, len(P.seqs) + 1, np.int32)[s_] = value
+                    expect_codes |= {DEVERR["qsl"], DEVERR["query_len"], DEVERR["m_above_l"]}
+                    expect_seqs.add(s_ - 1)
+                    qsl_fault = True
+                expect_seqs.add(s_)
+                if not qsl_fault:
+                    bad_rows[q0:q0 + M] = True
+            np_view(P.error_buf.ptr, 2, np.uint32)[:] = 0
             grid = HOST.grid(len(P.seqs), P.Hkv, rg, splits)
             st = G_.launch(k, grid=grid, block=(HOST.block_threads(v["KW"], v["DW"]),), args=[bytes(a)],
                            check_bounds=True if rk.get("bounds") else None)
             secs += st.seconds
-            ok, err, msg = compare(P.out_rows(), ref, v["dtype"], must, TOL[v["dtype"]])
+            out, record = P.out_rows(), P.error_record()
+            if expect_codes:
+                bmsgs = check_bad_rows(out, bad_rows, record, expect_codes, expect_seqs, v["dtype"])
+                if qsl_fault:
+                    out[:] = POISON
+                    must = np.zeros_like(must)
+                ok, err, msg = compare(out, ref, v["dtype"], must & ~bad_rows, TOL[v["dtype"]])
+                msg = "; ".join(bmsgs + ([msg] if msg and not ok else [])) or f"record {record}, bad rows NaN"
+                ok = not bmsgs and ok
+            elif record != (0, 0):
+                ok, err, msg = False, float("nan"), f"valid metadata, but the record holds {record}"
+            elif nonfinite:
+                if relax:   # those elements may be non-finite without the oracle's being so
+                    q0r, Mr, g0, G_rows, er = relax
+                    loose = ~np.isfinite(from_bits(out[q0r:q0r + Mr, g0 * G_rows:(g0 + 1) * G_rows, er], v["dtype"]))
+                    ref = ref.copy()
+                    ref[q0r:q0r + Mr, g0 * G_rows:(g0 + 1) * G_rows, er][loose] = np.nan
+                ok, err, msg = compare_nonfinite(out, ref, v["dtype"], must, TOL[v["dtype"]],
+                                                 allow_finite=nonfinite[4] == float("-inf") or len(nonfinite) == 5
+                                                 and label.endswith("before_window"))
+            else:
+                ok, err, msg = compare(out, ref, v["dtype"], must, TOL[v["dtype"]])
             worst = max(worst, err)
             if ws is not None:
                 cnt = np_view(ws.ptr, len(P.seqs) * P.Hkv * rg, np.uint32)

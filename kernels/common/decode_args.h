@@ -16,6 +16,12 @@
  * are ordered row = h_local * M + i (query head g*G + h_local, query token i). The kernel serves
  * sequences with 1 <= M <= max_query_len and skips the others (M = 0: nothing to write; M larger:
  * the generic kernel serves them in the same call).
+ *
+ * Bad device metadata (device_error.h): a sequence that fails r35a_paged_sequence_error has its rows
+ * written as NaN by the workgroups of split 0 and row group 0 (one per kv head) when its
+ * query_start_loc range is sound, and recorded; a block_table entry outside the cache met while
+ * streaming is replaced by page 0 (read, never used: the (sequence, kv head, row group)'s rows come
+ * out NaN) and recorded.
  */
 #ifndef R35A_DECODE_ARGS_H
 #define R35A_DECODE_ARGS_H
@@ -36,6 +42,7 @@ typedef struct r35a_decode_args {
     const int32_t *query_start_loc;  /* [num_seqs + 1] */
     const int32_t *block_table;      /* [num_seqs * block_table_stride] */
     void *workspace;                 /* r35a_decode_workspace_bytes() bytes; NULL when num_splits == 1 */
+    uint32_t *error;                 /* the context's device error record (device_error.h) */
 
     int64_t q_token_stride, q_head_stride;
     int64_t o_token_stride, o_head_stride;
@@ -51,6 +58,14 @@ typedef struct r35a_decode_args {
     int32_t max_query_len;           /* serve sequences with M <= this (<= R, and <= 8 by design) */
     int32_t num_row_groups;          /* r35a_decode_num_row_groups() */
     int32_t num_splits;              /* >= 1; r35a_decode_num_splits() */
+    /* The bounds the device metadata is checked against (device_error.h): a sequence's rows must lie
+     * in 0..num_tokens, its seq_len in 0..max_seq_len, its M at most query_len_bound (the
+     * descriptor's max_query_len; max_query_len above is what this launch serves), every reached
+     * block_table entry in 0..num_pages-1. */
+    int32_t num_tokens;
+    int32_t num_pages;
+    int32_t max_seq_len;
+    int32_t query_len_bound;
     float scale_log2;                /* softmax_scale * log2(e): logits are computed in base 2 */
     int32_t reserved;
 } r35a_decode_args;

@@ -59,11 +59,19 @@ typedef enum r35a_device_error_code {
 
 /* ---- the rules, once for every kernel (and the tests) ---- */
 
+/* R35A_DEVICE_CHECKS=0 compiles the kernels without these checks, for one purpose only: measuring
+ * what they cost (cmake -DR35A_KERNEL_DEFINES=R35A_DEVICE_CHECKS=0; tools/gpu_suite.sh checkcost).
+ * Such a library reads and writes out of bounds on bad metadata: never use it otherwise. */
+#ifndef R35A_DEVICE_CHECKS
+#define R35A_DEVICE_CHECKS 1
+#endif
+
 /* What is wrong with sequence s of a paged call, given its query_start_loc entries q0 = [s] and
  * q1 = [s + 1] and its seq_len: the code of the first broken rule, R35A_DEVICE_ERROR_NONE if none.
  * Its block_table entries are checked page by page where they are read (r35a_page_index_ok). */
 R35A_HD uint32_t r35a_paged_sequence_error(int32_t s, int32_t num_seqs, int32_t q0, int32_t q1, int32_t seq_len,
                                            int32_t num_tokens, int32_t max_query_len, int32_t max_seq_len) {
+    if (!R35A_DEVICE_CHECKS) return R35A_DEVICE_ERROR_NONE;
     if (q0 < 0 || q1 < q0 || q1 > num_tokens || (s == 0 && q0 != 0) || (s == num_seqs - 1 && q1 != num_tokens))
         return R35A_DEVICE_ERROR_QUERY_START_LOC;
     if (seq_len < 0 || seq_len > max_seq_len) return R35A_DEVICE_ERROR_SEQ_LEN;
@@ -75,6 +83,7 @@ R35A_HD uint32_t r35a_paged_sequence_error(int32_t s, int32_t num_seqs, int32_t 
 /* The same for segment s of a varlen call, from its cu_seqlens entries t0 = [s], t1 = [s + 1]. */
 R35A_HD uint32_t r35a_varlen_segment_error(int32_t s, int32_t num_segments, int32_t t0, int32_t t1,
                                            int32_t num_tokens, int32_t max_seqlen) {
+    if (!R35A_DEVICE_CHECKS) return R35A_DEVICE_ERROR_NONE;
     if (t0 < 0 || t1 < t0 || t1 > num_tokens || (s == 0 && t0 != 0) || (s == num_segments - 1 && t1 != num_tokens))
         return R35A_DEVICE_ERROR_CU_SEQLENS;
     if (t1 - t0 > max_seqlen) return R35A_DEVICE_ERROR_SEGMENT_LEN;
@@ -82,7 +91,9 @@ R35A_HD uint32_t r35a_varlen_segment_error(int32_t s, int32_t num_segments, int3
 }
 
 /* A block_table entry a query reaches must name a page of the cache. */
-R35A_HD int r35a_page_index_ok(int64_t page, int32_t num_pages) { return page >= 0 && page < num_pages; }
+R35A_HD int r35a_page_index_ok(int64_t page, int32_t num_pages) {
+    return !R35A_DEVICE_CHECKS || (page >= 0 && page < num_pages);
+}
 
 #if defined(__HIP__) || defined(__CUDACC__)
 #include "device.h"

@@ -272,8 +272,9 @@ R35A_DEV colv colv_load(const float *p, bool global) {
 
 /* ---- decode's KV tile pipeline: S shared-memory stages filled by cp.async ------------------------
  * A tile is 16 rows (keys) x DS elements of K and of V, rows `ks` / `vs` elements apart in memory.
- * issue() starts the copies of one tile into stage `slot` (rows >= valid_rows are zero-filled and
- * not read: the K/V slots past a sequence's end may hold NaN/Inf, and 0 * NaN would reach O), one
+ * issue() starts the copies of one tile into stage `slot` (rows >= valid_rows and rows < first_row
+ * are zero-filled and not read: keys no query reaches, the K/V slots past a sequence's end and keys
+ * before the window, may hold NaN/Inf, and 0 * NaN would reach O), one
  * commit group per issue; wait() makes the tile of `slot` visible to the whole wave (at most S - 1
  * younger groups stay in flight: the caller issues tile i + S - 1 before waiting for tile i). K
  * operands are read with ldmatrix, V operands (V^T: the products reduce over keys) with
@@ -296,13 +297,13 @@ struct kv_pipe_lds {
     u16 *base;
 
     R35A_MEMBER explicit kv_pipe_lds(void *lds) : base((u16 *)lds) {}
-    R35A_MEMBER void issue(int slot, const u16 *k0, const u16 *v0, i64 ks, i64 vs, int valid_rows) {
+    R35A_MEMBER void issue(int slot, const u16 *k0, const u16 *v0, i64 ks, i64 vs, int valid_rows, int first_row) {
         wave_sync();   /* every lane's reads of this slot (its tile, S steps back) are done */
         u16 *kd = base + slot * 2 * TILE, *vd = kd + TILE;
 #pragma unroll
         for (int j = 0; j < CP; ++j) {
             const int q = 32 * j + lane_id(), row = q / CPR, d8 = q - row * CPR;
-            const bool ok = row < valid_rows;
+            const bool ok = row < valid_rows && row >= first_row;
             async_copy_16(kd + row * ROW + 8 * d8, k0 + row * ks + 8 * d8, ok);
             async_copy_16(vd + row * ROW + 8 * d8, v0 + row * vs + 8 * d8, ok);
         }

@@ -594,6 +594,28 @@ static void test_gpu_device_error_record(void **state)
     assert_int_equal(ga.max_seq_len, 4096);
     assert_int_equal(ga.max_query_len, 1);
 
+    /* The decode kernel too, with the bounds of its checks: the whole call's (a mixed batch's decode
+     * launch serves M <= 8 of max_query_len 12). */
+    r35a_paged_attention_desc mixed;
+    r35a_paged_attention_desc_init(&mixed, R35A_DTYPE_F16, 2, 13, 12, 4096, 32, 8, 128, 16, 512);
+    r35a_plan *mixed_plan = plan_paged(ctx, &mixed, R35A_OK);
+    r35a_paged_attention_args aligned = paged_args();
+    fake.reset();
+    assert_int_equal(r35a_paged_attention_run(ctx, mixed_plan, &aligned, ws_buf, sizeof ws_buf, NULL), R35A_OK);
+    assert_int_equal(fake.num_launches(), 2);
+    r35a_decode_args da;
+    memcpy(&da, fake.launch(0)->args, sizeof da);
+    assert_ptr_equal(da.error, rec->device);
+    assert_int_equal(da.max_query_len, 8);
+    assert_int_equal(da.query_len_bound, 12);
+    assert_int_equal(da.num_tokens, 13);
+    assert_int_equal(da.num_pages, 512);
+    assert_int_equal(da.max_seq_len, 4096);
+    memcpy(&ga, fake.launch(1)->args, sizeof ga);
+    assert_ptr_equal(ga.error, rec->device);
+    assert_int_equal(ga.max_query_len, 12);
+    r35a_plan_destroy(mixed_plan);
+
     /* A kernel recorded a bad page index of sequence 3: the next run reports it, launches nothing
      * and clears the record; the run after that goes ahead. */
     *word = R35A_DEVICE_ERROR_WORD(R35A_DEVICE_ERROR_PAGE_INDEX, 3);
