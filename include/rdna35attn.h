@@ -38,13 +38,12 @@
  *     o = sum_j exp(s_j - m) v_j / (exp(sinks[h] - m) + sum_j exp(s_j - m))
  * (a softmax over [s_0 .. s_n, sink] whose last column is dropped). A sink of -inf is no sink.
  * A row that sees no key (padding, empty sequence) is written as zeros, never NaN, whatever its sink.
- * Non-finite inputs (the reference; the decode and portable GPU kernels, checked against it on the
- * gfx11 emulator and by the GPU fuzzer tests/gpu/fuzz_gpu.c; the encoder kernels are not verified
- * on this yet): a NaN or +inf logit makes its whole row NaN, never a plausible-looking value; a
- * -inf logit gives its key no weight (a row whose every logit is -inf sees no key: zeros); a NaN or
- * +inf sink is such a logit (a -inf sink is no sink); a NaN or Inf in element e of a value vector
- * (an fp8 NaN code included) makes element e of every row that sees that key NaN or Inf (Q or K
- * holding an Inf makes logits of +-inf or NaN, hence those rules). On the decode kernels such a
+ * Non-finite inputs (the reference and every GPU kernel, checked against it on the gfx11 emulator
+ * and by the GPU fuzzer tests/gpu/fuzz_gpu.c): a NaN or +inf logit makes its whole row NaN, never a
+ * plausible-looking value; a -inf logit gives its key no weight (a row whose every logit is -inf
+ * sees no key: zeros); a NaN or +inf sink is such a logit (a -inf sink is no sink); a NaN or Inf in
+ * element e of a value vector (an fp8 NaN code included) makes element e of every row that sees
+ * that key NaN or Inf (Q or K holding an Inf makes logits of +-inf or NaN, hence those rules). On the decode kernels such a
  * value element may also make element e NaN in the other query rows of the same sequence and kv
  * head: their rows share 16-key tiles, and a key seen by some of them (the causal or window edge)
  * meets the others' zero weight in one product. Elements the call does not reach (outside every
@@ -64,9 +63,7 @@
  * of host-mapped pinned memory allocated with the context: one record per context, shared by its
  * streams and threads, holding one of the offending sequences found first (whichever workgroup's
  * store got there) until it is reported. A call without query rows (num_tokens 0) launches nothing
- * and so checks nothing. The WMMA encoder kernels do not check cu_seqlens yet (issue 16): on a GPU
- * context, bad cu_seqlens given to a call they serve (non-causal, see the varlen section) may be
- * read out of bounds.
+ * and so checks nothing.
  *
  * Every later plan or run call on the context first reads the record (a plain read of host memory:
  * no device synchronization, so graph capture is unaffected) and, when it is set, returns
@@ -391,8 +388,8 @@ R35A_API r35a_status r35a_paged_attention_run(r35a_context *context, const r35a_
  * The encoder runs ONE launch for all segments, planned on the host from num_segments, max_seqlen
  * and num_q_heads only: cu_seqlens is read on the device, never on the host, so a run can be
  * captured in a HIP graph. max_seqlen must bound every segment's length: a longer segment is bad
- * device data (the portable kernel writes its rows as NaN and records it; the encoder kernels leave
- * its rows past max_seqlen unwritten for now). A run whose q, k, v or out pointer is not 16-byte aligned
+ * device data (all its rows are written as NaN and it is recorded, see "Bad device data"). A run
+ * whose q, k, v or out pointer is not 16-byte aligned
  * runs the portable kernel for that run (logged with R35A_LOG=1).
  * ------------------------------------------------------------------------------------------- */
 

@@ -179,6 +179,7 @@ static r35a_status launch_one(const r35a_context *ctx, const r35a_plan *plan, co
         break;
     case R35A_GPU_ENCODER:
         r35a_fill_encoder_args(&plan->desc.varlen, args, &ka.encoder);
+        ka.encoder.error = runtime_of(ctx)->error_device;
         break;
     case R35A_GPU_NUM_FAMILIES:
         return r35a_fail(R35A_ERR_INTERNAL, "plan holds a launch of no kernel family");

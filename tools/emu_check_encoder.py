@@ -56,7 +56,7 @@ VARIANTS_DEF = os.path.join(ROOT, "variants", "variants.def")
 SOURCE = os.path.join(ROOT, "kernels", "encoder.hip")
 COLUMNS = ("kind", "dtype", "head", "heads", "rows", "kb", "nw", "waves", "maxlen")
 HEADS = (32, 48, 64, 72, 80, 128)
-ARGS_BYTES = 120                         # sizeof(r35a_encoder_args), kernels/common/encoder_args.h
+ARGS_BYTES = 136                         # sizeof(r35a_encoder_args), kernels/common/encoder_args.h
 TOL = {"f16": 2e-3, "bf16": 1.5e-2}      # max|out - ref| / max|ref| (observed <= 6e-4, <= 5.1e-3)
 POISON = 0xFFFF                          # NaN in f16 and in bf16
 
@@ -233,6 +233,101 @@ def grid_of(k, segs, max_seqlen, heads):
     return (-(-items // G), heads)
 
 
+def issue16_cases(k):
+    """Bad cu_seqlens and non-finite values (issue 16), separate Q/K/V, 2 heads: a segment longer than
+    max_seqlen (its rows NaN, every one: those past max_seqlen included; the record (7, segment)), a
+    decreasing cu_seqlens (the record (6, one of the two segments), nothing read or written out of
+    bounds), a NaN / +-Inf in K or V (non-finite exactly where the oracle is). A -inf logit and a +inf
+    one have q fixed to 1 at that element, so the logit's sign is known."""
+    L = min(k["maxlen"], 40) if k["maxlen"] else 70
+    base = dict(heads=2, layout="separate", scale_mul=1.0, extra_max=0, issue16=True)
+    return [
+        dict(base, name="badlen", segs=[L, 9, L // 2], max_override=L // 2 + 1),
+        dict(base, name="badcu", segs=[L // 2, 9, L], cu_fault=(2, -3)),
+        dict(base, name="nank", segs=[L, 9], nonfinite=("k", 3, 1, 2, float("nan"))),
+        dict(base, name="nanv", segs=[L, 9], nonfinite=("v", L - 1, 0, 5, float("nan"))),
+        dict(base, name="infv", segs=[9, L], nonfinite=("v", 12, 1, 0, float("inf"))),
+        dict(base, name="inflgt", segs=[L, 9], nonfinite=("k", 7, 0, 3, float("inf"), 1.0)),
+        dict(base, name="ninflgt", segs=[L, 9], nonfinite=("k", 0, 1, 4, float("-inf"), 1.0)),
+    ]
+
+
+def run_issue16_case(G, co, k, case, rng, bounds):
+    """Runs an issue16_cases() case; returns (err, problems, grid)."""
+    D, dtype = k["head"], k["dtype"]
+    bufs, ptrs, strides, ostr, (qf, kf, vf), o_elems = make_inputs(G, case, D, dtype, rng)
+    segs, H = case["segs"], case["heads"]
+    T = sum(segs)
+    cu = np.concatenate([[0], np.cumsum(segs)]).astype(np.int32)
+    nf = case.get("nonfinite")
+    if nf:   # (tensor, token, head, element, value[, q at that element for the token's segment])
+        which, t, h, e, value = nf[:5]
+        arr = {"q": qf, "k": kf, "v": vf}[which]
+        bits = to_bits(np.array([value], np.float32), dtype)
+        bufs[which].write("H", [int(bits[0])], offset=2 * (t * H * D + h * D + e))
+        arr[t, h, e] = from_bits(bits, dtype)[0]
+        if len(nf) > 5:
+            sg = int(np.searchsorted(cu, t, side="right")) - 1
+            qb = to_bits(np.array([nf[5]], np.float32), dtype)
+            for tq in range(cu[sg], cu[sg + 1]):
+                bufs["q"].write("H", [int(qb[0])], offset=2 * (tq * H * D + h * D + e))
+                qf[tq, h, e] = from_bits(qb, dtype)[0]
+    scale = case["scale_mul"] / np.sqrt(D)
+    scale_log2 = float(np.float32(scale * 1.4426950408889634))
+    max_seqlen = case.get("max_override", max(segs))
+    ref = oracle(qf, kf, vf, segs, float(scale))
+    bad_rows, expect = np.zeros(T, dtype=bool), set()
+    for s_ in range(len(segs)):
+        if segs[s_] > max_seqlen:
+            bad_rows[cu[s_]:cu[s_ + 1]] = True
+            expect.add((7, s_))
+    any_rows = False
+    if case.get("cu_fault"):
+        kk, delta = case["cu_fault"]
+        bufs["cu"].write("i", [int(cu[kk - 1] + delta)], offset=4 * kk)
+        expect |= {(6, kk - 1), (6, kk), (7, kk)}   # the next segment may now be too long
+        any_rows = True
+    bufs["error"] = G.alloc(8, "device error record").write("I", [0, 0])
+    grid = grid_of(k, segs, max_seqlen, H)
+    args = pack_args(ptrs, bufs["out"].ptr, bufs["cu"].ptr, strides, ostr, len(segs), H, max_seqlen, scale_log2,
+                     bufs["error"].ptr, T)
+    G.launch(co.kernels[k["name"]], grid=grid, block=(32 * k["nw"],), args=[args], check_bounds=bounds)
+    ob = np.array(bufs["out"].read("H", o_elems), dtype=np.uint16)
+    record = tuple(bufs["error"].read("I", 2))
+    idx = (np.arange(T)[:, None, None] * ostr[0] + np.arange(H)[None, :, None] * ostr[1] + np.arange(D)[None, None, :])
+    written = np.zeros(o_elems, dtype=bool)
+    written[idx.ravel()] = True
+    rows_bits = ob[idx]
+    out = from_bits(rows_bits, dtype)
+    problems = []
+    if int((ob[~written] != POISON).sum()):
+        problems.append("elements outside the output rows were written")
+    if expect:
+        if record not in expect:
+            problems.append(f"record {record}, expected one of {sorted(expect)}")
+        if any_rows:
+            return 0.0, problems, grid
+        b = rows_bits[bad_rows]
+        if b.size and (np.count_nonzero(b == POISON) or not np.isnan(from_bits(b, dtype)).all()):
+            problems.append(f"bad segment's rows: {int(np.count_nonzero(b == POISON))} unwritten, "
+                            f"{int(np.count_nonzero(~np.isnan(from_bits(b, dtype))))} not NaN")
+        out, ref = out[~bad_rows], ref[~bad_rows]
+    elif record != (0, 0):
+        problems.append(f"valid cu_seqlens, but the record holds {record}")
+    nf_o, nf_r = ~np.isfinite(out), ~np.isfinite(ref)
+    if (nf_o != nf_r).any():
+        problems.append(f"{int((nf_o != nf_r).sum())} elements finite in one of output and oracle only "
+                        f"(first at {np.argwhere(nf_o != nf_r)[0].tolist()})")
+    fin = ~nf_o & ~nf_r
+    denom = np.abs(ref[fin]).max() if fin.any() else 1.0
+    err = float(np.abs(out[fin] - ref[fin]).max() / denom) if fin.any() else 0.0
+    if err > TOL[dtype]:
+        problems.append(f"finite outputs over tolerance: {err:.2e}")
+    if nf and nf[4] != float("-inf") and not nf_r.any():
+        problems.append("the oracle has no non-finite element: the case tests nothing")
+    return err, problems, grid
+
+
 def cases_for(k):
     R, _ = group_shape(k)
     if k["maxlen"]:
@@ -303,11 +398,12 @@ def make_inputs(G, case, D, dtype, rng):
     return bufs, ptrs, strides, (ots, ohs), (qf, kf, vf), o_elems
 
 
-def pack_args(ptrs, out_ptr, cu_ptr, strides, ostr, nseg, heads, max_seqlen, scale_log2):
+def pack_args(ptrs, out_ptr, cu_ptr, strides, ostr, nseg, heads, max_seqlen, scale_log2, error_ptr, num_tokens):
     import struct
-    b = struct.pack("<5Q8q3if", ptrs["q"], ptrs["k"], ptrs["v"], out_ptr, cu_ptr,
+    b = struct.pack("<5Q8q3ifQii", ptrs["q"], ptrs["k"], ptrs["v"], out_ptr, cu_ptr,
                     strides["q"][0], strides["q"][1], strides["k"][0], strides["k"][1],
-                    strides["v"][0], strides["v"][1], ostr[0], ostr[1], nseg, heads, max_seqlen, scale_log2)
+                    strides["v"][0], strides["v"][1], ostr[0], ostr[1], nseg, heads, max_seqlen, scale_log2,
+                    error_ptr, num_tokens, 0)
     assert len(b) == ARGS_BYTES
     return b
 
@@ -320,7 +416,9 @@ def launch_case(G, co, k, case, rng, bounds, count=False):
     scale_log2 = float(np.float32(scale * 1.4426950408889634))
     max_seqlen = max(segs) + case["extra_max"]
     grid = grid_of(k, segs, max_seqlen, H)
-    args = pack_args(ptrs, bufs["out"].ptr, bufs["cu"].ptr, strides, ostr, len(segs), H, max_seqlen, scale_log2)
+    bufs["error"] = G.alloc(8, "device error record").write("I", [0, 0])
+    args = pack_args(ptrs, bufs["out"].ptr, bufs["cu"].ptr, strides, ostr, len(segs), H, max_seqlen, scale_log2,
+                     bufs["error"].ptr, sum(segs))
     st = G.launch(co.kernels[k["name"]], grid=grid, block=(32 * k["nw"],), args=[args], check_bounds=bounds, count=count)
     ob = np.array(bufs["out"].read("H", o_elems), dtype=np.uint16)
     T = sum(segs)
@@ -410,7 +508,8 @@ def main():
     ap.add_argument("--emu-dir", default=os.environ.get("GFX11EMU_DIR", os.path.join(os.path.dirname(ROOT), "shared", "gfx11emu")))
     ap.add_argument("--seed", type=int, default=None, help="random seed (default: fresh, printed)")
     ap.add_argument("--only", default="", help="comma-separated substrings: run only variants whose name has one")
-    ap.add_argument("--cases", default="", help="comma-separated case names (mixed, fused, long, served)")
+    ap.add_argument("--cases", default="", help="comma-separated case names (mixed, fused, long, served; issue 16: "
+                                              "badlen, badcu, nank, nanv, infv, inflgt, ninflgt)")
     ap.add_argument("--no-bounds", action="store_true", help="skip check_bounds (faster; not a valid pass)")
     ap.add_argument("--static-only", action="store_true")
     ap.add_argument("--model", action="store_true",
@@ -461,13 +560,16 @@ def main():
     co = G.load(co_path)
     rows, ok_all = [], static_ok
     for name, k in kernels.items():
-        for case in cases_for(k):
+        for case in cases_for(k) + issue16_cases(k):
             if a.cases and case["name"] not in a.cases.split(","):
                 continue
             t0 = time.time()
             try:
-                out, ref, ob, written, stats, grid = launch_case(G, co, k, case, rng, bounds=not a.no_bounds)
-                err, problems = evaluate(k, out, ref, ob, written)
+                if case.get("issue16"):
+                    err, problems, grid = run_issue16_case(G, co, k, case, rng, bounds=not a.no_bounds)
+                else:
+                    out, ref, ob, written, stats, grid = launch_case(G, co, k, case, rng, bounds=not a.no_bounds)
+                    err, problems = evaluate(k, out, ref, ob, written)
             except Exception as e:                     # EmuCheckError (bounds, WMMA replication) and friends
                 err, problems, grid = float("nan"), [f"{type(e).__name__}: {e}"], None
             ok = not problems
@@ -481,7 +583,8 @@ def main():
 
     print("\npass table (max|out-ref|/max|ref| per case):")
     names = list(kernels)
-    cnames = [c["name"] for c in cases_for(next(iter(kernels.values()))) if not a.cases or c["name"] in a.cases.split(",")]
+    first = next(iter(kernels.values()))
+    cnames = [c["name"] for c in cases_for(first) + issue16_cases(first) if not a.cases or c["name"] in a.cases.split(",")]
     print(f"  {'kernel':44s} " + " ".join(f"{c:>10s}" for c in cnames) + "  result")
     for name in names:
         cells, res = [], True

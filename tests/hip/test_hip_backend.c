@@ -647,6 +647,18 @@ static void test_gpu_device_error_record(void **state)
     memcpy(&gv, fake.launch(0)->args, sizeof gv);
     assert_ptr_equal(gv.error, rec->device);
     assert_int_equal(gv.max_seqlen, 256);
+    r35a_plan_destroy(plan);
+    /* and the encoder (non-causal, Hq == Hkv) */
+    r35a_varlen_attention_desc_init(&v, R35A_DTYPE_BF16, 3, 600, 256, 16, 16, 80);
+    plan = plan_varlen(ctx, &v, R35A_OK);
+    fake.reset();
+    assert_int_equal(r35a_varlen_attention_run(ctx, plan, &va, NULL, 0, NULL), R35A_OK);
+    expect_contains(fake.launch(0)->kernel, "encoder_");
+    r35a_encoder_args ea;
+    memcpy(&ea, fake.launch(0)->args, sizeof ea);
+    assert_ptr_equal(ea.error, rec->device);
+    assert_int_equal(ea.num_tokens, 600);
+    assert_int_equal(ea.max_seqlen, 256);
 
     /* r35a_context_check_device: every code's detail names its field and unit, once. */
     static const struct {
