@@ -436,17 +436,25 @@ static bool apply_nonfinite(fuzz_case *c, tu_rng *rng)
  * non-finite rules are the reference backend's (tests/reliability/test_extreme.c holds it to them), so
  * a non-finite case's rows come from a reference context run on the same host buffers. */
 
+static r35a_context *g_reference;
+
 static r35a_context *reference_context(void)
 {
-    static r35a_context *ref;
-    if (!ref) {
+    r35a_context **ref = &g_reference;
+    if (!*ref) {
         r35a_context_options o;
         r35a_context_options_init(&o);
         o.backend = R35A_BACKEND_REFERENCE;
-        if (r35a_context_create(&o, &ref) != R35A_OK)
-            ref = NULL;
+        if (r35a_context_create(&o, ref) != R35A_OK)
+            *ref = NULL;
     }
-    return ref;
+    return *ref;
+}
+
+void fuzz_finish(void)
+{
+    r35a_context_destroy(g_reference);
+    g_reference = NULL;
 }
 
 /* Runs the case's (valid) call on a reference context into c's ref / ref_max. 0 on success. */

@@ -65,6 +65,9 @@ typedef struct fuzz_totals {
  * failure report with the case's description and its replay line. */
 bool fuzz_run_case(r35a_context *ctx, const fuzz_env *env, int index, fuzz_totals *totals);
 
+/* Releases what the cases keep between them (the reference context of the non-finite cases). */
+void fuzz_finish(void);
+
 /* One line per kind and fault class with counts. */
 void fuzz_print_totals(const fuzz_totals *t, const char *program);
 const char *fuzz_fault_name(int fault);

@@ -180,6 +180,7 @@ int main(int argc, char **argv)
     }
     const double secs = now_seconds() - t0;
     r35a_context_destroy(ctx);
+    fuzz_finish();
     check_cu(g_cu.StreamDestroy(stream), "cuStreamDestroy");
     fuzz_print_totals(&t, "fuzz_gpu");
     harness_print_timing("fuzz_gpu");

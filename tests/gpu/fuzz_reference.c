@@ -85,6 +85,7 @@ int main(int argc, char **argv)
         if (tu_case_selected("fuzz", i))
             fuzz_run_case(ctx, &env, i, &t);
     r35a_context_destroy(ctx);
+    fuzz_finish();
     fuzz_print_totals(&t, "fuzz_reference");
     printf("[fuzz_reference] %s\n", t.failed || !t.cases ? "FAILED" : "PASSED");
     return t.failed || !t.cases ? 1 : 0;

@@ -13,7 +13,8 @@
  *     copy of the argument struct) and do nothing else;
  *   - hipHostMalloc / hipHostGetDevicePointer / hipHostFree keep pinned host memory (the library's
  *     device error record) as calloc'ed memory whose "device" address is the host address plus
- *     FAKE_HIP_DEVICE_OFFSET (never dereferenced here: a test tells the two views apart); with
+ *     FAKE_HIP_DEVICE_OFFSET (never dereferenced here: a test tells the two views apart; with
+ *     FAKE_HIP_EMULATOR, an allocation of the executing runtime at one address); with
  *     FAKE_HIP_HOST_MALLOC_FAIL=1 hipHostMalloc fails.
  * The test reads the records through fake_hip_* functions (dlsym on the same library). */
 #include "fake_hip.h"
@@ -199,6 +200,13 @@ EXPORT int hipMemsetAsync(void *dst, int value, size_t bytes, void *stream)
     return 0;
 }
 
+#ifdef FAKE_HIP_EMULATOR
+/* The executing runtime's device memory (emu_exec.c): pinned host memory is one of its
+ * allocations, registered for the emulator's bounds checks, its device address its host one. */
+int hipMalloc(void **ptr, size_t bytes);
+int hipFree(void *ptr);
+#endif
+
 EXPORT int hipHostMalloc(void **ptr, size_t bytes, unsigned flags)
 {
     if (env_int("FAKE_HIP_HOST_MALLOC_FAIL", 0))
@@ -206,8 +214,18 @@ EXPORT int hipHostMalloc(void **ptr, size_t bytes, unsigned flags)
     if (!ptr || bytes == 0 || num_host_allocations == MAX_HOST_ALLOCATIONS)
         return 1;
     fake_host_allocation *a = &host_allocations[num_host_allocations++];
+#ifdef FAKE_HIP_EMULATOR
+    a->host = NULL;
+    if (hipMalloc(&a->host, bytes) != 0 || !a->host) {
+        --num_host_allocations;
+        return 2;
+    }
+    memset(a->host, 0, bytes);
+    a->device = a->host;
+#else
     a->host = calloc(1, bytes);
     a->device = (void *)((uintptr_t)a->host + FAKE_HIP_DEVICE_OFFSET);
+#endif
     a->bytes = bytes;
     a->flags = flags;
     a->freed = 0;
@@ -230,7 +248,11 @@ EXPORT int hipHostFree(void *ptr)
 {
     for (int i = 0; i < num_host_allocations; ++i)
         if (host_allocations[i].host == ptr && !host_allocations[i].freed) {
+#ifdef FAKE_HIP_EMULATOR
+            (void)hipFree(ptr);
+#else
             free(ptr);
+#endif
             host_allocations[i].freed = 1;
             ++num_host_frees;
             return 0;
