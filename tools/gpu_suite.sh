@@ -16,11 +16,12 @@
 #       R35A_FORCE for it: the portable kernel only); soak = tests/gpu/soak_gpu.c (R35A_SOAK_RUNS
 #       back-to-back runs, default 1000000: memory curve, bit-identical results, host time per call).
 #       Both run after the tests + sanitizers phase, one at a time (the soak times the host).
-#   R35A_SUITE_STEPS=checkcost tools/gpu_suite.sh
+#   R35A_SUITE_STEPS=checkcost tools/gpu_suite.sh gpu-carry
 #       issue 16: what the kernels' device-metadata checks cost: r35a_bench --graph on a few decode
-#       shapes with this build's bench and with one built with -DR35A_KERNEL_DEFINES=R35A_DEVICE_CHECKS=0
-#       (build-gpu-nochecks/, a measurement build), rows alternated three times; prints the ratio of
-#       the medians per shape (target: checks cost <= 1 % of decode time).
+#       shapes (R35A_CHECKCOST_SHAPES="D:G:M:B:CTX ...") with the staged r35a_bench and with
+#       r35a_bench_nochecks (built by tools/gpu_stage.sh with -DR35A_KERNEL_DEFINES=R35A_DEVICE_CHECKS=0;
+#       without a prebuilt dir both are built here), three alternated rounds; prints the medians'
+#       ratio per shape (target: checks cost <= 1 % of decode time).
 #
 # prebuilt-dir holds librdna35attn.so.0, test_gpu_cuda, fuzz_gpu, soak_gpu and read_bw_<arch>.cubin (tools/gpu_stage.sh
 # makes it on a machine with nvcc and cmocka, so the GPU machine needs neither). Environment:
@@ -111,23 +112,32 @@ if has checkcost; then   # issue 16: decode time with and without the device-met
     log=$OUT/checkcost.log
     : >"$log"
     RC[checkcost]=0
-    for tree in build-gpu-checks build-gpu-nochecks; do
-        defs=""
-        [ $tree = build-gpu-nochecks ] && defs="-DR35A_KERNEL_DEFINES=R35A_DEVICE_CHECKS=0"
-        { cmake -S . -B $tree -DCMAKE_BUILD_TYPE=Release -DR35A_NVIDIA_TARGETS=sm_90 -DR35A_BUILD_TESTS=OFF \
-            -DR35A_GPU_TARGETS= $defs && cmake --build $tree -j --target r35a_bench; } >>"$log" 2>&1 ||
-            { echo "checkcost: $tree build failed" >>"$log"; RC[checkcost]=1; }
-    done
+    # the two benches: prebuilt by tools/gpu_stage.sh (r35a_bench, r35a_bench_nochecks), else built here
+    BENCH_CHECKS=$PRE/r35a_bench
+    BENCH_NOCHECKS=$PRE/r35a_bench_nochecks
+    if [ ! -x "$BENCH_CHECKS" ] || [ ! -x "$BENCH_NOCHECKS" ]; then
+        for tree in build-gpu-checks build-gpu-nochecks; do
+            defs=""
+            [ $tree = build-gpu-nochecks ] && defs="-DR35A_KERNEL_DEFINES=R35A_DEVICE_CHECKS=0"
+            { cmake -S . -B $tree -DCMAKE_BUILD_TYPE=Release -DR35A_NVIDIA_TARGETS=sm_90 -DR35A_BUILD_TESTS=OFF \
+                -DR35A_GPU_TARGETS= $defs && cmake --build $tree -j --target r35a_bench; } >>"$log" 2>&1 ||
+                { echo "checkcost: $tree build failed" >>"$log"; RC[checkcost]=1; }
+        done
+        BENCH_CHECKS=build-gpu-checks/bench/r35a_bench
+        BENCH_NOCHECKS=build-gpu-nochecks/bench/r35a_bench
+    fi
     CC_SHAPES=${R35A_CHECKCOST_SHAPES:-"128:4:1:1:8192 128:4:1:16:8192 128:4:4:16:4096 64:8:1:16:32768 256:4:1:1:32768"}
     if [ "${RC[checkcost]}" = 0 ]; then
-        for rep in 1 2 3; do
-            for tree in build-gpu-checks build-gpu-nochecks; do
+        for rep in 1 2 3; do   # alternated, so drift of clocks or temperature hits both alike
+            for which in checks nochecks; do
+                bench=$BENCH_CHECKS
+                [ $which = nochecks ] && bench=$BENCH_NOCHECKS
                 i=0
                 for shape in $CC_SHAPES; do
                     IFS=: read -r D G M B C <<<"$shape"
                     i=$((i + 1))
-                    timeout -s INT 300 $tree/bench/r35a_bench --head-size "$D" --q-heads $((8 * G)) --kv-heads 8 --m "$M" \
-                        --batch "$B" --contexts "$C" --graph --json >"$OUT/checkcost_${tree}_${i}_$rep.json" 2>>"$log" ||
+                    timeout -s INT 300 "$bench" --head-size "$D" --q-heads $((8 * G)) --kv-heads 8 --m "$M" \
+                        --batch "$B" --contexts "$C" --graph --peak-gbs 4800 --json >"$OUT/checkcost_${which}_${i}_$rep.json" 2>>"$log" ||
                         RC[checkcost]=1
                 done
             done
@@ -135,17 +145,17 @@ if has checkcost; then   # issue 16: decode time with and without the device-met
         python3 - "$OUT" $CC_SHAPES >"$OUT/checkcost.txt" 2>>"$log" <<'PY' || RC[checkcost]=1
 import json, statistics, sys
 out, shapes = sys.argv[1], sys.argv[2:]
-def graph_us(tree, i):
+def time_us(which, i):
     v = []
     for rep in (1, 2, 3):
-        row = json.load(open(f"{out}/checkcost_{tree}_{i}_{rep}.json"))["rows"][0]
+        row = json.load(open(f"{out}/checkcost_{which}_{i}_{rep}.json"))["rows"][0]
         v.append(row["graph_median_us"] or row["median_us"])
         impl = row["implementation"]
     return statistics.median(v), impl
 print(f"{'shape D:G:M:batch:ctx':24} {'checks us':>10} {'no checks us':>13} {'cost':>7}  implementation")
 for i, shape in enumerate(shapes, 1):
-    a, impl = graph_us("build-gpu-checks", i)
-    b, _ = graph_us("build-gpu-nochecks", i)
+    a, impl = time_us("checks", i)
+    b, _ = time_us("nochecks", i)
     print(f"{shape:24} {a:10.2f} {b:13.2f} {100 * (a / b - 1):6.2f}%  {impl}")
 PY
     fi
