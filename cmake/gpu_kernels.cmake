@@ -14,6 +14,17 @@ set(R35A_GPU_TARGETS "gfx1151" CACHE STRING
 set(R35A_HIP_CLANG "" CACHE FILEPATH
     "clang with the AMDGPU target for the kernels (default: clang-19, clang-18, clang, /opt/rocm/llvm/bin/clang)")
 option(R35A_REQUIRE_GPU_KERNELS "Fail the configure step instead of building without GPU code objects (CI)" OFF)
+# Extra preprocessor definitions for every kernel compile (AMDGPU and NVIDIA), for measurement
+# builds only: R35A_DEVICE_CHECKS=0 builds the kernels without their device-metadata checks
+# (kernels/common/device_error.h) to measure what the checks cost (tools/gpu_suite.sh checkcost).
+set(R35A_KERNEL_DEFINES "" CACHE STRING "measurement builds only: NAME=VALUE definitions for every kernel compile")
+set(r35a_kernel_defines)
+foreach(def IN LISTS R35A_KERNEL_DEFINES)
+  list(APPEND r35a_kernel_defines -D${def})
+endforeach()
+if(R35A_KERNEL_DEFINES)
+  message(WARNING "rdna35attn: kernels built with ${R35A_KERNEL_DEFINES}: a measurement build, not for use")
+endif()
 
 # Kernel families, one source each (kernels/<family>.hip). decode and generic are built whenever
 # their source exists; encoder once variants/variants.def lists encoder variants (until then its
@@ -154,7 +165,7 @@ else()
   set(R35A_HAVE_CODE_OBJECTS ON)
 
   set(r35a_kernel_flags -x hip -nogpuinc -nogpulib --cuda-device-only --no-gpu-bundle-output
-      -O3 -std=c++17 -Wall -Wextra
+      -O3 -std=c++17 -Wall -Wextra ${r35a_kernel_defines}
       -I ${CMAKE_CURRENT_SOURCE_DIR}/kernels -I ${CMAKE_CURRENT_SOURCE_DIR}/variants)
   foreach(arch IN LISTS R35A_GPU_TARGETS)
     file(MAKE_DIRECTORY ${r35a_gpu_dir}/${arch})

@@ -22,6 +22,8 @@
  *     where the tensors live.
  *   - Every call returns an r35a_status. On any status other than R35A_OK nothing has been written
  *     to any output or workspace buffer, and r35a_last_error_detail() names the offending field.
+ *   - Metadata contents are checked where they live: on the host before anything runs (reference
+ *     context), on the device by the kernels (GPU context; see "Bad device data" below).
  *   - The library never aborts the host process and never prints unless R35A_LOG=1 is set.
  *
  * Semantics of the scores (both ops). For a query row q (query head h) and a key k that the row
@@ -36,11 +38,41 @@
  *     o = sum_j exp(s_j - m) v_j / (exp(sinks[h] - m) + sum_j exp(s_j - m))
  * (a softmax over [s_0 .. s_n, sink] whose last column is dropped). A sink of -inf is no sink.
  * A row that sees no key (padding, empty sequence) is written as zeros, never NaN, whatever its sink.
- * Non-finite inputs (reference backend; the GPU kernels are not verified on this yet): a NaN or
- * infinite logit makes its whole row NaN, never a plausible-looking value; a NaN or +inf sink is
- * such a logit (a -inf sink is no sink); a NaN or Inf in element e of a value vector (an fp8 NaN
- * code included) makes element e of every row that sees that key NaN or Inf. Elements the call
- * does not reach (outside the window, past L, unreached pages, stride gaps) never affect the output.
+ * Non-finite inputs (the reference and every GPU kernel, checked against it on the gfx11 emulator
+ * and by the GPU fuzzer tests/gpu/fuzz_gpu.c): a NaN or +inf logit makes its whole row NaN, never a
+ * plausible-looking value; a -inf logit gives its key no weight (a row whose every logit is -inf
+ * sees no key: zeros); a NaN or +inf sink is such a logit (a -inf sink is no sink); a NaN or Inf in
+ * element e of a value vector (an fp8 NaN code included) makes element e of every row that sees
+ * that key NaN or Inf (Q or K holding an Inf makes logits of +-inf or NaN, hence those rules). On the decode kernels such a
+ * value element may also make element e NaN in the other query rows of the same sequence and kv
+ * head: their rows share 16-key tiles, and a key seen by some of them (the causal or window edge)
+ * meets the others' zero weight in one product. Elements the call does not reach (outside every
+ * row's window, past L, unreached pages, stride gaps) never affect the output.
+ *
+ * Bad device data (GPU contexts). On a GPU context the metadata (seq_lens, query_start_loc,
+ * block_table, cu_seqlens) is device memory the host never reads, so the kernels check it, with a
+ * scalar compare per sequence and per page: a block_table entry outside 0..num_pages-1 in a page a
+ * query reaches, a seq_len outside 0..max_seq_len, a sequence with more query tokens than
+ * max_query_len or than its seq_len, query_start_loc / cu_seqlens entries outside 0..num_tokens or
+ * decreasing, a segment longer than max_seqlen. Whatever the metadata holds, a kernel never reads
+ * or writes outside the buffers the descriptor describes and writes nothing outside the output
+ * rows. The rows of an offending sequence are written as NaN (for a bad page: at least the rows
+ * that reach it, possibly all the sequence's), those of the others keep their values; when
+ * query_start_loc / cu_seqlens themselves are broken, which rows are NaN and which hold values is
+ * unspecified. It also stores (field, sequence) in the context's device error record, a few bytes
+ * of host-mapped pinned memory allocated with the context: one record per context, shared by its
+ * streams and threads, holding one of the offending sequences found first (whichever workgroup's
+ * store got there) until it is reported. A call without query rows (num_tokens 0) launches nothing
+ * and so checks nothing.
+ *
+ * Every later plan or run call on the context first reads the record (a plain read of host memory:
+ * no device synchronization, so graph capture is unaffected) and, when it is set, returns
+ * R35A_ERR_INVALID_DATA without doing anything else, with a detail such as
+ *     "paged_attention_args.block_table: sequence 3 holds a page index outside 0..num_pages-1 in a
+ *      page its queries reach (found on the device by an earlier run)"
+ * and clears it. A caller that wants to know right after its own stream synchronize calls
+ * r35a_context_check_device(). A run that is still executing records after the read: the next call
+ * reports it.
  *
  * ABI growth: every descriptor and args struct opens with struct_size, and a library accepts the
  * sizes of every earlier release: the struct as that release declared it is the prefix of today's,
@@ -98,8 +130,10 @@ typedef enum r35a_status {
     R35A_ERR_WORKSPACE_TOO_SMALL = 8,   /* workspace_bytes is below the plan's workspace_bytes */
     R35A_ERR_OUT_OF_MEMORY = 9,         /* a host allocation failed */
     R35A_ERR_DEVICE = 10,               /* the GPU runtime returned an error */
-    R35A_ERR_INVALID_DATA = 11,         /* metadata contents (seq_lens, block_table, ...) are invalid;
-                                           only host-visible data (reference context) is checked */
+    R35A_ERR_INVALID_DATA = 11,         /* metadata contents (seq_lens, block_table, ...) are invalid:
+                                           found on the host before running (reference context), or
+                                           on the device by an earlier run (GPU context: reported by
+                                           the next call, see "Bad device data" above) */
     R35A_ERR_PLAN_MISMATCH = 12,        /* the plan was made by another context or for another op */
     R35A_ERR_INTERNAL = 13              /* a bug in the library; please report it */
 } r35a_status;
@@ -163,6 +197,13 @@ typedef struct r35a_context_info {
 } r35a_context_info;
 
 R35A_API r35a_status r35a_context_get_info(const r35a_context *context, r35a_context_info *info);
+
+/* Reports bad device metadata that the context's kernels found ("Bad device data" above): call it
+ * after synchronizing the stream a run was queued on. Returns R35A_ERR_INVALID_DATA with the detail
+ * naming the field and the sequence (and clears the record) when a kernel recorded one, R35A_OK
+ * otherwise; always R35A_OK on a reference context (its data is checked before each run). It only
+ * reads host memory: no device call, safe during graph capture and from any thread. Since 0.2. */
+R35A_API r35a_status r35a_context_check_device(r35a_context *context);
 
 /* ---------------------------------------------------------------------------------------------
  * Plans
@@ -349,8 +390,9 @@ R35A_API r35a_status r35a_paged_attention_run(r35a_context *context, const r35a_
  * below 2^24 elements; otherwise by the portable kernel, and the plan's fallback_reason says why.
  * The encoder runs ONE launch for all segments, planned on the host from num_segments, max_seqlen
  * and num_q_heads only: cu_seqlens is read on the device, never on the host, so a run can be
- * captured in a HIP graph. max_seqlen must bound every segment's length (a longer segment's rows
- * past max_seqlen are left unwritten). A run whose q, k, v or out pointer is not 16-byte aligned
+ * captured in a HIP graph. max_seqlen must bound every segment's length: a longer segment is bad
+ * device data (all its rows are written as NaN and it is recorded, see "Bad device data"). A run
+ * whose q, k, v or out pointer is not 16-byte aligned
  * runs the portable kernel for that run (logged with R35A_LOG=1).
  * ------------------------------------------------------------------------------------------- */
 

@@ -41,8 +41,19 @@
  * contract): they size registers and LDS, and the LDS left decides the pipeline depth.
  * Run-time: page size (any multiple of 16), strides, G, M (per sequence), window, scale, splits,
  * softcap, ALiBi, sinks, the 8-bit scales (per tensor or per kv head).
+ *
+ * Bad device metadata (device_error.h): one scalar check of the sequence's entries per workgroup
+ * before anything is read (a bad sequence's rows are written as NaN and recorded), one compare per
+ * block-table entry as it is read (a page outside the cache is never dereferenced: page 0 is
+ * streamed instead and the wave's softmax state is made NaN, which every merge carries to O).
+ * Non-finite values: a NaN or +inf logit makes p (hence l and O) NaN in its row and every merge
+ * multiplies it in (NaN x 0 is NaN), a -inf one gives p = 0; keys no row reaches are zeroed in the
+ * staged V tile, so their values never meet a product. A key that some rows of the sequence and kv
+ * head see and others do not (the first and last tiles' edges) shares the products of the tile:
+ * its NaN / Inf value elements reach those elements of the other rows too (p = 0 times NaN).
  */
 #include "common/device.h"
+#include "common/device_error.h"
 #include "common/fragment.h"
 #include "common/decode_args.h"
 
@@ -217,16 +228,20 @@ struct tile_feed {
     const int32_t *bt;
     const char *k_base, *v_base;   /* this kv head's d slice in page 0 slot 0 */
     i64 k_page, v_page, k_slot, v_slot;   /* bytes */
-    int B, L, t_begin, t_end, kw, kg, mine;
+    int B, L, lo, t_begin, t_end, kw, kg, mine, num_pages;
     int page_cur, slot_cur, page_next, slot_next;
+    bool bad;                     /* this lane read a block-table entry outside 0..num_pages-1 */
 
     /* Tile of the wave's step i, clamped to its last one (to t_begin for a wave without tiles). */
     R35A_MEMBER int tile_of(int i) const { return mine > 0 ? t_begin + imin(i, mine - 1) * kw + kg : t_begin; }
-    R35A_MEMBER void table_block(int b, int &page, int &slot) const {
+    R35A_MEMBER void table_block(int b, int &page, int &slot) {
         const int key = tile_of(32 * b + lane_id()) * 16;
         const int idx = key / B;
         slot = key - idx * B;
-        page = load_i32(bt + idx);
+        const int entry = load_i32(bt + idx);
+        const bool ok = r35a_page_index_ok(entry, num_pages);   /* one compare per page entry */
+        bad |= !ok;
+        page = ok ? entry : 0;
     }
     R35A_MEMBER void start() {
         table_block(0, page_cur, slot_cur);
@@ -247,7 +262,7 @@ struct tile_feed {
         const i64 page = read_lane(page_cur, lane);
         const i64 slot_in_page = read_lane(slot_cur, lane);
         pipe.issue(slot, k_base + page * k_page + slot_in_page * k_slot, v_base + page * v_page + slot_in_page * v_slot,
-                   k_slot, v_slot, imin(16, L - 16 * tile));
+                   k_slot, v_slot, imin(16, L - 16 * tile), imax(lo - 16 * tile, 0));
     }
 };
 
@@ -403,6 +418,23 @@ R35A_DEV void merge_splits(const r35a_decode_args &a, const float *grec, i64 rec
     }
 }
 
+/* A sequence whose metadata fails its check: its rows of kv head g become NaN (all M tokens, every
+ * one of the G query heads, whatever the row groups and splits cover) when its query_start_loc
+ * range is sound, and thread 0 of kv head 0 records it. Called by the workgroup of split 0 and row
+ * group 0 of each kv head; the error path only. */
+template <class E, int D, int THREADS>
+R35A_DEV void bad_sequence(const r35a_decode_args &a, u32 code, int s, int g, int q0, int q1) {
+    if (code != R35A_DEVICE_ERROR_QUERY_START_LOC) {
+        const int M = q1 - q0, G = a.group_size;
+        const u16 nan = E::from_f32(quiet_nan());
+        for (i64 idx = thread_x(); idx < (i64)M * G * D; idx += THREADS) {
+            const int d = (int)(idx % D), row = (int)(idx / D), hl = row % G, i = row / G;
+            store_u16((u16 *)a.out + (i64)(q0 + i) * a.o_token_stride + (i64)(g * G + hl) * a.o_head_stride + d, nan);
+        }
+    }
+    if (g == 0 && thread_x() == 0) report_bad_data(a.error, code, (u32)s);
+}
+
 /* The kernel body (C: decode_cfg<E, KV, ...>); smem: the kernel's LDS, lds_bytes of it (the split
  * arrival flag sits at its end). */
 template <class C, class E, class KV>
@@ -421,6 +453,13 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem, int ld
 
     const seq_meta sq = read_seq(a, s);
     const int q0 = sq.q0, M = sq.M, L = sq.L;
+    /* metadata the host never saw: checked before anything else is read */
+    const u32 bad = r35a_paged_sequence_error(s, a.num_seqs, q0, q0 + M, L, a.num_tokens, a.query_len_bound,
+                                              a.max_seq_len);
+    if (bad != R35A_DEVICE_ERROR_NONE) {
+        if (split == 0 && rg == 0) bad_sequence<E, D, C::THREADS>(a, bad, s, g, q0, q0 + M);
+        return;
+    }
     if (M <= 0 || M > a.max_query_len) return;            /* no rows, or the generic kernel's */
     const int G = a.group_size;
     const int rows = G * M;
@@ -490,6 +529,9 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem, int ld
     feed.v_slot = a.v_slot_stride * EB;
     feed.B = a.page_size;
     feed.L = L;
+    feed.lo = lo;
+    feed.num_pages = a.num_pages;
+    feed.bad = false;
     feed.t_begin = t_begin;
     feed.t_end = t_end;
     feed.kw = KW;
@@ -690,6 +732,19 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem, int ld
     pipe.drain();
 #pragma unroll
     for (int t = 0; t < T; ++t) st[t].l = frag::col_sum_finish(st[t].l);
+    /* A block-table entry outside the cache: page 0 was streamed in its place; NaN state makes the
+     * rows of every merge NaN (NaN x 0 stays NaN). Uniform per wave; the error path only. */
+    if (wave_any(feed.bad)) {
+#pragma unroll
+        for (int t = 0; t < T; ++t) {
+            st[t].l = frag::colv_fill(quiet_nan());
+#pragma unroll
+            for (int c = 0; c < NC; ++c)
+#pragma unroll
+                for (int e = 0; e < frag::ACC_ELEMS; ++e) st[t].o[c].v[e] = quiet_nan();
+        }
+        if (lane_id() == 0) report_bad_data(a.error, R35A_DEVICE_ERROR_PAGE_INDEX, (u32)s);
+    }
 
     /* ---- merge the key groups of the workgroup (binary tree through LDS) ---- */
     if constexpr (KW > 1) {

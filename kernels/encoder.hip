@@ -47,6 +47,7 @@
  * model.
  */
 #include "common/device.h"
+#include "common/device_error.h"
 #include "common/fragment.h"
 #include "common/encoder_args.h"
 
@@ -197,6 +198,21 @@ R35A_DEV void copy_rows_async(u16 *tile, int ld, const char *src, u32 stride, in
  * before normalization: exact enough in f32, no overflow in f16/bf16. */
 #define R35A_ENC_RESCALE_LIMIT 256.0f
 
+/* A segment whose cu_seqlens entries fail their check (device_error.h): when only its length is wrong
+ * (longer than max_seqlen, its range inside 0..num_tokens) the group of its row block 0 writes all its
+ * rows of head h as NaN, those past max_seqlen included (no other workgroup has them); thread 0 of
+ * head 0 records it. The error path only. */
+template <class E, int D, int GT>
+R35A_DEV void bad_segment(const r35a_encoder_args &a, u32 code, int s, int h, int t0, int t1, int gtid) {
+    if (code == R35A_DEVICE_ERROR_SEGMENT_LEN) {
+        const u16 nan = E::from_f32(quiet_nan());
+        u16 *const og = (u16 *)a.out + (i64)t0 * a.o_token_stride + (i64)h * a.o_head_stride;
+        for (i64 idx = gtid; idx < (i64)(t1 - t0) * D; idx += GT)
+            store_u16(og + (idx / D) * a.o_token_stride + idx % D, nan);
+    }
+    if (h == 0 && gtid == 0) report_bad_data(a.error, code, (u32)s);
+}
+
 template <class E, int D, int T, int KB, int NW, int WAVES, int MAXLEN>
 R35A_DEV void encoder_kernel(const r35a_encoder_args &a) {
     typedef encoder_cfg<E, D, T, KB, NW, WAVES, MAXLEN> C;
@@ -222,8 +238,14 @@ R35A_DEV void encoder_kernel(const r35a_encoder_args &a) {
     const int s = item / nrb, xb = item - s * nrb, h = block_y();
     if (s >= a.num_segments)
         return;                                              /* group-uniform: no barrier is shared with other groups */
-    const int t0 = a.cu_seqlens[s];
-    const int len = a.cu_seqlens[s + 1] - t0;
+    const int t0 = a.cu_seqlens[s], t1 = a.cu_seqlens[s + 1];
+    /* metadata the host never saw: checked before anything else is read (group-uniform) */
+    const u32 bad = r35a_varlen_segment_error(s, a.num_segments, t0, t1, a.num_tokens, a.max_seqlen);
+    if (bad != R35A_DEVICE_ERROR_NONE) {
+        if (xb == 0) bad_segment<E, D, GT>(a, bad, s, h, t0, t1, gtid);
+        return;
+    }
+    const int len = t1 - t0;
     const int row0 = xb * C::R;
     if (row0 >= len)
         return;

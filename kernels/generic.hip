@@ -21,14 +21,34 @@
  * of the merge. 8-bit elements are dequantized in registers (device.h); the kv head's K scale is
  * folded into the softmax scale and its V scale into the output normalization, so the loop does
  * no per-element multiply for them.
+ *
+ * Non-finite inputs follow the reference (rdna35attn.h): the running maxima propagate NaN (a
+ * hardware max drops it), so a NaN or +inf logit makes the row NaN, and a -inf logit weighs
+ * nothing (the first keys' rescale never computes -inf - -inf).
+ *
+ * Bad device metadata (device_error.h): a row whose sequence (segment) fails its checks, or that
+ * reaches a block_table entry outside 0..num_pages-1, is written as NaN and recorded; an out-of-range
+ * page is never read (the walk reads page 0 in its place and the row's result is discarded).
  */
 #include "common/device.h"
+#include "common/device_error.h"
 #include "common/generic_args.h"
 
 namespace r35a {
 
 constexpr int GEN_WAVES = R35A_GENERIC_THREADS / R35A_WAVE;
 constexpr float LOG2E_F = 1.4426950408889634f;
+
+/* max(a, b) that is NaN when either is (the reference's rule; v_max_f32 / fmaxf return the other
+ * operand). */
+R35A_DEV float max_keep_nan(float a, float b) { return (a > b || a != a) ? a : b; }
+
+/* Writes the row (D elements) as NaN: the output of a row whose metadata is bad. Every thread of the
+ * workgroup takes part (the decision is uniform). */
+template <class E>
+R35A_DEV void store_nan_row(u16 *orow, int D) {
+    for (int d = thread_x(); d < D; d += R35A_GENERIC_THREADS) store_u16(orow + d, E::from_f32(quiet_nan()));
+}
 
 /* Logit post-processing shared by both ops: softcap then ALiBi, then base 2. The sink (base 2,
  * -inf without one) joins at the merge. */
@@ -64,14 +84,17 @@ struct kv_int8 {
 template <int DPL>
 struct merge_lds {
     float m[GEN_WAVES], l[GEN_WAVES];
+    int bad[GEN_WAVES];
     float acc[GEN_WAVES][DPL * R35A_WAVE];
 };
 
 /* Online softmax of one row over keys [lo, hi] given by key_at(j) -> (K row, V row) byte
  * addresses, and the normalized result (times v_scale) written to orow. DPL = elements per lane =
- * dmax / 32. */
+ * dmax / 32. key_at returns false for a key whose page is not in the cache (it then gives
+ * addresses inside the cache, page 0): the row is then written as NaN and attend_row returns true
+ * in wave 0 (the caller records it). */
 template <class E, class KV, int DPL, class KeyAt>
-R35A_DEV void attend_row(merge_lds<DPL> &lds, const u16 *qrow, u16 *orow, int D, int lo, int hi,
+R35A_DEV bool attend_row(merge_lds<DPL> &lds, const u16 *qrow, u16 *orow, int D, int lo, int hi,
                          const logit_rule &rule, float v_scale, KeyAt key_at) {
     const int lane = lane_id(), w = wave_id();
     constexpr int CH = DPL > 16 ? 8 : DPL;
@@ -92,9 +115,10 @@ R35A_DEV void attend_row(merge_lds<DPL> &lds, const u16 *qrow, u16 *orow, int D,
         acc[i] = 0.f;
     }
     float m = neg_inf(), l = 0.f;
+    bool bad_page = false;
     for (int j = lo + w; j <= hi; j += GEN_WAVES) {
         const void *krow, *vrow;
-        key_at(j, krow, vrow);
+        bad_page |= !key_at(j, krow, vrow);
         /* Wide heads (dmax > 512) must fit 128 VGPRs without spilling: the loads go out in chunks of
          * CH fenced by scheduling barriers, q stays packed (an empty asm makes it opaque, so its
          * conversion is not hoisted out of the loop as 32 floats) and the element indices are
@@ -115,8 +139,10 @@ R35A_DEV void attend_row(merge_lds<DPL> &lds, const u16 *qrow, u16 *orow, int D,
             if constexpr (WIDE) sched_barrier();
         }
         const float s = rule.base2(wave_sum(dot), j);
-        const float mn = fmax(m, s);
-        const float corr = exp2_fast(m - mn), p = exp2_fast(s - mn);
+        const float mn = max_keep_nan(m, s);
+        /* while every logit so far is -inf, rescale against 0: exp2(-inf - -inf) would be NaN */
+        const float base = mn == neg_inf() ? 0.f : mn;
+        const float corr = exp2_fast(m - base), p = exp2_fast(s - base);
         l = l * corr + p;
         for (int c0 = 0; c0 < DPL; c0 += CH) {
             /* past D this accumulates a copy of element D-1 that is never stored */
@@ -131,21 +157,27 @@ R35A_DEV void attend_row(merge_lds<DPL> &lds, const u16 *qrow, u16 *orow, int D,
     if (lane == 0) {
         lds.m[w] = m;
         lds.l[w] = l;
+        lds.bad[w] = bad_page;
     }
     for (int i = 0; i < DPL; ++i) lds.acc[w][lane + R35A_WAVE * i] = acc[i];
     block_sync();
-    if (w != 0) return;
+    if (w != 0) return false;
     float mx = neg_inf();
-    for (int k = 0; k < GEN_WAVES; ++k) mx = fmax(mx, lds.m[k]);
+    bool poisoned = false;
+    for (int k = 0; k < GEN_WAVES; ++k) {
+        mx = max_keep_nan(mx, lds.m[k]);
+        poisoned |= lds.bad[k] != 0;
+    }
     const bool seen = mx != neg_inf();              /* else no key: zeros, whatever the sink */
-    const float mu = seen ? fmax(mx, rule.sink2) : 0.f;
+    const float mu = seen ? max_keep_nan(mx, rule.sink2) : 0.f;
     float lsum = exp2_fast(rule.sink2 - mu), wk[GEN_WAVES];   /* 0 without a sink; NaN sink: NaN */
     for (int k = 0; k < GEN_WAVES; ++k) {
         wk[k] = exp2_fast(lds.m[k] - mu);
         lsum += lds.l[k] * wk[k];
     }
-    /* lsum >= 1 when seen: the largest logit (or the sink above it) contributes exp2(0) */
-    const float inv = seen ? rcp_fast(lsum) * v_scale : 0.f;
+    /* lsum >= 1 when seen: the largest logit (or the sink above it) contributes exp2(0); a NaN
+     * anywhere (non-finite logits, a poisoned row) makes it NaN */
+    const float inv = poisoned ? quiet_nan() : seen ? rcp_fast(lsum) * v_scale : 0.f;
     /* (kept rolled: unrolled, the wide kernel would read all 4 x DPL partials into registers) */
 R35A_NO_UNROLL
     for (int i = 0; i < DPL; ++i) {
@@ -157,6 +189,7 @@ R35A_NO_UNROLL
         for (int k = 0; k < GEN_WAVES; ++k) o += lds.acc[k][d] * wk[k];
         store_u16(orow + imin(d, D - 1), E::from_f32(o * inv));
     }
+    return poisoned;
 }
 
 /* Largest s in [0, n) with starts[s] <= t (starts non-decreasing, starts[0] = 0 <= t): the
@@ -174,16 +207,40 @@ R35A_DEV int find_owner(const int32_t *starts, int n, int t) {
 /* The row's sink logit in base 2, -inf without sinks. */
 R35A_DEV float sink_base2(const float *sinks, int h) { return sinks ? load_f32(sinks + h) * LOG2E_F : neg_inf(); }
 
+/* The workgroup of row (t, h) also checks its share of every sequence's metadata (sequences
+ * t * H + h, + T * H, ...: each one by some workgroup, usually none or one per workgroup), so bad
+ * entries of sequences no row of this call reaches are recorded too. */
+R35A_DEV void check_paged_share(const r35a_generic_paged_args &a, int t, int h) {
+    const i64 count = (i64)a.num_tokens * a.num_q_heads;
+    for (i64 s = (i64)t * a.num_q_heads + h; s < a.num_seqs; s += count) {
+        const u32 code = r35a_paged_sequence_error((int)s, a.num_seqs, load_i32(a.query_start_loc + s),
+                                                   load_i32(a.query_start_loc + s + 1), load_i32(a.seq_lens + s),
+                                                   a.num_tokens, a.max_query_len, a.max_seq_len);
+        if (code != R35A_DEVICE_ERROR_NONE && thread_x() == 0) report_bad_data(a.error, code, (u32)s);
+    }
+}
+
 template <class E, int DMAX>
 R35A_DEV void generic_paged(const r35a_generic_paged_args &a) {
     constexpr int DPL = DMAX / R35A_WAVE;
     __shared__ merge_lds<DPL> lds;
     const int t = block_x(), h = block_y();
+    check_paged_share(a, t, h);
     const int s = find_owner(a.query_start_loc, a.num_seqs, t);
-    const int q0 = a.query_start_loc[s];
-    const int M = a.query_start_loc[s + 1] - q0;
-    if (M <= a.min_query_len) return;                 /* served by the decode kernel */
+    const int q0 = a.query_start_loc[s], q1 = a.query_start_loc[s + 1];
     const int L = a.seq_lens[s];
+    u16 *orow = (u16 *)a.out + (i64)t * a.o_token_stride + (i64)h * a.o_head_stride;
+    /* the row must lie in its sequence's range (a query_start_loc that is not non-decreasing can
+     * give a token no owner) and the sequence's metadata must hold: else NaN, recorded */
+    u32 code = r35a_paged_sequence_error(s, a.num_seqs, q0, q1, L, a.num_tokens, a.max_query_len, a.max_seq_len);
+    if (code == R35A_DEVICE_ERROR_NONE && !(q0 <= t && t < q1)) code = R35A_DEVICE_ERROR_QUERY_START_LOC;
+    if (code != R35A_DEVICE_ERROR_NONE) {
+        store_nan_row<E>(orow, a.head_size);
+        if (thread_x() == 0 && h == 0) report_bad_data(a.error, code, (u32)s);
+        return;
+    }
+    const int M = q1 - q0;
+    if (M <= a.min_query_len) return;                 /* served by the decode kernel */
     const int i = t - q0, p = L - M + i;
     const int hi = imin(p, L - 1);
     const int lo = (int)r35a_window_first_key(p, a.window);
@@ -200,32 +257,57 @@ R35A_DEV void generic_paged(const r35a_generic_paged_args &a) {
     rule.sink2 = sink_base2(a.sinks, h);
     rule.pos = p;
     const u16 *qrow = (const u16 *)a.q + (i64)t * a.q_token_stride + (i64)h * a.q_head_stride;
-    u16 *orow = (u16 *)a.out + (i64)t * a.o_token_stride + (i64)h * a.o_head_stride;
     const int32_t *bt = a.block_table + (i64)s * a.block_table_stride;
     const int B = a.page_size;
     auto run = [&](auto kv) {
         using KV = decltype(kv);
         const char *kh = (const char *)a.k_cache + (i64)g * a.k_head_stride * KV::bytes;
         const char *vh = (const char *)a.v_cache + (i64)g * a.v_head_stride * KV::bytes;
-        attend_row<E, KV>(lds, qrow, orow, a.head_size, lo, hi, rule, v_scale,
-                          [&](int j, const void *&kr, const void *&vr) {
+        return attend_row<E, KV>(lds, qrow, orow, a.head_size, lo, hi, rule, v_scale,
+                                 [&](int j, const void *&kr, const void *&vr) {
             const int pi = j / B, slot = j - pi * B;
-            const i64 page = load_i32_uniform(bt + pi);
+            const i64 entry = load_i32_uniform(bt + pi);   /* pi < ceil(L / B) <= block_table_stride */
+            const bool ok = r35a_page_index_ok(entry, a.num_pages);
+            const i64 page = ok ? entry : 0;               /* one compare and select per key */
             kr = kh + (page * a.k_page_stride + (i64)slot * a.k_slot_stride) * KV::bytes;
             vr = vh + (page * a.v_page_stride + (i64)slot * a.v_slot_stride) * KV::bytes;
+            return ok;
         });
     };
-    if (a.kv_dtype == R35A_GENERIC_KV_FP8_E4M3) run(kv_fp8_e4m3{});   /* uniform branches */
-    else if (a.kv_dtype == R35A_GENERIC_KV_INT8) run(kv_int8{});
-    else run(kv_as_q<E>{});
+    bool bad_page;
+    if (a.kv_dtype == R35A_GENERIC_KV_FP8_E4M3) bad_page = run(kv_fp8_e4m3{});   /* uniform branches */
+    else if (a.kv_dtype == R35A_GENERIC_KV_INT8) bad_page = run(kv_int8{});
+    else bad_page = run(kv_as_q<E>{});
+    if (bad_page && thread_x() == 0 && h == 0) report_bad_data(a.error, R35A_DEVICE_ERROR_PAGE_INDEX, (u32)s);
+}
+
+/* The varlen twin of check_paged_share: this workgroup's share of every segment's entries. */
+R35A_DEV void check_varlen_share(const r35a_generic_varlen_args &a, int t, int h) {
+    const i64 count = (i64)a.num_tokens * a.num_q_heads;
+    for (i64 s = (i64)t * a.num_q_heads + h; s < a.num_segments; s += count) {
+        const u32 code = r35a_varlen_segment_error((int)s, a.num_segments, load_i32(a.cu_seqlens + s),
+                                                   load_i32(a.cu_seqlens + s + 1), a.num_tokens, a.max_seqlen);
+        if (code != R35A_DEVICE_ERROR_NONE && thread_x() == 0) report_bad_data(a.error, code, (u32)s);
+    }
 }
 
 template <class E, int DMAX>
 R35A_DEV void generic_varlen(const r35a_generic_varlen_args &a) {
     __shared__ merge_lds<DMAX / R35A_WAVE> lds;
     const int t = block_x(), h = block_y();
+    check_varlen_share(a, t, h);
     const int s = find_owner(a.cu_seqlens, a.num_segments, t);
-    const int t0 = a.cu_seqlens[s], len = a.cu_seqlens[s + 1] - t0;
+    const int t0 = a.cu_seqlens[s], t1 = a.cu_seqlens[s + 1];
+    u16 *orow = (u16 *)a.out + (i64)t * a.o_token_stride + (i64)h * a.o_head_stride;
+    /* keys are read at tokens t0 .. t1-1: the segment must lie in 0..num_tokens and hold the row */
+    u32 code = r35a_varlen_segment_error(s, a.num_segments, t0, t1, a.num_tokens, a.max_seqlen);
+    if (code == R35A_DEVICE_ERROR_NONE && !(t0 <= t && t < t1)) code = R35A_DEVICE_ERROR_CU_SEQLENS;
+    if (code != R35A_DEVICE_ERROR_NONE) {
+        store_nan_row<E>(orow, a.head_size);
+        if (thread_x() == 0 && h == 0) report_bad_data(a.error, code, (u32)s);
+        return;
+    }
+    const int len = t1 - t0;
     const int i = t - t0;
     const int hi = a.causal ? i : len - 1;
     const int G = a.num_q_heads / a.num_kv_heads, g = h / G;
@@ -236,13 +318,13 @@ R35A_DEV void generic_varlen(const r35a_generic_varlen_args &a) {
     rule.sink2 = sink_base2(a.sinks, h);
     rule.pos = i;
     const u16 *qrow = (const u16 *)a.q + (i64)t * a.q_token_stride + (i64)h * a.q_head_stride;
-    u16 *orow = (u16 *)a.out + (i64)t * a.o_token_stride + (i64)h * a.o_head_stride;
     const u16 *kh = (const u16 *)a.k + (i64)t0 * a.k_token_stride + (i64)g * a.k_head_stride;
     const u16 *vh = (const u16 *)a.v + (i64)t0 * a.v_token_stride + (i64)g * a.v_head_stride;
     attend_row<E, kv_as_q<E>>(lds, qrow, orow, a.head_size, 0, hi, rule, 1.f,
                               [&](int j, const void *&kr, const void *&vr) {
         kr = kh + (i64)j * a.k_token_stride;
         vr = vh + (i64)j * a.v_token_stride;
+        return true;
     });
 }
 

@@ -125,6 +125,21 @@ r35a_status r35a_context_create(const r35a_context_options *options, r35a_contex
     return R35A_OK;
 }
 
+/* On a GPU context, what kernels of earlier runs recorded about bad device metadata
+ * (kernels/common/device_error.h), reported once and cleared; R35A_OK on the reference. */
+static r35a_status take_device_error(const r35a_context *context)
+{
+    return context->gpu_runtime ? r35a_gpu_take_device_error(context->gpu_runtime) : R35A_OK;
+}
+
+r35a_status r35a_context_check_device(r35a_context *context)
+{
+    r35a_clear_error();
+    if (!context)
+        return r35a_fail(R35A_ERR_NULL_POINTER, "context: NULL");
+    return take_device_error(context);
+}
+
 void r35a_context_destroy(r35a_context *context)
 {
     if (!context)
@@ -179,8 +194,11 @@ static r35a_status plan_op(r35a_op op, r35a_context *context, const void *desc, 
     *out = NULL;
     if (!context)
         return r35a_fail(R35A_ERR_NULL_POINTER, "context: NULL");
+    r35a_status st = take_device_error(context);
+    if (st != R35A_OK)
+        return st;
     r35a_op_desc full;
-    r35a_status st = r35a_upgrade_desc(op, desc, &full);
+    st = r35a_upgrade_desc(op, desc, &full);
     if (st == R35A_OK)
         st = r35a_validate_desc(op, &full);
     if (st != R35A_OK)
@@ -209,6 +227,9 @@ static r35a_status run_op(r35a_op op, r35a_context *context, const r35a_plan *pl
     r35a_clear_error();
     if (!context)
         return r35a_fail(R35A_ERR_NULL_POINTER, "context: NULL");
+    r35a_status st = take_device_error(context);
+    if (st != R35A_OK)
+        return st;
     if (!plan)
         return r35a_fail(R35A_ERR_NULL_POINTER, "plan: NULL");
     if (plan->op != op)
@@ -223,7 +244,7 @@ static r35a_status run_op(r35a_op op, r35a_context *context, const r35a_plan *pl
         return r35a_fail(R35A_ERR_NULL_POINTER, "workspace: NULL but the plan needs %zu bytes",
                          plan->info.workspace_bytes);
     r35a_op_args full;
-    r35a_status st = r35a_upgrade_args(op, args, &full);
+    st = r35a_upgrade_args(op, args, &full);
     if (st == R35A_OK)
         st = r35a_validate_args(op, &plan->desc, &full, context->backend == R35A_BACKEND_REFERENCE);
     if (st != R35A_OK)

@@ -16,6 +16,7 @@
 #include "gpu_runtime.h"
 
 #include "common/decode_args.h"
+#include "common/device_error.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -56,8 +57,16 @@ typedef struct cuda_api {
                               void **params, void **extra);
     cu_result (*MemsetD8Async)(cu_deviceptr dst, unsigned char value, size_t bytes, cu_stream stream);
     cu_result (*FuncSetAttribute)(cu_function f, int attribute, int value);
+    cu_result (*MemHostAlloc)(void **ptr, size_t bytes, unsigned flags);
+    cu_result (*MemHostGetDevicePointer)(cu_deviceptr *device_ptr, void *host_ptr, unsigned flags);
+    cu_result (*MemFreeHost)(void *ptr);
     cu_result (*GetErrorString)(cu_result error, const char **text);
 } cuda_api;
+
+/* cuMemHostAlloc flags of the device error record: mapped into the device's address space, and
+ * portable (pinned for every context, whichever is current when a kernel of ours runs). */
+#define CU_MEMHOSTALLOC_PORTABLE 0x1u
+#define CU_MEMHOSTALLOC_DEVICEMAP 0x2u
 
 static struct {
     cuda_api api;
@@ -109,6 +118,9 @@ static void load_driver(void)
         SYM(LaunchKernel, "cuLaunchKernel"),
         SYM(MemsetD8Async, "cuMemsetD8Async"),
         SYM(FuncSetAttribute, "cuFuncSetAttribute"),
+        SYM(MemHostAlloc, "cuMemHostAlloc"),
+        SYM(MemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2"),
+        SYM(MemFreeHost, "cuMemFreeHost"),
         SYM(GetErrorString, "cuGetErrorString"),
 #undef SYM
     };
@@ -193,11 +205,38 @@ static void release_state(cuda_state *st)
         if (enter(st) == 0) {
             r35a_gpu_loader loader = loader_of(st);
             r35a_gpu_unload_kernels(&st->runtime, &loader);
+            if (st->runtime.error_host)
+                (void)driver.api.MemFreeHost(st->runtime.error_host);
             leave();
         }
         (void)driver.api.DevicePrimaryCtxRelease(st->device);
     }
     free(st);
+}
+
+/* The device error record (gpu_runtime.h): pinned host memory mapped for the device, cleared. The
+ * primary context must be current. */
+static bool alloc_error_record(cuda_state *st, char *reason, size_t reason_len)
+{
+    void *host = NULL;
+    cu_deviceptr device = 0;
+    cu_result e = driver.api.MemHostAlloc(&host, R35A_DEVICE_ERROR_BYTES, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE);
+    if (e != 0 || !host) {
+        snprintf(reason, reason_len, "cuMemHostAlloc of the %d-byte device error record failed: %s (%d)",
+                 R35A_DEVICE_ERROR_BYTES, cu_error_text(e), e);
+        return false;
+    }
+    memset(host, 0, R35A_DEVICE_ERROR_BYTES);
+    e = driver.api.MemHostGetDevicePointer(&device, host, 0);
+    if (e != 0 || !device) {
+        snprintf(reason, reason_len, "cuMemHostGetDevicePointer of the device error record failed: %s (%d)",
+                 cu_error_text(e), e);
+        (void)driver.api.MemFreeHost(host);
+        return false;
+    }
+    st->runtime.error_host = host;
+    st->runtime.error_device = (uint32_t *)(uintptr_t)device;
+    return true;
 }
 
 /* The runtime's release hook (api.c calls it through ctx->gpu_runtime). */
@@ -309,7 +348,8 @@ bool r35a_cuda_context_init(r35a_context *ctx, int device_index, bool *built, ch
         return false;
     }
     r35a_gpu_loader loader = loader_of(st);
-    bool ok = r35a_gpu_load_kernels(&st->runtime, &loader, reason, reason_len);
+    bool ok = r35a_gpu_load_kernels(&st->runtime, &loader, reason, reason_len) &&
+              alloc_error_record(st, reason, reason_len);
     leave();
     if (!ok) {
         release_state(st);

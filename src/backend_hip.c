@@ -22,6 +22,8 @@
 
 #include "gpu_runtime.h"
 
+#include "common/device_error.h"
+
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -51,8 +53,16 @@ typedef struct hip_api {
                                     unsigned block_x, unsigned block_y, unsigned block_z,
                                     unsigned shared_bytes, hip_stream stream, void **params, void **extra);
     hip_error (*MemsetAsync)(void *dst, int value, size_t bytes, hip_stream stream);
+    hip_error (*HostMalloc)(void **ptr, size_t bytes, unsigned flags);
+    hip_error (*HostGetDevicePointer)(void **device_ptr, void *host_ptr, unsigned flags);
+    hip_error (*HostFree)(void *ptr);
     const char *(*GetErrorString)(hip_error error);
 } hip_api;
+
+/* hipHostMalloc flags of the device error record: mapped into the device's address space, coherent
+ * (the kernels' stores reach host memory without a cache flush by the host). */
+#define HIP_HOST_MALLOC_MAPPED 0x2u
+#define HIP_HOST_MALLOC_COHERENT 0x40000000u
 
 static struct {
     hip_api api;
@@ -107,6 +117,7 @@ static void load_runtime(void)
         SYM(GetDeviceCount),    SYM(GetDevicePropertiesR0600), SYM(GetDevice),
         SYM(SetDevice),         SYM(ModuleLoadData),           SYM(ModuleUnload),
         SYM(ModuleGetFunction), SYM(ModuleLaunchKernel),       SYM(MemsetAsync),
+        SYM(HostMalloc),        SYM(HostGetDevicePointer),     SYM(HostFree),
         SYM(GetErrorString),
 #undef SYM
     };
@@ -188,9 +199,35 @@ static void release_state(hip_state *st)
     if (runtime.ok && enter_device(st->device, &previous) == 0) {
         r35a_gpu_loader loader = loader_of(st);
         r35a_gpu_unload_kernels(&st->runtime, &loader);
+        if (st->runtime.error_host)
+            (void)runtime.api.HostFree(st->runtime.error_host);
         leave_device(previous);
     }
     free(st);
+}
+
+/* The device error record (gpu_runtime.h): pinned host memory mapped for the device, cleared. The
+ * device must be current. */
+static bool alloc_error_record(hip_state *st, char *reason, size_t reason_len)
+{
+    void *host = NULL, *device = NULL;
+    hip_error e = runtime.api.HostMalloc(&host, R35A_DEVICE_ERROR_BYTES, HIP_HOST_MALLOC_MAPPED | HIP_HOST_MALLOC_COHERENT);
+    if (e != 0 || !host) {
+        snprintf(reason, reason_len, "hipHostMalloc of the %d-byte device error record failed: %s (%d)",
+                 R35A_DEVICE_ERROR_BYTES, hip_error_text(e), e);
+        return false;
+    }
+    memset(host, 0, R35A_DEVICE_ERROR_BYTES);
+    e = runtime.api.HostGetDevicePointer(&device, host, 0);
+    if (e != 0 || !device) {
+        snprintf(reason, reason_len, "hipHostGetDevicePointer of the device error record failed: %s (%d)",
+                 hip_error_text(e), e);
+        (void)runtime.api.HostFree(host);
+        return false;
+    }
+    st->runtime.error_host = host;
+    st->runtime.error_device = device;
+    return true;
 }
 
 /* The runtime's release hook (api.c calls it through ctx->gpu_runtime). */
@@ -313,6 +350,10 @@ bool r35a_hip_context_init(r35a_context *ctx, int device_index, char *reason, si
     }
     r35a_gpu_loader loader = loader_of(st);
     bool ok = r35a_gpu_load_kernels(&st->runtime, &loader, reason, reason_len);
+    if (ok && !alloc_error_record(st, reason, reason_len)) {
+        r35a_gpu_unload_kernels(&st->runtime, &loader);
+        ok = false;
+    }
     leave_device(previous);
     if (!ok) {
         free(st);

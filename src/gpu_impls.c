@@ -161,18 +161,25 @@ static r35a_status launch_one(const r35a_context *ctx, const r35a_plan *plan, co
         r35a_generic_varlen_args generic_varlen;
         r35a_encoder_args encoder;
     } ka;
+    /* every kernel gets the bounds of its metadata checks from its fill function and the context's
+     * device error record here (device_error.h) */
     switch (l->family) {
     case R35A_GPU_DECODE:
         r35a_fill_decode_args(&plan->desc.paged, args, l, workspace, &ka.decode);
+        ka.decode.error = runtime_of(ctx)->error_device;
         break;
     case R35A_GPU_GENERIC:
-        if (plan->op == R35A_OP_PAGED)
+        if (plan->op == R35A_OP_PAGED) {
             r35a_fill_generic_paged_args(&plan->desc.paged, args, l->min_query_len, &ka.generic_paged);
-        else
+            ka.generic_paged.error = runtime_of(ctx)->error_device;
+        } else {
             r35a_fill_generic_varlen_args(&plan->desc.varlen, args, &ka.generic_varlen);
+            ka.generic_varlen.error = runtime_of(ctx)->error_device;
+        }
         break;
     case R35A_GPU_ENCODER:
         r35a_fill_encoder_args(&plan->desc.varlen, args, &ka.encoder);
+        ka.encoder.error = runtime_of(ctx)->error_device;
         break;
     case R35A_GPU_NUM_FAMILIES:
         return r35a_fail(R35A_ERR_INTERNAL, "plan holds a launch of no kernel family");

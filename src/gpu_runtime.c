@@ -2,6 +2,7 @@
 #include "gpu_runtime.h"
 
 #include "common/decode_args.h"
+#include "common/device_error.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +16,31 @@ static void **handles_of(r35a_gpu_runtime *rt, r35a_gpu_family family)
     case R35A_GPU_NUM_FAMILIES: break;
     }
     return NULL;
+}
+
+/* ---- the device error record ---- */
+
+r35a_status r35a_gpu_take_device_error(const r35a_gpu_runtime *rt)
+{
+    /* A plain load first (the common, clean case costs one read of host memory), then an exchange,
+     * so that of several threads reading the same record only one reports it. A kernel still
+     * running may record after the exchange: the next call reports that. */
+    if (!rt->error_host || __atomic_load_n(rt->error_host, __ATOMIC_ACQUIRE) == 0)
+        return R35A_OK;
+    const uint64_t record = __atomic_exchange_n(rt->error_host, 0, __ATOMIC_ACQ_REL);
+    if (record == 0)
+        return R35A_OK;
+    const uint32_t code = (uint32_t)record, index = (uint32_t)(record >> 32);
+    switch (code) {
+#define R35A_DEVICE_ERROR_DETAIL(name, value, field, unit, what)                                                \
+    case value:                                                                                                \
+        return r35a_fail(R35A_ERR_INVALID_DATA, field ": " unit " %u " what " (found on the device by an earlier run)", \
+                         index);
+        R35A_DEVICE_ERROR_CODES(R35A_DEVICE_ERROR_DETAIL)
+#undef R35A_DEVICE_ERROR_DETAIL
+    }
+    return r35a_fail(R35A_ERR_INVALID_DATA, "device error record: unknown code %u for index %u (found on the device "
+                     "by an earlier run)", code, index);
 }
 
 void *r35a_gpu_kernel_handle(const r35a_gpu_runtime *rt, r35a_gpu_family family, int index)

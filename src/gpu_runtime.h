@@ -18,6 +18,12 @@ struct r35a_gpu_runtime {
     void *generic[R35A_HANDLES(R35A_NUM_GENERIC_KERNELS)];
     void *encoder[R35A_HANDLES(R35A_NUM_ENCODER_VARIANTS)];
     void *modules[R35A_GPU_NUM_FAMILIES];   /* the loaded module of each family (NULL: none) */
+    /* The context's device error record (kernels/common/device_error.h): host-mapped pinned memory
+     * the backend allocates at context creation. The host reads it through error_host (a plain
+     * load: no device call, so graph capture is unaffected); every kernel gets error_device in its
+     * argument struct. */
+    uint64_t *error_host;
+    uint32_t *error_device;
     /* On stream: zeroes clear_bytes at clear first when clear_bytes > 0, then launches kernel
      * (named name in messages) with its one by-value argument struct args and shared_bytes of dynamic
      * shared memory per workgroup. Returns R35A_OK, or the failure through r35a_fail. */
@@ -27,6 +33,11 @@ struct r35a_gpu_runtime {
     /* Unloads the modules and frees the backend state ctx->gpu (which holds this runtime). */
     void (*release)(r35a_context *ctx);
 };
+
+/* Reports and clears the device error record: R35A_OK when it is clear, else R35A_ERR_INVALID_DATA
+ * with a detail naming the field and the sequence (through r35a_fail). Safe from several threads:
+ * one of them reports a given record. */
+r35a_status r35a_gpu_take_device_error(const r35a_gpu_runtime *rt);
 
 /* The handle of kernel `index` of `family` (NULL if it is not one of the device's). */
 void *r35a_gpu_kernel_handle(const r35a_gpu_runtime *rt, r35a_gpu_family family, int index);

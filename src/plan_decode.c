@@ -178,6 +178,12 @@ void r35a_fill_decode_args(const r35a_paged_attention_desc *d, const r35a_paged_
     out->max_query_len = launch->max_query_len;
     out->num_row_groups = launch->num_row_groups;
     out->num_splits = launch->num_splits;
+    /* the bounds of the device checks (the whole call's: a mixed batch's decode launch serves
+     * M <= 8 of the descriptor's max_query_len); out->error is the context's, set at launch */
+    out->num_tokens = d->num_tokens;
+    out->num_pages = d->num_pages;
+    out->max_seq_len = d->max_seq_len;
+    out->query_len_bound = d->max_query_len;
     out->scale_log2 = r35a_scale_log2(d->softmax_scale);
     out->logit_softcap = d->logit_softcap;
     out->alibi_slopes = d->use_alibi ? a->alibi_slopes : NULL;

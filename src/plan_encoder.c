@@ -119,6 +119,7 @@ void r35a_fill_encoder_args(const r35a_varlen_attention_desc *d, const r35a_varl
     out->num_heads = d->num_q_heads;
     out->max_seqlen = d->max_seqlen;
     out->scale_log2 = r35a_scale_log2(d->softmax_scale);
+    out->num_tokens = d->num_tokens;   /* out->error: the context's record, set at launch */
 }
 
 bool r35a_encoder_pointers_aligned(const r35a_varlen_attention_args *a, char *why, size_t why_len)

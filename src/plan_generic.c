@@ -94,8 +94,12 @@ void r35a_fill_generic_paged_args(const r35a_paged_attention_desc *d, const r35a
     R35A_GENERIC_SHAPE(R35A_COPY_FROM_DESC)
     out->num_seqs = d->num_seqs;
     out->page_size = d->page_size;
+    out->num_pages = d->num_pages;
+    out->max_seq_len = d->max_seq_len;
+    out->max_query_len = d->max_query_len;
     out->window = d->window;
     out->min_query_len = min_query_len;
+    /* out->error: the context's record, set by the launch (gpu_impls.c) */
 }
 
 void r35a_fill_generic_varlen_args(const r35a_varlen_attention_desc *d, const r35a_varlen_attention_args *a,
@@ -108,5 +112,6 @@ void r35a_fill_generic_varlen_args(const r35a_varlen_attention_desc *d, const r3
     out->sinks = d->use_sinks ? a->sinks : NULL;
     out->num_segments = d->num_segments;
     out->causal = d->causal;
+    out->max_seqlen = d->max_seqlen;
 }
 

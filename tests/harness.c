@@ -301,6 +301,55 @@ static int32_t garbage_page(tu_rng *rng, int32_t num_pages)
     return k == 5 ? num_pages + tu_range(rng, 0, 1000) : choices[k];
 }
 
+/* The float64 oracle of p's current host buffers into p->ref and p->ref_max. */
+int paged_problem_oracle(paged_problem *p)
+{
+    const paged_spec *s = &p->spec;
+    const r35a_paged_attention_desc *d = &p->desc;
+    oracle_paged o;
+    memset(&o, 0, sizeof o);
+    o.dtype = s->dtype;
+    o.num_seqs = s->num_seqs;
+    o.num_tokens = p->num_tokens;
+    o.num_q_heads = s->num_q_heads;
+    o.num_kv_heads = s->num_kv_heads;
+    o.head_size = s->head_size;
+    o.page_size = s->page_size;
+    o.num_pages = p->num_pages;
+    o.block_table_stride = p->bt_stride;
+    o.window = s->window;
+    o.softmax_scale = (double)d->softmax_scale;
+    o.logit_softcap = (double)s->logit_softcap;
+    o.alibi_slopes = s->use_alibi ? p->alibi : NULL;
+    o.sinks = p->sinks;
+    o.kv_dtype = s->kv_dtype;
+    o.k_scale = p->k_scale;
+    o.v_scale = p->v_scale;
+    o.kv_scale_per_head = s->kv_scale_per_head;
+    o.q = p->q;
+    o.q_token_stride = d->q_token_stride;
+    o.q_head_stride = d->q_head_stride;
+    o.k = p->k;
+    o.k_page_stride = d->k_page_stride;
+    o.k_head_stride = d->k_head_stride;
+    o.k_slot_stride = d->k_slot_stride;
+    o.v = p->v;
+    o.v_page_stride = d->v_page_stride;
+    o.v_head_stride = d->v_head_stride;
+    o.v_slot_stride = d->v_slot_stride;
+    o.seq_lens = p->seq_lens;
+    o.query_start_loc = p->query_start_loc;
+    o.block_table = p->block_table;
+    const double t0 = now_seconds();
+    const int orc = oracle_paged_attention(&o, p->ref);
+    g_time_oracle += now_seconds() - t0;
+    if (orc != 0) {
+        return -1;
+    }
+    p->ref_max = max_abs(p->ref, (size_t)p->num_tokens * (size_t)s->num_q_heads * (size_t)s->head_size);
+    return 0;
+}
+
 int paged_problem_init(paged_problem *p, const paged_spec *spec, tu_rng *rng)
 {
     const double t_start = now_seconds();
@@ -493,52 +542,12 @@ int paged_problem_init(paged_problem *p, const paged_spec *spec, tu_rng *rng)
         d->struct_size = offsetof(r35a_paged_attention_desc, use_sinks);
     }
 
-    /* oracle */
-    oracle_paged o;
-    memset(&o, 0, sizeof o);
-    o.dtype = dt;
-    o.num_seqs = s->num_seqs;
-    o.num_tokens = tokens;
-    o.num_q_heads = hq;
-    o.num_kv_heads = hkv;
-    o.head_size = D;
-    o.page_size = B;
-    o.num_pages = p->num_pages;
-    o.block_table_stride = p->bt_stride;
-    o.window = s->window;
-    o.softmax_scale = (double)d->softmax_scale;
-    o.logit_softcap = (double)s->logit_softcap;
-    o.alibi_slopes = s->use_alibi ? p->alibi : NULL;
-    o.sinks = p->sinks;
-    o.kv_dtype = s->kv_dtype;
-    o.k_scale = p->k_scale;
-    o.v_scale = p->v_scale;
-    o.kv_scale_per_head = s->kv_scale_per_head;
-    o.q = p->q;
-    o.q_token_stride = qts;
-    o.q_head_stride = qhs;
-    o.k = p->k;
-    o.k_page_stride = kps;
-    o.k_head_stride = khs;
-    o.k_slot_stride = kss;
-    o.v = p->v;
-    o.v_page_stride = vps;
-    o.v_head_stride = vhs;
-    o.v_slot_stride = vss;
-    o.seq_lens = p->seq_lens;
-    o.query_start_loc = p->query_start_loc;
-    o.block_table = p->block_table;
     const size_t ref_elems = (size_t)tokens * (size_t)hq * (size_t)D;
-    p->ref = malloc(sizeof(double) * (ref_elems ? ref_elems : 1));
-    const double t0 = now_seconds();
-    g_time_build += t0 - t_start;
-    const int orc = oracle_paged_attention(&o, p->ref);
-    g_time_oracle += now_seconds() - t0;
-    if (orc != 0) {
+    p->ref = calloc(ref_elems ? ref_elems : 1, sizeof(double));
+    g_time_build += now_seconds() - t_start;
+    if (!s->defer_oracle && paged_problem_oracle(p) != 0) {
         return -1;
     }
-    p->ref_max = max_abs(p->ref, ref_elems);
-
     p->input_hash = paged_input_hash(p);
     return 0;
 }
@@ -815,6 +824,43 @@ static uint64_t varlen_input_hash(const varlen_problem *p)
     return h;
 }
 
+/* The float64 oracle of p's current host buffers into p->ref and p->ref_max. */
+int varlen_problem_oracle(varlen_problem *p)
+{
+    const varlen_spec *s = &p->spec;
+    const r35a_varlen_attention_desc *d = &p->desc;
+    oracle_varlen o;
+    memset(&o, 0, sizeof o);
+    o.dtype = s->dtype;
+    o.num_segments = s->num_segments;
+    o.num_tokens = p->num_tokens;
+    o.num_q_heads = s->num_q_heads;
+    o.num_kv_heads = s->num_kv_heads;
+    o.head_size = s->head_size;
+    o.causal = s->causal;
+    o.softmax_scale = (double)d->softmax_scale;
+    o.logit_softcap = (double)s->logit_softcap;
+    o.sinks = p->sinks;
+    o.q = p->q;
+    o.q_token_stride = d->q_token_stride;
+    o.q_head_stride = d->q_head_stride;
+    o.k = p->k;
+    o.k_token_stride = d->k_token_stride;
+    o.k_head_stride = d->k_head_stride;
+    o.v = p->v;
+    o.v_token_stride = d->v_token_stride;
+    o.v_head_stride = d->v_head_stride;
+    o.cu_seqlens = p->cu_seqlens;
+    const double t0 = now_seconds();
+    const int orc = oracle_varlen_attention(&o, p->ref);
+    g_time_oracle += now_seconds() - t0;
+    if (orc != 0) {
+        return -1;
+    }
+    p->ref_max = max_abs(p->ref, (size_t)p->num_tokens * (size_t)s->num_q_heads * (size_t)s->head_size);
+    return 0;
+}
+
 int varlen_problem_init(varlen_problem *p, const varlen_spec *spec, tu_rng *rng)
 {
     const double t_start = now_seconds();
@@ -915,38 +961,12 @@ int varlen_problem_init(varlen_problem *p, const varlen_spec *spec, tu_rng *rng)
     memset(p->out_mask, 0, p->out_alloc_bytes);
     mark_rows(p->out_mask, p->out_guard_bytes, es, tokens, hq, D, d->o_token_stride, d->o_head_stride);
 
-    oracle_varlen o;
-    memset(&o, 0, sizeof o);
-    o.dtype = dt;
-    o.num_segments = s->num_segments;
-    o.num_tokens = tokens;
-    o.num_q_heads = hq;
-    o.num_kv_heads = hkv;
-    o.head_size = D;
-    o.causal = s->causal;
-    o.softmax_scale = (double)d->softmax_scale;
-    o.logit_softcap = (double)s->logit_softcap;
-    o.sinks = p->sinks;
-    o.q = p->q;
-    o.q_token_stride = d->q_token_stride;
-    o.q_head_stride = d->q_head_stride;
-    o.k = p->k;
-    o.k_token_stride = d->k_token_stride;
-    o.k_head_stride = d->k_head_stride;
-    o.v = p->v;
-    o.v_token_stride = d->v_token_stride;
-    o.v_head_stride = d->v_head_stride;
-    o.cu_seqlens = p->cu_seqlens;
     const size_t ref_elems = (size_t)tokens * (size_t)hq * (size_t)D;
-    p->ref = malloc(sizeof(double) * (ref_elems ? ref_elems : 1));
-    const double t0 = now_seconds();
-    g_time_build += t0 - t_start;
-    const int orc = oracle_varlen_attention(&o, p->ref);
-    g_time_oracle += now_seconds() - t0;
-    if (orc != 0) {
+    p->ref = calloc(ref_elems ? ref_elems : 1, sizeof(double));
+    g_time_build += now_seconds() - t_start;
+    if (!s->defer_oracle && varlen_problem_oracle(p) != 0) {
         return -1;
     }
-    p->ref_max = max_abs(p->ref, ref_elems);
     p->input_hash = varlen_input_hash(p);
     return 0;
 }

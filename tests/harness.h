@@ -75,6 +75,8 @@ typedef struct paged_spec {
     bool garbage_unreached;          /* invalid page ids in block-table entries no query reaches */
     bool nan_fill;                   /* NaN in gaps, unused pages and slots past L */
     double q_amp, k_amp, v_offset;   /* value distributions */
+    bool defer_oracle;               /* init leaves ref zero: the caller runs paged_problem_oracle
+                                        (after changing inputs, or only for a sample of cases) */
 } paged_spec;
 
 /* Defaults: one sequence L = 1, M = 1; HND; contiguous Q/O; f16; no window, softcap, ALiBi. */
@@ -115,6 +117,8 @@ typedef struct paged_problem {
 
 /* Builds the buffers from spec with values from rng and runs the oracle. 0 on success. */
 int paged_problem_init(paged_problem *p, const paged_spec *spec, tu_rng *rng);
+/* Runs the oracle on p's current host buffers (ref, ref_max). 0 on success. */
+int paged_problem_oracle(paged_problem *p);
 void paged_problem_free(paged_problem *p);
 
 /* Runs the library on p (planning unless plan is given), compares with the oracle, records the
@@ -156,6 +160,7 @@ typedef struct varlen_spec {
     double q_amp, k_amp, v_offset;
     double k_growth;           /* key amplitude grows along each segment: k_amp x (1 + k_growth x pos),
                                   pos 0 .. 1 (the running max keeps rising: online-softmax rescales) */
+    bool defer_oracle;         /* as in paged_spec: varlen_problem_oracle runs it */
 } varlen_spec;
 
 void varlen_spec_init(varlen_spec *s, r35a_dtype dtype, int32_t hq, int32_t hkv, int32_t d);
@@ -182,6 +187,7 @@ typedef struct varlen_problem {
 } varlen_problem;
 
 int varlen_problem_init(varlen_problem *p, const varlen_spec *spec, tu_rng *rng);
+int varlen_problem_oracle(varlen_problem *p);
 void varlen_problem_free(varlen_problem *p);
 bool varlen_problem_check(r35a_context *ctx, varlen_problem *p, const r35a_plan *plan,
                           const tu_mem *mem, const char *label);

@@ -101,7 +101,7 @@ class DecodeArgs(ctypes.Structure):   # mirrors r35a_decode_args (checked agains
                 ("out", ctypes.c_uint64), ("seq_lens", ctypes.c_uint64), ("query_start_loc", ctypes.c_uint64),
                 ("block_table", ctypes.c_uint64), ("workspace", ctypes.c_uint64),
                 ("sinks", ctypes.c_uint64), ("alibi_slopes", ctypes.c_uint64),
-                ("k_scale", ctypes.c_uint64), ("v_scale", ctypes.c_uint64),
+                ("k_scale", ctypes.c_uint64), ("v_scale", ctypes.c_uint64), ("error", ctypes.c_uint64),
                 ("q_token_stride", ctypes.c_int64), ("q_head_stride", ctypes.c_int64),
                 ("o_token_stride", ctypes.c_int64), ("o_head_stride", ctypes.c_int64),
                 ("k_page_stride", ctypes.c_int64), ("k_head_stride", ctypes.c_int64), ("k_slot_stride", ctypes.c_int64),
@@ -109,14 +109,16 @@ class DecodeArgs(ctypes.Structure):   # mirrors r35a_decode_args (checked agains
                 ("block_table_stride", ctypes.c_int64),
                 ("num_seqs", ctypes.c_int32), ("num_kv_heads", ctypes.c_int32), ("group_size", ctypes.c_int32),
                 ("page_size", ctypes.c_int32), ("window", ctypes.c_int32), ("max_query_len", ctypes.c_int32),
-                ("num_row_groups", ctypes.c_int32), ("num_splits", ctypes.c_int32), ("scale_log2", ctypes.c_float),
+                ("num_row_groups", ctypes.c_int32), ("num_splits", ctypes.c_int32),
+                ("num_tokens", ctypes.c_int32), ("num_pages", ctypes.c_int32), ("max_seq_len", ctypes.c_int32),
+                ("query_len_bound", ctypes.c_int32), ("scale_log2", ctypes.c_float),
                 ("logit_softcap", ctypes.c_float), ("kv_scale_per_head", ctypes.c_int32), ("reserved", ctypes.c_int32)]
 
 
 class GenericPagedArgs(ctypes.Structure):   # mirrors r35a_generic_paged_args
     _fields_ = [("q", ctypes.c_uint64), ("k_cache", ctypes.c_uint64), ("v_cache", ctypes.c_uint64),
                 ("out", ctypes.c_uint64), ("seq_lens", ctypes.c_uint64), ("query_start_loc", ctypes.c_uint64),
-                ("block_table", ctypes.c_uint64), ("alibi_slopes", ctypes.c_uint64),
+                ("block_table", ctypes.c_uint64), ("error", ctypes.c_uint64), ("alibi_slopes", ctypes.c_uint64),
                 ("sinks", ctypes.c_uint64), ("k_scale", ctypes.c_uint64), ("v_scale", ctypes.c_uint64),
                 ("q_token_stride", ctypes.c_int64), ("q_head_stride", ctypes.c_int64),
                 ("o_token_stride", ctypes.c_int64), ("o_head_stride", ctypes.c_int64),
@@ -125,6 +127,7 @@ class GenericPagedArgs(ctypes.Structure):   # mirrors r35a_generic_paged_args
                 ("block_table_stride", ctypes.c_int64),
                 ("num_seqs", ctypes.c_int32), ("num_tokens", ctypes.c_int32), ("num_q_heads", ctypes.c_int32),
                 ("num_kv_heads", ctypes.c_int32), ("head_size", ctypes.c_int32), ("page_size", ctypes.c_int32),
+                ("num_pages", ctypes.c_int32), ("max_seq_len", ctypes.c_int32), ("max_query_len", ctypes.c_int32),
                 ("window", ctypes.c_int32), ("min_query_len", ctypes.c_int32),
                 ("softmax_scale", ctypes.c_float), ("logit_softcap", ctypes.c_float),
                 ("kv_dtype", ctypes.c_int32), ("kv_scale_per_head", ctypes.c_int32)]
@@ -132,14 +135,14 @@ class GenericPagedArgs(ctypes.Structure):   # mirrors r35a_generic_paged_args
 
 class GenericVarlenArgs(ctypes.Structure):   # mirrors r35a_generic_varlen_args
     _fields_ = [("q", ctypes.c_uint64), ("k", ctypes.c_uint64), ("v", ctypes.c_uint64), ("out", ctypes.c_uint64),
-                ("cu_seqlens", ctypes.c_uint64), ("sinks", ctypes.c_uint64),
+                ("cu_seqlens", ctypes.c_uint64), ("sinks", ctypes.c_uint64), ("error", ctypes.c_uint64),
                 ("q_token_stride", ctypes.c_int64), ("q_head_stride", ctypes.c_int64),
                 ("k_token_stride", ctypes.c_int64), ("k_head_stride", ctypes.c_int64),
                 ("v_token_stride", ctypes.c_int64), ("v_head_stride", ctypes.c_int64),
                 ("o_token_stride", ctypes.c_int64), ("o_head_stride", ctypes.c_int64),
                 ("num_segments", ctypes.c_int32), ("num_tokens", ctypes.c_int32), ("num_q_heads", ctypes.c_int32),
                 ("num_kv_heads", ctypes.c_int32), ("head_size", ctypes.c_int32), ("causal", ctypes.c_int32),
-                ("softmax_scale", ctypes.c_float), ("logit_softcap", ctypes.c_float)]
+                ("max_seqlen", ctypes.c_int32), ("softmax_scale", ctypes.c_float), ("logit_softcap", ctypes.c_float)]
 
 
 C_STRUCTS = {"r35a_decode_args": DecodeArgs, "r35a_generic_paged_args": GenericPagedArgs,
@@ -478,6 +481,28 @@ class PagedProblem:
         self.seq_lens_buf = mem.from_array(self.seq_lens, "seq_lens")
         self.qsl_buf = mem.from_array(self.qsl, "query_start_loc")
         self.bt_buf = mem.from_array(self.bt, "block_table")
+        self.error_buf = mem.from_array(np.zeros(2, dtype=np.uint32), "device error record")
+
+    def error_record(self):
+        """(code, sequence) of the device error record (device_error.h), (0, 0) when clear."""
+        w = np_view(self.error_buf.ptr, 2, np.uint32)
+        return int(w[0]), int(w[1])
+
+    def poke_kv(self, cache, s, g, j, e, value):
+        """Element e of key j (kv head g, sequence s) of K or V becomes value, for the kernel and
+        the oracle alike (16-bit caches)."""
+        page, slot = self.page_of[(s, j // self.B)], j % self.B
+        off = page * self.k_page_stride + g * self.k_head_stride + slot * self.k_slot_stride + e
+        ptr = self.k_ptr if cache == "k" else self.v_ptr
+        bits = to_bits(np.array([value], np.float32), self.dtype)
+        np_view(ptr, off + 1, np.uint16)[off] = bits[0]
+        (self.K if cache == "k" else self.V)[(s, g)][j, e] = from_bits(bits, self.dtype)[0]
+
+    def poke_q(self, tok, h, e, value):
+        bits = to_bits(np.array([value], np.float32), self.dtype)
+        off = tok * self.q_token_stride + h * self.q_head_stride + e
+        np_view(self.q_buf.ptr, off + 1, np.uint16)[off] = bits[0]
+        self.qf[tok, h, e] = from_bits(bits, self.dtype)[0]
 
     def poison_out(self):
         ctypes.memset(self.o_buf.ptr, 0xFF, self.o_elems * 2)
@@ -553,6 +578,10 @@ def decode_args(P, v, num_splits, fast_max_m, workspace_ptr, scale, feats=None):
     a.block_table_stride = P.bt_stride
     a.num_seqs, a.num_kv_heads, a.group_size, a.page_size = len(P.seqs), P.Hkv, G, P.B
     a.window, a.max_query_len, a.num_row_groups, a.num_splits = P.window, fast_max_m, rg, num_splits
+    a.error = P.error_buf.ptr
+    a.num_tokens, a.num_pages = P.num_tokens, P.num_pages
+    a.max_seq_len = max([L for L, _, _ in P.seqs] + [0])
+    a.query_len_bound = max([M for _, M, _ in P.seqs] + [0])
     a.scale_log2 = scale * LOG2E
     return a, rg
 

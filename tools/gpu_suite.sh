@@ -9,10 +9,24 @@
 #       cmake, the host's gcc and nvcc, nothing prebuilt) on a few decode shapes with --graph, and
 #       tools/bench_gpu.py on the same shapes with that build's library, side by side with the ratio
 #       (issue 11: within 5 %). Shapes: R35A_R35ABENCH_SHAPES="D:G:M:B:CTX ..." (8 kv heads, f16).
+#   R35A_SUITE_STEPS="fuzz soak" tools/gpu_suite.sh
+#       issue 16: fuzz = tests/gpu/fuzz_gpu.c under compute-sanitizer memcheck (random valid and
+#       invalid descriptors, device metadata and non-finite values; R35A_FUZZ_CASES cases, default
+#       10000, within R35A_FUZZ_SECONDS of case time, default 150; R35A_FUZZ_FORCE=generic sets
+#       R35A_FORCE for it: the portable kernel only); soak = tests/gpu/soak_gpu.c (R35A_SOAK_RUNS
+#       back-to-back runs, default 1000000: memory curve, bit-identical results, host time per call).
+#       Both run after the tests + sanitizers phase, one at a time (the soak times the host).
+#   R35A_SUITE_STEPS=checkcost tools/gpu_suite.sh gpu-carry
+#       issue 16: what the kernels' device-metadata checks cost: r35a_bench --graph on a few decode
+#       shapes (R35A_CHECKCOST_SHAPES="D:G:M:B:CTX ...") with the staged r35a_bench and with
+#       r35a_bench_nochecks (built by tools/gpu_stage.sh with -DR35A_KERNEL_DEFINES=R35A_DEVICE_CHECKS=0;
+#       without a prebuilt dir both are built here), three alternated rounds; prints the medians'
+#       ratio per shape (target: checks cost <= 1 % of decode time).
 #
-# prebuilt-dir holds librdna35attn.so.0, test_gpu_cuda and read_bw_<arch>.cubin (tools/gpu_stage.sh
+# prebuilt-dir holds librdna35attn.so.0, test_gpu_cuda, fuzz_gpu, soak_gpu and read_bw_<arch>.cubin (tools/gpu_stage.sh
 # makes it on a machine with nvcc and cmocka, so the GPU machine needs neither). Environment:
-#   R35A_SUITE_STEPS   which steps (default "tests memcheck racecheck synccheck bench")
+#   R35A_SUITE_STEPS   which steps (default "tests memcheck racecheck synccheck bench"; also fuzz, soak,
+#                      tune, r35abench)
 #   R35A_BENCH_ARGS    extra arguments for tools/bench_gpu.py (e.g. --quick)
 #   R35A_SUITE_BUDGET  seconds for the test + sanitizer phase (default 280; they run concurrently)
 #   (step r35abench is not in the default list: it builds its own tree)
@@ -25,7 +39,7 @@ BUDGET=${R35A_SUITE_BUDGET:-280}
 has() { [[ " $STEPS " == *" $1 "* ]]; }
 
 needs_build=false
-for s in tests memcheck racecheck synccheck bench tune; do has $s && needs_build=true; done
+for s in tests memcheck racecheck synccheck bench tune fuzz soak; do has $s && needs_build=true; done
 if [ $# -ge 1 ]; then
     PRE=$(cd "$1" && pwd)
 elif ! $needs_build; then
@@ -38,11 +52,23 @@ else
     cc -O2 -std=c11 -I tests -I include -I variants tests/gpu/test_gpu_cuda.c tests/harness.c tests/oracle.c \
         tests/test_util.c -L build-gpu -l:librdna35attn.so.0 -ldl -lm -o build-gpu/test_gpu_cuda >>"$OUT/build.log" 2>&1 ||
         { echo "test build failed, see build.log"; exit 1; }
+    # the fuzzer and the soak likewise (plain C, tests/gpu/cuda_dl.h)
+    for prog in fuzz_gpu soak_gpu; do
+        extra=""
+        [ $prog = fuzz_gpu ] && extra="tests/gpu/fuzz_core.c tests/reliability/rel_common.c"
+        cc -O2 -std=c11 -I tests -I tests/gpu -I tests/reliability -I include tests/gpu/$prog.c $extra tests/harness.c \
+            tests/oracle.c tests/test_util.c -L build-gpu -l:librdna35attn.so.0 -ldl -lm -o build-gpu/$prog \
+            >>"$OUT/build.log" 2>&1 || { echo "$prog build failed, see build.log"; exit 1; }
+    done
     PRE=$PWD/build-gpu
 fi
 export LD_LIBRARY_PATH="$PRE${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 TEST="$PRE/test_gpu_cuda"
 [ -x "$TEST" ] || TEST="$PRE/tests/test_gpu_cuda"
+FUZZ="$PRE/fuzz_gpu"
+[ -x "$FUZZ" ] || FUZZ="$PRE/tests/fuzz_gpu"
+SOAK="$PRE/soak_gpu"
+[ -x "$SOAK" ] || SOAK="$PRE/tests/soak_gpu"
 LIB="$PRE/librdna35attn.so.0"
 CUBIN=$(ls "$PRE"/read_bw_sm_*.cubin "$PRE"/bench/read_bw_sm_*.cubin 2>/dev/null | head -1)
 
@@ -72,6 +98,68 @@ for p in "${pids[@]}"; do wait "$p"; done
 t1=$(date +%s)
 for s in tests memcheck racecheck synccheck; do RC[$s]=$(cat "$OUT/.rc_$s" 2>/dev/null || echo "-"); rm -f "$OUT/.rc_$s"; done
 
+if has fuzz; then   # issue 16: the bad-data fuzzer under memcheck (every input its own exact allocation)
+    R35A_FORCE=${R35A_FUZZ_FORCE:-${R35A_FORCE:-}} timeout -s INT $(( ${R35A_FUZZ_SECONDS:-150} + 120 )) \
+        compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 30 "$FUZZ" --cases "${R35A_FUZZ_CASES:-10000}" \
+        --max-seconds "${R35A_FUZZ_SECONDS:-150}" >"$OUT/fuzz.log" 2>&1
+    RC[fuzz]=$?
+fi
+if has soak; then   # issue 16: a million runs on one stream (alone on the GPU: it times the host)
+    timeout -s INT 900 "$SOAK" --runs "${R35A_SOAK_RUNS:-1000000}" >"$OUT/soak.log" 2>&1
+    RC[soak]=$?
+fi
+if has checkcost; then   # issue 16: decode time with and without the device-metadata checks
+    log=$OUT/checkcost.log
+    : >"$log"
+    RC[checkcost]=0
+    # the two benches: prebuilt by tools/gpu_stage.sh (r35a_bench, r35a_bench_nochecks), else built here
+    BENCH_CHECKS=$PRE/r35a_bench
+    BENCH_NOCHECKS=$PRE/r35a_bench_nochecks
+    if [ ! -x "$BENCH_CHECKS" ] || [ ! -x "$BENCH_NOCHECKS" ]; then
+        for tree in build-gpu-checks build-gpu-nochecks; do
+            defs=""
+            [ $tree = build-gpu-nochecks ] && defs="-DR35A_KERNEL_DEFINES=R35A_DEVICE_CHECKS=0"
+            { cmake -S . -B $tree -DCMAKE_BUILD_TYPE=Release -DR35A_NVIDIA_TARGETS=sm_90 -DR35A_BUILD_TESTS=OFF \
+                -DR35A_GPU_TARGETS= $defs && cmake --build $tree -j --target r35a_bench; } >>"$log" 2>&1 ||
+                { echo "checkcost: $tree build failed" >>"$log"; RC[checkcost]=1; }
+        done
+        BENCH_CHECKS=build-gpu-checks/bench/r35a_bench
+        BENCH_NOCHECKS=build-gpu-nochecks/bench/r35a_bench
+    fi
+    CC_SHAPES=${R35A_CHECKCOST_SHAPES:-"128:4:1:1:8192 128:4:1:16:8192 128:4:4:16:4096 64:8:1:16:32768 256:4:1:1:32768"}
+    if [ "${RC[checkcost]}" = 0 ]; then
+        for rep in 1 2 3; do   # alternated, so drift of clocks or temperature hits both alike
+            for which in checks nochecks; do
+                bench=$BENCH_CHECKS
+                [ $which = nochecks ] && bench=$BENCH_NOCHECKS
+                i=0
+                for shape in $CC_SHAPES; do
+                    IFS=: read -r D G M B C <<<"$shape"
+                    i=$((i + 1))
+                    timeout -s INT 300 "$bench" --head-size "$D" --q-heads $((8 * G)) --kv-heads 8 --m "$M" \
+                        --batch "$B" --contexts "$C" --graph --peak-gbs 4800 --json >"$OUT/checkcost_${which}_${i}_$rep.json" 2>>"$log" ||
+                        RC[checkcost]=1
+                done
+            done
+        done
+        python3 - "$OUT" $CC_SHAPES >"$OUT/checkcost.txt" 2>>"$log" <<'PY' || RC[checkcost]=1
+import json, statistics, sys
+out, shapes = sys.argv[1], sys.argv[2:]
+def time_us(which, i):
+    v = []
+    for rep in (1, 2, 3):
+        row = json.load(open(f"{out}/checkcost_{which}_{i}_{rep}.json"))["rows"][0]
+        v.append(row["graph_median_us"] or row["median_us"])
+        impl = row["implementation"]
+    return statistics.median(v), impl
+print(f"{'shape D:G:M:batch:ctx':24} {'checks us':>10} {'no checks us':>13} {'cost':>7}  implementation")
+for i, shape in enumerate(shapes, 1):
+    a, impl = time_us("checks", i)
+    b, _ = time_us("nochecks", i)
+    print(f"{shape:24} {a:10.2f} {b:13.2f} {100 * (a / b - 1):6.2f}%  {impl}")
+PY
+    fi
+fi
 if has tune; then   # the tuning sweep (candidates built by tools/tune_variants.py build into tune-<arch>/)
     PYTHONUNBUFFERED=1 timeout -s INT 400 python3 tools/tune_variants.py measure --arch sm_90 --dir tune-sm_90 \
         --out "$OUT" >"$OUT/tune.log" 2>&1
@@ -115,7 +203,7 @@ t2=$(date +%s)
 
 echo "== GPU suite ($(head -2 "$OUT/env.log" | tail -1)) =="
 echo "-- tests + sanitizers: $((t1 - t0)) s (concurrent), bench: $((t2 - t1)) s"
-for s in tests memcheck racecheck synccheck tune bench r35abench; do
+for s in tests memcheck racecheck synccheck fuzz soak checkcost tune bench r35abench; do
     has $s || continue
     rc=${RC[$s]:-"-"}
     case $rc in 0) v=PASS ;; 77) v=SKIP ;; 124|130) v="TIMEOUT" ;; 9) v="ERRORS" ;; *) v="FAIL($rc)" ;; esac
@@ -123,6 +211,8 @@ for s in tests memcheck racecheck synccheck tune bench r35abench; do
     case $s in
         tests) extra=$(grep -E "^\[test_gpu_cuda\] (PASSED|FAILED)|^SKIP" "$OUT/tests.log" | head -2 | tr '\n' ' ') ;;
         memcheck|racecheck|synccheck) extra=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED" "$OUT/$s.log" | tail -3 | tr '\n' ' ') ;;
+        fuzz) extra=$(grep -E "^\[fuzz_gpu\] fuzz:|ERROR SUMMARY" "$OUT/fuzz.log" | tail -2 | tr '\n' ' ') ;;
+        soak) extra=$(grep -E "^\[soak_gpu\] soak:" "$OUT/soak.log" | tail -1) ;;
     esac
     printf "%-10s %-8s %s\n" "$s" "$v" "$extra"
 done
@@ -130,6 +220,18 @@ if has tests; then
     echo "-- correctness (fragments/group: cases failed worst-err)"
     sed -n '/^fragments\/group/,/^\[test_gpu_cuda\]/p' "$OUT/tests.log" | head -30
     grep -E "^FAIL" "$OUT/tests.log" | head -10
+fi
+if has fuzz; then
+    echo "-- fuzz (fuzz.log: seed, totals, failures)"
+    grep -E "seed|^\[fuzz_gpu\] [0-9]+ cases|by fault|^FAIL" "$OUT/fuzz.log" | head -14 | cut -c1-400
+fi
+if has soak; then
+    echo "-- soak (soak.log: the memory curve and host times)"
+    grep -E "^\[soak_gpu\]" "$OUT/soak.log" | cut -c1-300
+fi
+if has checkcost; then
+    echo "-- checkcost: decode time with / without the device-metadata checks (graph replays, median of 3)"
+    cat "$OUT/checkcost.txt" 2>/dev/null || tail -20 "$OUT/checkcost.log"
 fi
 if has tune; then
     echo "-- tune (tune.log)"

@@ -40,7 +40,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEADS = (32, 48, 64, 72, 80, 128)
-ARGS_BYTES = 120
+ARGS_BYTES = 136
 
 # (rows, kb, nw, waves, maxlen) per head size; the table's current row is among them
 CANDIDATES = {
@@ -100,7 +100,8 @@ class EncoderArgs(ctypes.Structure):
     _fields_ = ([(n, ctypes.c_void_p) for n in ("q", "k", "v", "out", "cu_seqlens")]
                 + [(n, ctypes.c_int64) for n in ("qts", "qhs", "kts", "khs", "vts", "vhs", "ots", "ohs")]
                 + [("num_segments", ctypes.c_int32), ("num_heads", ctypes.c_int32), ("max_seqlen", ctypes.c_int32),
-                   ("scale_log2", ctypes.c_float)])
+                   ("scale_log2", ctypes.c_float), ("error", ctypes.c_void_p), ("num_tokens", ctypes.c_int32),
+                   ("reserved", ctypes.c_int32)])
 
 
 assert ctypes.sizeof(EncoderArgs) == ARGS_BYTES
@@ -165,10 +166,16 @@ def time_graph(torch, fn, copies, reps=15, warm=3):
     return statistics.median(ts)
 
 
+_ERROR_RECORDS = []   # the kernels' device error record (kernels/common/device_error.h), kept alive
+
+
 def args_for(q, k, v, o, cu, nseg, H, D, max_seqlen):
     ts = H * D
+    if not _ERROR_RECORDS:
+        _ERROR_RECORDS.append(q.new_zeros((2,), dtype=cu.dtype))
     return EncoderArgs(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), cu.data_ptr(), ts, D, ts, D, ts, D, ts, D,
-                       nseg, H, max_seqlen, float((1.0 / math.sqrt(D)) * 1.4426950408889634))
+                       nseg, H, max_seqlen, float((1.0 / math.sqrt(D)) * 1.4426950408889634),
+                       _ERROR_RECORDS[0].data_ptr(), q.shape[0], 0)
 
 
 def check_candidate(torch, cu_rt, path, c, seed):

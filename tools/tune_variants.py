@@ -179,12 +179,13 @@ def cmd_build(args):
 class DecodeArgs(ctypes.Structure):   # r35a_decode_args (kernels/common/decode_args.h)
     _fields_ = ([(n, ctypes.c_uint64) for n in ("q", "k_cache", "v_cache", "out", "seq_lens", "query_start_loc",
                                                "block_table", "workspace", "sinks", "alibi_slopes", "k_scale",
-                                               "v_scale")]
+                                               "v_scale", "error")]
                 + [(n, ctypes.c_int64) for n in ("q_token_stride", "q_head_stride", "o_token_stride", "o_head_stride",
                                                 "k_page_stride", "k_head_stride", "k_slot_stride", "v_page_stride",
                                                 "v_head_stride", "v_slot_stride", "block_table_stride")]
                 + [(n, ctypes.c_int32) for n in ("num_seqs", "num_kv_heads", "group_size", "page_size", "window",
-                                                "max_query_len", "num_row_groups", "num_splits")]
+                                                "max_query_len", "num_row_groups", "num_splits", "num_tokens",
+                                                "num_pages", "max_seq_len", "query_len_bound")]
                 + [("scale_log2", ctypes.c_float), ("logit_softcap", ctypes.c_float), ("kv_scale_per_head", ctypes.c_int32),
                    ("reserved", ctypes.c_int32)])
 
@@ -292,6 +293,8 @@ class Shape:
         self.o = torch.empty_like(self.q)
         self.sl = torch.full((B,), ctx, dtype=torch.int32, device="cuda")
         self.qsl = torch.arange(0, B * M + 1, M, dtype=torch.int32, device="cuda")
+        self.error = torch.zeros(2, dtype=torch.int32, device="cuda")   # device error record (valid data: untouched)
+        self.npages = npages
         self.bytes = one
 
     def check(self, torch):
@@ -310,9 +313,12 @@ class Shape:
         a = DecodeArgs(self.q[c].data_ptr(), self.k.data_ptr(), self.v.data_ptr(), self.o[c].data_ptr(),
                        self.sl.data_ptr(), self.qsl.data_ptr(), self.bt[c].data_ptr(), ws.data_ptr() if splits > 1 else 0,
                        0, 0, 0, 0,   # no sinks, ALiBi or 8-bit scales
+                       self.error.data_ptr(),
                        hq * D, D, hq * D, D, hkv * page * D, page * D, D, hkv * page * D, page * D, D,
                        self.ctx // page, self.B, hkv, self.G, page, 0, self.M,
-                       -(-self.G * self.M // rows), splits, (1.0 / math.sqrt(D)) * 1.4426950408889634, 0.0, 0, 0)
+                       -(-self.G * self.M // rows), splits,
+                       self.B * self.M, self.npages, self.ctx, self.M,   # the bounds of the device checks
+                       (1.0 / math.sqrt(D)) * 1.4426950408889634, 0.0, 0, 0)
         return a
 
 

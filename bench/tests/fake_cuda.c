@@ -31,6 +31,7 @@ enum {
 typedef struct allocation {
     uintptr_t base;
     size_t size;
+    unsigned host_flags;     /* cuMemHostAlloc's flags; 0 for cuMemAlloc (device memory) */
 } allocation;
 
 static int initialized;
@@ -135,24 +136,63 @@ EXPORT int cuMemAlloc_v2(unsigned long long *p, size_t bytes)
     void *m = aligned_alloc(256, (bytes + 255) / 256 * 256);
     if (!m)
         return OUT_OF_MEMORY;
-    allocations[num_allocations++] = (allocation){(uintptr_t)m, bytes};
+    allocations[num_allocations++] = (allocation){(uintptr_t)m, bytes, 0};
     *p = (uintptr_t)m;
     return OK;
 }
 
-EXPORT int cuMemFree_v2(unsigned long long p)
+/* Frees the allocation at p if it is of the given kind (host: pinned host memory). */
+static int free_allocation(uintptr_t p, int host)
 {
     int e = context_ok();
     if (e)
         return e;
     for (int i = 0; i < num_allocations; ++i)
-        if (allocations[i].base == p) {
-            free((void *)(uintptr_t)p);
+        if (allocations[i].base == p && (allocations[i].host_flags != 0) == host) {
+            free((void *)p);
             allocations[i] = allocations[--num_allocations];
             return OK;
         }
     return INVALID_VALUE;
 }
+
+EXPORT int cuMemFree_v2(unsigned long long p) { return free_allocation((uintptr_t)p, 0); }
+
+/* Pinned host memory (the library's device error record): host memory like everything here, its
+ * device address the same (unified addressing); counted among the live allocations. */
+#define HOSTALLOC_PORTABLE 0x1u
+#define HOSTALLOC_DEVICEMAP 0x2u
+#define HOSTALLOC_WRITECOMBINED 0x4u
+EXPORT int cuMemHostAlloc(void **p, size_t bytes, unsigned flags)
+{
+    int e = context_ok();
+    if (e)
+        return e;
+    if (bytes == 0 || (flags & ~(HOSTALLOC_PORTABLE | HOSTALLOC_DEVICEMAP | HOSTALLOC_WRITECOMBINED)) ||
+        num_allocations == (int)(sizeof allocations / sizeof *allocations))
+        return bytes == 0 || flags > 7 ? INVALID_VALUE : OUT_OF_MEMORY;
+    void *m = aligned_alloc(256, (bytes + 255) / 256 * 256);
+    if (!m)
+        return OUT_OF_MEMORY;
+    allocations[num_allocations++] = (allocation){(uintptr_t)m, bytes, flags | 0x100u};
+    *p = m;
+    return OK;
+}
+
+EXPORT int cuMemHostGetDevicePointer_v2(unsigned long long *dp, void *p, unsigned flags)
+{
+    int e = context_ok();
+    if (e)
+        return e;
+    for (int i = 0; i < num_allocations; ++i)
+        if (allocations[i].base == (uintptr_t)p && (allocations[i].host_flags & HOSTALLOC_DEVICEMAP) && flags == 0) {
+            *dp = (uintptr_t)p;
+            return OK;
+        }
+    return INVALID_VALUE;
+}
+
+EXPORT int cuMemFreeHost(void *p) { return free_allocation((uintptr_t)p, 1); }
 
 static int copy_checks(unsigned long long dev_a, size_t bytes_a, unsigned long long dev_b, size_t bytes_b)
 {

@@ -21,6 +21,12 @@
  * are ordered row = h_local * M + i (query head g*G + h_local, query token i). The kernel serves
  * sequences with 1 <= M <= max_query_len and skips the others (M = 0: nothing to write; M larger:
  * the generic kernel serves them in the same call).
+ *
+ * Bad device metadata (device_error.h): a sequence that fails r35a_paged_sequence_error has its rows
+ * written as NaN by the workgroups of split 0 and row group 0 (one per kv head) when its
+ * query_start_loc range is sound, and recorded; a block_table entry outside the cache met while
+ * streaming is replaced by page 0 (read, never used: the (sequence, kv head, row group)'s rows come
+ * out NaN) and recorded.
  */
 #ifndef R35A_DECODE_ARGS_H
 #define R35A_DECODE_ARGS_H
@@ -51,6 +57,7 @@ typedef struct r35a_decode_args {
     const float *sinks;              /* [num_kv_heads * group_size] raw sink logits, or NULL (none) */
     const float *alibi_slopes;       /* [num_kv_heads * group_size], or NULL (no ALiBi) */
     const float *k_scale, *v_scale;  /* 8-bit KV: [1] or [num_kv_heads] (kv_scale_per_head); else NULL */
+    uint32_t *error;                 /* the context's device error record (device_error.h) */
 
     int64_t q_token_stride, q_head_stride;   /* multiples of R35A_DECODE_ROW_ALIGN */
     int64_t o_token_stride, o_head_stride;
@@ -67,6 +74,14 @@ typedef struct r35a_decode_args {
     int32_t max_query_len;           /* serve sequences with M <= this (<= R, and <= 8 by design) */
     int32_t num_row_groups;          /* r35a_decode_num_row_groups() */
     int32_t num_splits;              /* >= 1; r35a_decode_num_splits() */
+    /* The bounds the device metadata is checked against (device_error.h): a sequence's rows must lie
+     * in 0..num_tokens, its seq_len in 0..max_seq_len, its M at most query_len_bound (the
+     * descriptor's max_query_len; max_query_len above is what this launch serves), every reached
+     * block_table entry in 0..num_pages-1. */
+    int32_t num_tokens;
+    int32_t num_pages;
+    int32_t max_seq_len;
+    int32_t query_len_bound;
     float scale_log2;                /* softmax_scale * log2(e): logits are computed in base 2 */
     float logit_softcap;             /* 0 = off; > 0: cap * tanh(s / cap), then ALiBi */
     int32_t kv_scale_per_head;       /* 8-bit KV: scales indexed by kv head (1) or not (0) */

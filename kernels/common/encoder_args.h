@@ -29,8 +29,10 @@
  * they meet its K/V in L2), and exits at once when s >= num_segments or the segment is shorter than
  * its first row. Segments and row blocks share grid.x, which takes 2^31 - 1 workgroups (y and z may
  * be limited to 65535 by the runtime). Segment lengths come from cu_seqlens on the device; the host
- * never reads them. A segment longer than max_seqlen (a caller error the host cannot see) has its
- * rows past max_seqlen left unwritten.
+ * never reads them, the kernel checks them (device_error.h): every group checks its segment's
+ * entries before reading anything (r35a_varlen_segment_error); a bad segment is recorded and, when
+ * only its length is wrong (longer than max_seqlen), the group of its row block 0 writes all its
+ * rows as NaN (those past max_seqlen have no workgroup of their own).
  *
  * Fast-path layout conditions (the planner checks them; the portable kernel serves the rest):
  * every stride a multiple of 8 elements and every pointer 16-byte aligned (128-bit loads and stores
@@ -60,11 +62,15 @@ typedef struct r35a_encoder_args {
 
     int32_t num_segments;
     int32_t num_heads;               /* Hq = Hkv = gridDim.z */
-    int32_t max_seqlen;              /* host-known bound on every segment's length */
+    int32_t max_seqlen;              /* host-known bound on every segment's length (checked) */
     float scale_log2;                /* softmax_scale * log2(e): scores are exponentiated in base 2 */
+    /* (after the fields above, whose layout tools mirror) */
+    uint32_t *error;                 /* the context's device error record (device_error.h) */
+    int32_t num_tokens;              /* rows of Q, K, V and O: every segment must lie in 0..num_tokens */
+    int32_t reserved;
 } r35a_encoder_args;
 
-#define R35A_ENCODER_ARGS_BYTES 120  /* sizeof(r35a_encoder_args) on LP64: the kernarg size checked by tools */
+#define R35A_ENCODER_ARGS_BYTES 136  /* sizeof(r35a_encoder_args) on LP64: the kernarg size checked by tools */
 #ifdef __cplusplus
 static_assert(sizeof(r35a_encoder_args) == R35A_ENCODER_ARGS_BYTES, "host and device must agree on the layout");
 #else

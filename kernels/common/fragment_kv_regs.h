@@ -16,8 +16,9 @@
  *      ones for 8-bit elements, converted to E right before the store below); the
  *      products reduce over keys, so prepare_v() writes the tile into the wave's LDS region in the
  *      layer's form (store_v_rows_lds: gfx11 transposes with 16-bit stores, NVIDIA stores rows for
- *      ldmatrix.trans) and v_operand() reads V^T fragments from it. Rows >= valid_rows are zeroed
- *      there (the K/V slots past a sequence's end may hold NaN/Inf, and 0 * NaN would reach O).
+ *      ldmatrix.trans) and v_operand() reads V^T fragments from it. Rows >= valid_rows and rows
+ *      < first_row are zeroed there (keys no query reaches: the K/V slots past a sequence's end and
+ *      keys before the window may hold NaN/Inf, and 0 * NaN would reach O).
  *
  * issue() writes registers: the loads stay in flight until the first use of the slot (the
  * compiler's wait counts them), so a caller that issues tile i + S - 1 before computing tile i keeps
@@ -47,12 +48,12 @@ struct kv_pipe_regs {
     typedef typename pick_type<B8, u32x2, u32x4>::type vraw;
     kraw k[S][NC];
     vraw v[S][VCH];
-    int valid[S];
+    int valid[S], first[S];
     u16 *vt;
 
     R35A_MEMBER explicit kv_pipe_regs(void *lds) : vt((u16 *)lds) {}
     /* k0, v0: the tile's first row (wave-uniform); rows ks / vs BYTES apart. */
-    R35A_MEMBER void issue(int slot, const char *k0, const char *v0, i64 ks, i64 vs, int valid_rows) {
+    R35A_MEMBER void issue(int slot, const char *k0, const char *v0, i64 ks, i64 vs, int valid_rows, int first_row) {
 #pragma unroll
         for (int c = 0; c < NC; ++c) {
             if constexpr (B8) k[slot][c] = load_k8_rows(k0 + 16 * c, (u32)ks);
@@ -66,8 +67,12 @@ struct kv_pipe_regs {
             else v[slot][u] = load_b128_off(v0, voff + 32 * u);
         }
         valid[slot] = valid_rows;
+        first[slot] = first_row;
     }
-    R35A_MEMBER void skip(int slot) { valid[slot] = 0; }
+    R35A_MEMBER void skip(int slot) {
+        valid[slot] = 0;
+        first[slot] = 0;
+    }
     R35A_MEMBER void wait(int slot) { (void)slot; }
     R35A_MEMBER ab k_operand(int slot, int c) const {
         if constexpr (B8) return k8_operand<E, KV>(k[slot][c]);
@@ -82,8 +87,9 @@ struct kv_pipe_regs {
         } else {
             store_v_rows_lds<DS>(vt, v[slot]);
         }
-        if (valid[slot] < 16) {   /* uniform: only a sequence's last tile. Stores, so no select on full tiles */
-            if ((lane_id() & 15) >= valid[slot]) {
+        if (valid[slot] < 16 || first[slot] > 0) {   /* uniform: a sequence's first or last tile only.
+                                                        Stores, so no select on full tiles */
+            if ((lane_id() & 15) >= valid[slot] || (lane_id() & 15) < first[slot]) {
                 u32x4 zero[VCH];
 #pragma unroll
                 for (int u = 0; u < VCH; ++u) zero[u] = u32x4{0u, 0u, 0u, 0u};

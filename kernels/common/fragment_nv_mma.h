@@ -316,11 +316,12 @@ R35A_DEV colv colv_load(const float *p, bool global) {
 /* ---- decode's KV tile pipeline: S shared-memory stages filled by cp.async ------------------------
  * A tile is 16 rows (keys) x DS elements of K and of V (KV: the Q/O dtype E, or an 8-bit format of
  * device.h), rows `ks` / `vs` BYTES apart in memory. issue() starts the copies of one tile into stage
- * `slot` (rows >= valid_rows are zero-filled and not read: the K/V slots past a sequence's end may
- * hold NaN/Inf, and 0 * NaN would reach O), one commit group per issue; wait() makes the tile of
- * `slot` visible to the whole wave (at most S - 1 younger groups stay in flight: the caller issues
- * tile i + S - 1 before waiting for tile i). Slots are chosen by the caller (compile-time after
- * unrolling); a stage is private to its wave.
+ * `slot` (rows >= valid_rows and rows < first_row are zero-filled and not read: keys no query
+ * reaches, the K/V slots past a sequence's end and keys before the window, may hold NaN/Inf, and
+ * 0 * NaN would reach O), one commit group per issue; wait() makes the tile of `slot` visible to the
+ * whole wave (at most S - 1 younger groups stay in flight: the caller issues tile i + S - 1 before
+ * waiting for tile i). Slots are chosen by the caller (compile-time after unrolling); a stage is
+ * private to its wave.
  * 16-bit: K operands by ldmatrix, V operands (V^T: the products reduce over keys) by ldmatrix.trans,
  * straight from the row-major staged tile; rows padded by 16 bytes, so the 8 rows of an ldmatrix
  * block fall in 8 different bank groups.
@@ -353,14 +354,14 @@ struct kv_pipe_lds {
     unsigned char *base;
 
     R35A_MEMBER explicit kv_pipe_lds(void *lds) : base((unsigned char *)lds) {}
-    R35A_MEMBER void issue(int slot, const char *k0, const char *v0, i64 ks, i64 vs, int valid_rows) {
+    R35A_MEMBER void issue(int slot, const char *k0, const char *v0, i64 ks, i64 vs, int valid_rows, int first_row) {
         wave_sync();   /* every lane's reads of this slot (its tile, S steps back) are done */
         unsigned char *kd = base + slot * 2 * TILE, *vd = kd + TILE;
 #pragma unroll
         for (int j = 0; j < CP; ++j) {
             const int q = 32 * j + lane_id(), row = q / CPR, c = q - row * CPR;
             if (CHUNKS % 32 == 0 || q < CHUNKS) {
-                const bool ok = row < valid_rows;
+                const bool ok = row < valid_rows && row >= first_row;
                 async_copy_16(kd + row * ROW + 16 * c, k0 + row * ks + 16 * c, ok);
                 async_copy_16(vd + row * ROW + 16 * c, v0 + row * vs + 16 * c, ok);
             }

@@ -12,6 +12,10 @@
  *     grid = { num_tokens, num_q_heads, 1 }.
  * Included by C11 host code and by the device code. Strides in ELEMENTS of the dtype (K and V:
  * of the KV dtype, one byte for the 8-bit ones).
+ *
+ * Device metadata is checked as device_error.h says: each workgroup checks the sequence (segment)
+ * its row belongs to and the pages its row reads, and one strided share of all sequences'
+ * query_start_loc / seq_lens (cu_seqlens) entries, so every entry is checked by some workgroup.
  */
 #ifndef R35A_GENERIC_ARGS_H
 #define R35A_GENERIC_ARGS_H
@@ -35,6 +39,7 @@ typedef struct r35a_generic_paged_args {
     const void *q, *k_cache, *v_cache;
     void *out;
     const int32_t *seq_lens, *query_start_loc, *block_table;
+    uint32_t *error;                 /* the context's device error record (device_error.h) */
     const float *alibi_slopes;       /* [num_q_heads] or NULL */
     const float *sinks;              /* [num_q_heads] raw sink logits, or NULL */
     const float *k_scale, *v_scale;  /* 8-bit KV: [1] or [num_kv_heads]; NULL otherwise */
@@ -49,6 +54,9 @@ typedef struct r35a_generic_paged_args {
     int32_t num_kv_heads;
     int32_t head_size;               /* 1 .. the kernel's dmax */
     int32_t page_size;               /* >= 1 */
+    int32_t num_pages;               /* block_table entries must be 0 .. num_pages-1 */
+    int32_t max_seq_len;             /* bounds of the metadata, checked on the device */
+    int32_t max_query_len;
     int32_t window;                  /* 0 = none */
     int32_t min_query_len;           /* serve only sequences with M > this (0: all); the decode
                                         kernel of the same call serves the others */
@@ -63,6 +71,7 @@ typedef struct r35a_generic_varlen_args {
     void *out;
     const int32_t *cu_seqlens;       /* [num_segments + 1] */
     const float *sinks;              /* [num_q_heads] raw sink logits, or NULL */
+    uint32_t *error;                 /* the context's device error record (device_error.h) */
     int64_t q_token_stride, q_head_stride;
     int64_t k_token_stride, k_head_stride;
     int64_t v_token_stride, v_head_stride;
@@ -73,6 +82,7 @@ typedef struct r35a_generic_varlen_args {
     int32_t num_kv_heads;
     int32_t head_size;
     int32_t causal;
+    int32_t max_seqlen;              /* bound on every segment's length, checked on the device */
     float softmax_scale;
     float logit_softcap;
 } r35a_generic_varlen_args;

@@ -135,6 +135,7 @@ _PROTOTYPES = {
     "r35a_context_create": (_status, [_P(ContextOptions), _P(ctypes.c_void_p)]),
     "r35a_context_destroy": (None, [ctypes.c_void_p]),
     "r35a_context_get_info": (_status, [ctypes.c_void_p, _P(ContextInfoC)]),
+    "r35a_context_check_device": (_status, [ctypes.c_void_p]),
     "r35a_plan_get_info": (_status, [ctypes.c_void_p, _P(PlanInfoC)]),
     "r35a_plan_destroy": (None, [ctypes.c_void_p]),
     "r35a_paged_attention_desc_init": (None, [_P(PagedDescC), c_enum] + [ctypes.c_int32] * 9),

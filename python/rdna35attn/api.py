@@ -585,6 +585,12 @@ class Context:
             raise invalid("context: closed")
         return self._handle
 
+    def check_device(self):
+        """Raises InvalidDataError when a kernel of this context found bad device metadata in an
+        earlier run (r35a_context_check_device: call it after synchronizing the run's stream; the
+        record is cleared once reported). A no-op on a reference context."""
+        _check_status(self._lib, self._lib.r35a_context_check_device(self.handle))
+
     def plan(self, desc):
         """A plan for a PagedAttentionDesc or VarlenAttentionDesc."""
         if isinstance(desc, PagedAttentionDesc):

@@ -183,6 +183,18 @@ class ErrorTest(unittest.TestCase):
         self.assertRaisesStatus(rdna35attn.InvalidDataError, "varlen_attention_args.cu_seqlens[2]", True,
                                 rdna35attn.varlen_attention, x, x, x, cu, max_seqlen=4, context=self.ctx)
 
+    def test_check_device(self):
+        # a reference context checks its data before each run: there is never a device record
+        self.ctx.check_device()
+        q, k, v, out, sl, qsl, bt = small_paged()
+        with self.ctx.plan_paged_attention(q, k, v, out, bt, max_seq_len=8, max_query_len=1) as plan:
+            self.assertRaises(rdna35attn.InvalidDataError, plan.run, q, k, v, out, np.array([3, 9], np.int32), qsl,
+                              bt)
+        self.ctx.check_device()
+        lib = rdna35attn.api.load()
+        self.assertEqual(lib.r35a_context_check_device(None), 1)   # R35A_ERR_NULL_POINTER
+        self.assertEqual(lib.r35a_last_error_detail().decode(), "context: NULL")
+
     def test_library_null_pointer(self):
         q, k, v, out, sl, qsl, bt = small_paged()
         with self.ctx.plan_paged_attention(q, k, v, out, bt, max_seq_len=8, max_query_len=1) as plan:

@@ -111,6 +111,33 @@ class GpuTest(unittest.TestCase):
                                        p["block_table"])
         _oracle.assert_close(self, got.astype(np.float64), want, "float16", "out")
 
+    def test_bad_device_block_table(self):
+        # a page index past num_pages in sequence 1's table: the kernel must not read it, its rows
+        # come out NaN, sequence 0's rows stay right, and check_device() names the field and sequence
+        p = paged_problem(self.rng, "float16", [40, 300], [1, 1], 8, 2, 128, 16)
+        bad = p["block_table"].copy()
+        bad[1, 5] = p["k"].shape[0] + 1000
+        out = self.device(np.zeros(p["q"].shape, np.float16))
+        d = {name: self.device(p[name]) for name in ("q", "k", "v", "seq_lens", "query_start_loc")}
+        d["block_table"] = self.device(bad)
+        self.ctx.check_device()
+        with self.ctx.plan_paged_attention(d["q"], d["k"], d["v"], out, d["block_table"], max_seq_len=300,
+                                           max_query_len=1) as plan:
+            workspace = self.device(np.zeros(plan.info.workspace_bytes, np.uint8)) if plan.info.workspace_bytes \
+                else None
+            plan.run(d["q"], d["k"], d["v"], out, d["seq_lens"], d["query_start_loc"], d["block_table"],
+                     workspace=workspace)
+            got = out.numpy()
+        with self.assertRaises(rdna35attn.InvalidDataError) as caught:
+            self.ctx.check_device()
+        self.assertEqual(caught.exception.field, "paged_attention_args.block_table")
+        self.assertIn("sequence 1 ", caught.exception.detail)
+        self.ctx.check_device()   # reported once, then clear
+        self.assertTrue(np.isnan(got[1].astype(np.float32)).all())
+        want = _oracle.paged_attention(p["q64"][:1], p["k64"], p["v64"], p["seq_lens"][:1],
+                                       p["query_start_loc"][:2], p["block_table"][:1])
+        _oracle.assert_close(self, got[:1].astype(np.float64), want, "float16", "out")
+
     def test_paged_int_pointers(self):
         p = paged_problem(self.rng, "float16", [7, 64], [2, 4], 4, 4, 64, 16)
         out = self.device(np.zeros(p["q"].shape, np.float16))

@@ -94,17 +94,20 @@ if command -v readelf >/dev/null 2>&1 && command -v nm >/dev/null 2>&1; then
   # The version nodes' own symbols (R35A_0, R35A_0.2) are absolute symbols named after them; drop them.
   grep -v '^R35A_' "$work/exported-names.txt" >"$work/exported-functions.txt" || true
   diff -u "$work/header.txt" "$work/exported-functions.txt" >&2 || fail "the library exports other symbols than the header's R35A_API functions"
-  # Every function's default version is R35A_0, or R35A_0.2 for the two descriptor inits, which
-  # also keep 0.1.0's version (@R35A_0, not default) for binaries built against 0.1.0.
+  # Every function's default version is R35A_0, or R35A_0.2 for what 0.2 added (r35a_context_check_device)
+  # and the two descriptor inits, which also keep 0.1.0's version (@R35A_0, not default) for
+  # binaries built against 0.1.0.
   if grep -v '^R35A_0\(\.2\)\?@' "$work/exported.txt" | grep -v '@@R35A_0$' \
-      | grep -v '^r35a_\(paged\|varlen\)_attention_desc_init@\(@R35A_0\.2\|R35A_0\)$' >&2; then
+      | grep -v '^r35a_\(paged\|varlen\)_attention_desc_init@\(@R35A_0\.2\|R35A_0\)$' \
+      | grep -v '^r35a_context_check_device@@R35A_0\.2$' >&2; then
     fail "exported symbols outside the version nodes R35A_0 and R35A_0.2"
   fi
   for init in r35a_paged_attention_desc_init r35a_varlen_attention_desc_init; do
     grep -qx "$init@R35A_0" "$work/exported.txt" || fail "$init@R35A_0 (0.1.0's, for old binaries) is missing"
     grep -qx "$init@@R35A_0.2" "$work/exported.txt" || fail "$init@@R35A_0.2 is missing"
   done
-  echo "soname $soname; exports $(wc -l <"$work/header.txt") functions, all r35a_* @@R35A_0 (desc inits @@R35A_0.2, 0.1.0's @R35A_0)"
+  grep -qx "r35a_context_check_device@@R35A_0.2" "$work/exported.txt" || fail "r35a_context_check_device@@R35A_0.2 is missing"
+  echo "soname $soname; exports $(wc -l <"$work/header.txt") functions, all r35a_* @@R35A_0 (desc inits and r35a_context_check_device @@R35A_0.2, 0.1.0's inits @R35A_0)"
 else
   echo "consumers: readelf/nm (binutils) not found; soname and symbol checks skipped"
 fi

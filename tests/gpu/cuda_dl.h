@@ -31,6 +31,7 @@ typedef struct cuda_dl {
     cuda_dl_result (*MemcpyDtoH)(void *, cuda_dl_ptr, size_t);
     cuda_dl_result (*MemcpyDtoD)(cuda_dl_ptr, cuda_dl_ptr, size_t);
     cuda_dl_result (*MemsetD8)(cuda_dl_ptr, unsigned char, size_t);
+    cuda_dl_result (*MemGetInfo)(size_t *free_bytes, size_t *total_bytes);
     cuda_dl_result (*StreamCreate)(void **, unsigned);
     cuda_dl_result (*StreamDestroy)(void *);
     cuda_dl_result (*StreamSynchronize)(void *);
@@ -75,7 +76,7 @@ static inline int cuda_dl_open(cuda_dl *c, int device, char *why, size_t why_len
         S(DeviceGetName, "cuDeviceGetName"), S(PrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
         S(CtxSetCurrent, "cuCtxSetCurrent"), S(CtxSynchronize, "cuCtxSynchronize"), S(MemAlloc, "cuMemAlloc_v2"),
         S(MemFree, "cuMemFree_v2"), S(MemcpyHtoD, "cuMemcpyHtoD_v2"), S(MemcpyDtoH, "cuMemcpyDtoH_v2"),
-        S(MemcpyDtoD, "cuMemcpyDtoD_v2"), S(MemsetD8, "cuMemsetD8_v2"), S(StreamCreate, "cuStreamCreate"),
+        S(MemcpyDtoD, "cuMemcpyDtoD_v2"), S(MemsetD8, "cuMemsetD8_v2"), S(MemGetInfo, "cuMemGetInfo_v2"), S(StreamCreate, "cuStreamCreate"),
         S(StreamDestroy, "cuStreamDestroy_v2"), S(StreamSynchronize, "cuStreamSynchronize"),
         S(StreamBeginCapture, "cuStreamBeginCapture_v2"), S(StreamEndCapture, "cuStreamEndCapture"),
         S(GraphInstantiate, "cuGraphInstantiateWithFlags"), S(GraphLaunch, "cuGraphLaunch"),

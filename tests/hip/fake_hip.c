@@ -10,7 +10,12 @@
  *   - hipModuleLoadData accepts only an AMDGPU ELF image; hipModuleGetFunction finds the kernel in
  *     its dynamic symbol table (FUNC symbol plus its ".kd" descriptor), as a real loader would;
  *   - hipModuleLaunchKernel and hipMemsetAsync are recorded (kernel name, grid, block, stream, a
- *     copy of the argument struct).
+ *     copy of the argument struct);
+ *   - hipHostMalloc / hipHostGetDevicePointer / hipHostFree keep pinned host memory (the library's
+ *     device error record) as calloc'ed memory whose "device" address is the host address plus
+ *     FAKE_HIP_DEVICE_OFFSET (never dereferenced here: a test tells the two views apart; with
+ *     FAKE_HIP_EMULATOR, an allocation of the executing runtime at one address); with
+ *     FAKE_HIP_HOST_MALLOC_FAIL=1 hipHostMalloc fails.
  * The test reads the records through fake_hip_* functions (dlsym on the same library).
  *
  * Built twice (tests/CMakeLists.txt): r35a_fake_hip only records, for the backend's unit tests
@@ -33,7 +38,7 @@
 #include <string.h>
 
 #define EXPORT __attribute__((visibility("default")))
-#define MAX_MODULES 64
+#define MAX_MODULES 64   /* never reclaimed: one process makes a few dozen contexts */
 
 typedef struct fake_module {
     const unsigned char *image;
@@ -51,13 +56,18 @@ typedef struct fake_function {
 
 static fake_module modules[MAX_MODULES];
 static int num_modules, num_unloaded;
-static fake_function functions[4096];   /* every context resolves every kernel of its arch (~100) */
+static fake_function functions[4096];   /* never reclaimed, like the modules: every context resolves every
+                                          * kernel of its arch (~150) */
 static int num_functions;
 static fake_launch launches[MAX_RECORDS];
 static int num_launches;
 static fake_memset memsets[MAX_RECORDS];
 static int num_memsets;
 static int current_device;
+#define MAX_HOST_ALLOCATIONS 16
+#define FAKE_HIP_DEVICE_OFFSET ((uintptr_t)1 << 44)
+static fake_host_allocation host_allocations[MAX_HOST_ALLOCATIONS];
+static int num_host_allocations, num_host_frees;
 /* Order of calls, one letter each: M memset, L launch (to check the memset comes first). */
 static char call_order[MAX_RECORDS * 2 + 1];
 
@@ -266,6 +276,66 @@ EXPORT int hipMemsetAsync(void *dst, int value, size_t bytes, void *stream)
 #endif
 }
 
+#ifdef FAKE_HIP_EMULATOR
+/* The executing runtime's device memory (emu_exec.c): pinned host memory is one of its
+ * allocations, registered for the emulator's bounds checks, its device address its host one. */
+int hipMalloc(void **ptr, size_t bytes);
+int hipFree(void *ptr);
+#endif
+
+EXPORT int hipHostMalloc(void **ptr, size_t bytes, unsigned flags)
+{
+    if (env_int("FAKE_HIP_HOST_MALLOC_FAIL", 0))
+        return 2; /* hipErrorOutOfMemory */
+    if (!ptr || bytes == 0 || num_host_allocations == MAX_HOST_ALLOCATIONS)
+        return 1;
+    fake_host_allocation *a = &host_allocations[num_host_allocations++];
+#ifdef FAKE_HIP_EMULATOR
+    a->host = NULL;
+    if (hipMalloc(&a->host, bytes) != 0 || !a->host) {
+        --num_host_allocations;
+        return 2;
+    }
+    memset(a->host, 0, bytes);
+    a->device = a->host;
+#else
+    a->host = calloc(1, bytes);
+    a->device = (void *)((uintptr_t)a->host + FAKE_HIP_DEVICE_OFFSET);
+#endif
+    a->bytes = bytes;
+    a->flags = flags;
+    a->freed = 0;
+    *ptr = a->host;
+    return a->host ? 0 : 2;
+}
+
+EXPORT int hipHostGetDevicePointer(void **device_ptr, void *host_ptr, unsigned flags)
+{
+    for (int i = 0; i < num_host_allocations; ++i)
+        if (host_allocations[i].host == host_ptr && !host_allocations[i].freed && flags == 0 &&
+            (host_allocations[i].flags & 0x2u /* hipHostMallocMapped */)) {
+            *device_ptr = host_allocations[i].device;
+            return 0;
+        }
+    return 1;
+}
+
+EXPORT int hipHostFree(void *ptr)
+{
+    for (int i = 0; i < num_host_allocations; ++i)
+        if (host_allocations[i].host == ptr && !host_allocations[i].freed) {
+#ifdef FAKE_HIP_EMULATOR
+            (void)hipFree(ptr);
+#else
+            free(ptr);
+#endif
+            host_allocations[i].freed = 1;
+            ++num_host_frees;
+            return 0;
+        }
+    return 1;
+}
+
 EXPORT const char *hipGetErrorString(int error)
 {
     return error == 0 ? "hipSuccess" : "fake HIP error";
@@ -280,6 +350,12 @@ EXPORT const fake_memset *fake_hip_memset(int i) { return i >= 0 && i < num_mems
 EXPORT int fake_hip_num_modules(void) { return num_modules; }
 EXPORT int fake_hip_num_unloaded(void) { return num_unloaded; }
 EXPORT const char *fake_hip_call_order(void) { return call_order; }
+EXPORT int fake_hip_num_host_allocations(void) { return num_host_allocations; }
+EXPORT int fake_hip_num_host_frees(void) { return num_host_frees; }
+EXPORT const fake_host_allocation *fake_hip_host_allocation(int i)
+{
+    return i >= 0 && i < num_host_allocations ? &host_allocations[i] : NULL;
+}
 EXPORT void fake_hip_reset_records(void)
 {
     num_launches = num_memsets = 0;

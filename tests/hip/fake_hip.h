@@ -22,11 +22,20 @@ typedef struct fake_memset {
     void *stream;
 } fake_memset;
 
+/* One hipHostMalloc allocation: the host view, the device address the runtime hands out for it. */
+typedef struct fake_host_allocation {
+    void *host, *device;
+    size_t bytes;
+    unsigned flags;
+    int freed;
+} fake_host_allocation;
+
 /* Readers, looked up with dlsym in the loaded fake runtime. */
 typedef int (*fake_hip_count_fn)(void);
 typedef const fake_launch *(*fake_hip_launch_fn)(int i);
 typedef const fake_memset *(*fake_hip_memset_fn)(int i);
 typedef const char *(*fake_hip_order_fn)(void);
 typedef void (*fake_hip_reset_fn)(void);
+typedef const fake_host_allocation *(*fake_hip_host_allocation_fn)(int i);
 
 #endif

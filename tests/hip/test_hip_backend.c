@@ -17,11 +17,13 @@
  * generic with min_query_len 8), and non-causal varlen runs one encoder launch for all segments.
  * The stand-in checks that each kernel the backend asks for is in the embedded code object's
  * symbol table, so `gpu` also proves every kernel of variants.def made it into the library. */
+#define _POSIX_C_SOURCE 200809L
 #include "rdna35attn.h"
 
 #include "fake_hip.h"
 #include "common/encoder_args.h"
 #include "common/decode_args.h"
+#include "common/device_error.h"
 #include "common/generic_args.h"
 
 #include <dlfcn.h>
@@ -110,6 +112,11 @@ static void test_absent(void **state)
     assert_int_equal(r35a_paged_attention_plan(ctx, &d, &plan), R35A_OK);
     assert_string_equal(plan_info_of(plan).implementation, "reference");
     r35a_plan_destroy(plan);
+    /* No device error record on the reference: its data is checked before each run. */
+    assert_int_equal(r35a_context_check_device(ctx), R35A_OK);
+    assert_string_equal(r35a_last_error_detail(), "");
+    assert_int_equal(r35a_context_check_device(NULL), R35A_ERR_NULL_POINTER);
+    assert_string_equal(r35a_last_error_detail(), "context: NULL");
     r35a_context_destroy(ctx);
 
     create(R35A_BACKEND_GPU, R35A_ERR_BACKEND_UNAVAILABLE);
@@ -152,6 +159,8 @@ static struct {
     fake_hip_memset_fn memset;
     fake_hip_order_fn order;
     fake_hip_reset_fn reset;
+    fake_hip_count_fn num_host_allocations, num_host_frees;
+    fake_hip_host_allocation_fn host_allocation;
 } fake;
 
 static void open_fake(void)
@@ -169,6 +178,9 @@ static void open_fake(void)
     GET(memset, "fake_hip_memset");
     GET(order, "fake_hip_call_order");
     GET(reset, "fake_hip_reset_records");
+    GET(num_host_allocations, "fake_hip_num_host_allocations");
+    GET(num_host_frees, "fake_hip_num_host_frees");
+    GET(host_allocation, "fake_hip_host_allocation");
 #undef GET
 }
 
@@ -599,6 +611,142 @@ static void test_gpu_mixed_batch(void **state)
     r35a_context_destroy(ctx);
 }
 
+static r35a_plan *plan_varlen(r35a_context *ctx, const r35a_varlen_attention_desc *d, r35a_status expect);
+
+/* The device error record: allocated pinned and mapped with the context, handed to the kernels as
+ * its device address, read through its host address by every plan and run call (and
+ * r35a_context_check_device), reported once with the field and sequence, freed with the context. */
+static void test_gpu_device_error_record(void **state)
+{
+    (void)state;
+    open_fake();
+    const int before = fake.num_host_allocations(), frees = fake.num_host_frees();
+    r35a_context *ctx = create(R35A_BACKEND_GPU, R35A_OK);
+    assert_int_equal(fake.num_host_allocations(), before + 1);
+    const fake_host_allocation *rec = fake.host_allocation(before);
+    assert_int_equal(rec->bytes, R35A_DEVICE_ERROR_BYTES);
+    assert_int_equal(rec->flags, 0x2u | 0x40000000u); /* hipHostMallocMapped | hipHostMallocCoherent */
+    volatile uint64_t *word = rec->host;
+    assert_true(*word == 0);
+    assert_int_equal(r35a_context_check_device(ctx), R35A_OK);
+
+    /* The portable kernel gets the record's device address (misaligned q: the generic launch). */
+    r35a_paged_attention_desc d;
+    r35a_paged_attention_desc_init(&d, R35A_DTYPE_F16, 2, 2, 1, 4096, 32, 8, 128, 16, 512);
+    r35a_plan *plan = plan_paged(ctx, &d, R35A_OK);
+    r35a_paged_attention_args a = paged_args();
+    a.q = q_buf + 2;
+    fake.reset();
+    assert_int_equal(r35a_paged_attention_run(ctx, plan, &a, ws_buf, sizeof ws_buf, NULL), R35A_OK);
+    assert_string_equal(fake.launch(0)->kernel, "generic_paged_f16_dmax256");
+    r35a_generic_paged_args ga;
+    memcpy(&ga, fake.launch(0)->args, sizeof ga);
+    assert_ptr_equal(ga.error, rec->device);
+    assert_int_equal(ga.num_pages, 512);
+    assert_int_equal(ga.max_seq_len, 4096);
+    assert_int_equal(ga.max_query_len, 1);
+
+    /* The decode kernel too, with the bounds of its checks: the whole call's (a mixed batch's decode
+     * launch serves M <= 8 of max_query_len 12). */
+    r35a_paged_attention_desc mixed;
+    r35a_paged_attention_desc_init(&mixed, R35A_DTYPE_F16, 2, 13, 12, 4096, 32, 8, 128, 16, 512);
+    r35a_plan *mixed_plan = plan_paged(ctx, &mixed, R35A_OK);
+    r35a_paged_attention_args aligned = paged_args();
+    fake.reset();
+    assert_int_equal(r35a_paged_attention_run(ctx, mixed_plan, &aligned, ws_buf, sizeof ws_buf, NULL), R35A_OK);
+    assert_int_equal(fake.num_launches(), 2);
+    r35a_decode_args da;
+    memcpy(&da, fake.launch(0)->args, sizeof da);
+    assert_ptr_equal(da.error, rec->device);
+    assert_int_equal(da.max_query_len, 8);
+    assert_int_equal(da.query_len_bound, 12);
+    assert_int_equal(da.num_tokens, 13);
+    assert_int_equal(da.num_pages, 512);
+    assert_int_equal(da.max_seq_len, 4096);
+    memcpy(&ga, fake.launch(1)->args, sizeof ga);
+    assert_ptr_equal(ga.error, rec->device);
+    assert_int_equal(ga.max_query_len, 12);
+    r35a_plan_destroy(mixed_plan);
+
+    /* A kernel recorded a bad page index of sequence 3: the next run reports it, launches nothing
+     * and clears the record; the run after that goes ahead. */
+    *word = R35A_DEVICE_ERROR_WORD(R35A_DEVICE_ERROR_PAGE_INDEX, 3);
+    fake.reset();
+    assert_int_equal(r35a_paged_attention_run(ctx, plan, &a, ws_buf, sizeof ws_buf, NULL), R35A_ERR_INVALID_DATA);
+    assert_string_equal(r35a_last_error_detail(),
+                        "paged_attention_args.block_table: sequence 3 holds a page index outside 0..num_pages-1 "
+                        "in a page its queries reach (found on the device by an earlier run)");
+    assert_int_equal(fake.num_launches(), 0);
+    assert_true(*word == 0);
+    assert_int_equal(r35a_paged_attention_run(ctx, plan, &a, ws_buf, sizeof ws_buf, NULL), R35A_OK);
+    assert_int_equal(fake.num_launches(), 1);
+    r35a_plan_destroy(plan);
+
+    /* A plan call reports it too (no plan made), then plans. */
+    *word = R35A_DEVICE_ERROR_WORD(R35A_DEVICE_ERROR_SEQ_LEN, 0);
+    plan = (r35a_plan *)&d;
+    assert_int_equal(r35a_paged_attention_plan(ctx, &d, &plan), R35A_ERR_INVALID_DATA);
+    assert_null(plan);
+    assert_string_equal(r35a_last_error_detail(), "paged_attention_args.seq_lens: sequence 0 has a length outside "
+                                                  "0..max_seq_len (found on the device by an earlier run)");
+    r35a_varlen_attention_desc v;
+    r35a_varlen_attention_desc_init(&v, R35A_DTYPE_BF16, 3, 600, 256, 16, 4, 80);
+    plan = plan_varlen(ctx, &v, R35A_OK);
+    r35a_varlen_attention_args va = {sizeof va, q_buf, kv_buf, kv_buf, o_buf, meta, NULL};
+    fake.reset();
+    assert_int_equal(r35a_varlen_attention_run(ctx, plan, &va, NULL, 0, NULL), R35A_OK);
+    r35a_generic_varlen_args gv;
+    memcpy(&gv, fake.launch(0)->args, sizeof gv);
+    assert_ptr_equal(gv.error, rec->device);
+    assert_int_equal(gv.max_seqlen, 256);
+    r35a_plan_destroy(plan);
+    /* and the encoder (non-causal, Hq == Hkv) */
+    r35a_varlen_attention_desc_init(&v, R35A_DTYPE_BF16, 3, 600, 256, 16, 16, 80);
+    plan = plan_varlen(ctx, &v, R35A_OK);
+    fake.reset();
+    assert_int_equal(r35a_varlen_attention_run(ctx, plan, &va, NULL, 0, NULL), R35A_OK);
+    expect_contains(fake.launch(0)->kernel, "encoder_");
+    r35a_encoder_args ea;
+    memcpy(&ea, fake.launch(0)->args, sizeof ea);
+    assert_ptr_equal(ea.error, rec->device);
+    assert_int_equal(ea.num_tokens, 600);
+    assert_int_equal(ea.max_seqlen, 256);
+
+    /* r35a_context_check_device: every code's detail names its field and unit, once. */
+    static const struct {
+        uint32_t code;
+        const char *start;
+    } codes[] = {
+#define R35A_DEVICE_ERROR_EXPECT(name, value, field, unit, what) {value, field ": " unit " 4000000000 " what},
+        R35A_DEVICE_ERROR_CODES(R35A_DEVICE_ERROR_EXPECT)
+#undef R35A_DEVICE_ERROR_EXPECT
+    };
+    for (size_t i = 0; i < sizeof codes / sizeof *codes; ++i) {
+        *word = R35A_DEVICE_ERROR_WORD(codes[i].code, 4000000000u);
+        assert_int_equal(r35a_context_check_device(ctx), R35A_ERR_INVALID_DATA);
+        expect_contains(r35a_last_error_detail(), codes[i].start);
+        expect_contains(r35a_last_error_detail(), "(found on the device by an earlier run)");
+        assert_int_equal(r35a_context_check_device(ctx), R35A_OK);
+    }
+    *word = R35A_DEVICE_ERROR_WORD(R35A_DEVICE_ERROR_SEGMENT_LEN, 7);
+    assert_int_equal(r35a_varlen_attention_run(ctx, plan, &va, NULL, 0, NULL), R35A_ERR_INVALID_DATA);
+    assert_string_equal(r35a_last_error_detail(), "varlen_attention_args.cu_seqlens: segment 7 is longer than "
+                                                  "max_seqlen (found on the device by an earlier run)");
+    *word = R35A_DEVICE_ERROR_WORD(99, 1);
+    assert_int_equal(r35a_context_check_device(ctx), R35A_ERR_INVALID_DATA);
+    expect_contains(r35a_last_error_detail(), "device error record: unknown code 99 for index 1");
+    r35a_plan_destroy(plan);
+
+    r35a_context_destroy(ctx);
+    assert_int_equal(fake.num_host_frees(), frees + 1);
+
+    /* Without pinned memory there is no GPU context (its kernels could not report bad data). */
+    setenv("FAKE_HIP_HOST_MALLOC_FAIL", "1", 1);
+    create(R35A_BACKEND_GPU, R35A_ERR_BACKEND_UNAVAILABLE);
+    expect_contains(r35a_last_error_detail(), "hipHostMalloc of the 8-byte device error record failed");
+    unsetenv("FAKE_HIP_HOST_MALLOC_FAIL");
+}
+
 static r35a_plan *plan_varlen(r35a_context *ctx, const r35a_varlen_attention_desc *d, r35a_status expect)
 {
     r35a_plan *plan = NULL;
@@ -857,7 +1005,7 @@ int main(int argc, char **argv)
     mode = argc > 1 ? argv[1] : "absent";
     const struct {
         const char *mode;
-        struct CMUnitTest tests[6];
+        struct CMUnitTest tests[7];
         size_t count;
     } modes[] = {
         {"absent", {cmocka_unit_test(test_absent)}, 1},
@@ -866,8 +1014,9 @@ int main(int argc, char **argv)
         {"gpu",
          {cmocka_unit_test(test_gpu_context), cmocka_unit_test(test_gpu_decode_plan_and_run),
           cmocka_unit_test(test_gpu_decode_features), cmocka_unit_test(test_gpu_fallbacks),
-          cmocka_unit_test(test_gpu_mixed_batch), cmocka_unit_test(test_gpu_encoder)},
-         6},
+          cmocka_unit_test(test_gpu_mixed_batch), cmocka_unit_test(test_gpu_encoder),
+          cmocka_unit_test(test_gpu_device_error_record)},
+         7},
         {"force_variant", {cmocka_unit_test(test_force_variant)}, 1},
         {"force_generic", {cmocka_unit_test(test_force_generic)}, 1},
         {"force_encoder", {cmocka_unit_test(test_force_encoder)}, 1},

@@ -494,6 +494,11 @@ static void test_generic_args_features(void **state)
     assert_int_equal(ka.kv_dtype, R35A_GENERIC_KV_AS_Q);
     assert_null(ka.sinks);
     assert_null(ka.k_scale);
+    /* the bounds the kernel checks the device metadata against (device_error.h) */
+    assert_int_equal(ka.num_pages, d.num_pages);
+    assert_int_equal(ka.max_seq_len, d.max_seq_len);
+    assert_int_equal(ka.max_query_len, d.max_query_len);
+    assert_null(ka.error); /* the context's record, set at launch */
 
     d.use_sinks = 1;
     d.kv_dtype = R35A_DTYPE_FP8_E4M3;
@@ -523,6 +528,7 @@ static void test_generic_args_features(void **state)
     r35a_generic_varlen_args kva;
     r35a_fill_generic_varlen_args(&v, &va, &kva);
     assert_ptr_equal(kva.sinks, sinks);
+    assert_int_equal(kva.max_seqlen, v.max_seqlen);
     v.use_sinks = 0;
     r35a_fill_generic_varlen_args(&v, &va, &kva);
     assert_null(kva.sinks);
