@@ -9,8 +9,10 @@ What it checks, from `llvm-readelf --notes` (the AMDGPU metadata) and `llvm-objd
   - the code object's target is amdgcn-amd-amdhsa--<arch>, wave32;
   - it holds exactly the kernels variants.def lists for this family and the tuning table the arch
     runs (R35A_GPU_ARCH rows, from variants/archs.tsv; one per entry);
-  - every kernel has no scratch (.private_segment_fixed_size == 0, no VGPR/SGPR spills, no dynamic
-    stack);
+  - every kernel has no scratch (.private_segment_fixed_size == 0, no VGPR spills, no dynamic
+    stack); SGPR spills only into VGPR lanes (v_writelane/v_readlane, no memory: scratch stays 0)
+    and at most SGPR_SPILL_MAX of them, each listed as a note (the 8-bit R = 32 decode variants
+    have 1-4 since the device-metadata checks hold the error record's address and the page bound);
   - occupancy: the VGPRs and the LDS of each kernel both allow at least the waves per SIMD its
     variant states (variants.def's `waves` column, stated for a 1536-entry VGPR file as gfx1151's,
     allocated in granules of 24 in wave32; an arch with a 1024-entry file (archs.tsv `vgprs`) is held
@@ -36,6 +38,7 @@ VGPR_GRANULE_WAVE32 = {1536: 24, 1024: 8}
 STATED_VGPR_FILE = 1536       # a tuning row's `waves` is stated for this file (variants/archs.tsv)
 LDS_PER_WGP = 128 * 1024
 LDS_PER_WORKGROUP_MAX = 64 * 1024
+SGPR_SPILL_MAX = 4   # SGPRs a kernel may spill into VGPR lanes (no memory traffic; listed as notes)
 LDS_GRANULE = 1024            # allocation granularity assumed for the occupancy estimate (conservative)
 SIMDS_PER_WGP = 4
 MAX_WAVES_PER_SIMD = 16
@@ -242,6 +245,7 @@ def main():
     funcs = parse_disassembly(run_tool(args.objdump, ["-d", "--no-show-raw-insn", "--no-leading-addr",
                                                       args.code_object]))
     failures = []
+    notes = []
 
     want_target = f"amdgcn-amd-amdhsa--{args.arch}"
     if target != want_target:
@@ -280,9 +284,13 @@ def main():
 
         if scratch != 0:
             bad(f"private_segment_fixed_size {scratch} (scratch: register spills or a stack array)")
-        for key in ("vgpr_spill_count", "sgpr_spill_count"):
-            if int(k.get(key, "0")) != 0:
-                bad(f"{key} {k[key]}")
+        if int(k.get("vgpr_spill_count", "0")) != 0:
+            bad(f"vgpr_spill_count {k['vgpr_spill_count']}")
+        sgpr_spills = int(k.get("sgpr_spill_count", "0"))
+        if sgpr_spills > SGPR_SPILL_MAX or (sgpr_spills and scratch != 0):
+            bad(f"sgpr_spill_count {sgpr_spills} (at most {SGPR_SPILL_MAX}, into VGPR lanes: scratch 0)")
+        elif sgpr_spills:
+            notes.append(f"{name}: {sgpr_spills} SGPR(s) spilled into VGPR lanes (no scratch)")
         if k.get("uses_dynamic_stack", "false") != "false":
             bad("uses a dynamic stack")
         if k.get("wavefront_size", "32") != "32":
@@ -332,6 +340,8 @@ def main():
     if helpers:
         print(f"non-kernel functions (calls, not inlined): {', '.join(helpers)}")
 
+    for n in notes:
+        print(f"note: {n}")
     if failures:
         print(f"\nFAILED: {len(failures)} check(s)")
         for f in failures:
