@@ -147,13 +147,20 @@ static bool pointers_fit(const r35a_plan *plan, const void *args, const void *wo
     return true;
 }
 
-static bool nothing_to_launch(const uint32_t grid[3]) { return grid[0] == 0 || grid[1] == 0 || grid[2] == 0; }
+/* An empty grid, or a call without query rows: rdna35attn.h promises that num_tokens 0 launches
+ * nothing (so reads and checks nothing), whatever the grid the other sizes give (the encoder's comes
+ * from max_seqlen). */
+static bool nothing_to_launch(const r35a_plan *plan, const uint32_t grid[3])
+{
+    const int32_t num_tokens = plan->op == R35A_OP_PAGED ? plan->desc.paged.num_tokens : plan->desc.varlen.num_tokens;
+    return num_tokens == 0 || grid[0] == 0 || grid[1] == 0 || grid[2] == 0;
+}
 
 /* Fills launch l's argument struct and launches it (and its workspace clear) on stream. */
 static r35a_status launch_one(const r35a_context *ctx, const r35a_plan *plan, const r35a_gpu_launch *l,
                               const void *args, void *workspace, void *stream)
 {
-    if (nothing_to_launch(l->grid))
+    if (nothing_to_launch(plan, l->grid))
         return R35A_OK;
     union {
         r35a_decode_args decode;
