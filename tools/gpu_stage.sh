@@ -10,7 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DEST=${1:-gpu-carry}
 ARCHS=${R35A_NVIDIA_TARGETS:-sm_90}
-cmake -S . -B build-nv -DCMAKE_BUILD_TYPE=Release -DR35A_NVIDIA_TARGETS="$ARCHS" >/dev/null
+cmake -S . -B build-nv -DCMAKE_BUILD_TYPE=Release -DR35A_NVIDIA_TARGETS="$ARCHS" -DR35A_BUILD_TESTS=ON \
+    -DR35A_BUILD_BENCH=ON >/dev/null
 cmake --build build-nv -j"$(nproc 2>/dev/null || echo 2)" --target rdna35attn test_gpu_cuda fuzz_gpu soak_gpu r35a_read_bw \
     r35a_bench >/dev/null
 # the bench once more with the kernels' device-metadata checks compiled out, for gpu_suite.sh's
