@@ -203,12 +203,14 @@ R35A_DEV u16 f32_to_bf16(float f) {
     const u32 quiet = (u >> 16) | 0x40u;
     return (u16)((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
 }
-/* Two finite non-negative f32 (softmax probabilities) packed to bf16x2, round to nearest even:
- * lo in bits 0-15. No NaN handling needed for them. */
+/* Two f32 (softmax probabilities) packed to bf16x2, round to nearest even: lo in bits 0-15. A NaN
+ * probability (a NaN logit: the non-finite rules) must stay NaN: the rounding add carries a NaN with
+ * a full mantissa (0x7fffffff, NVIDIA's canonical NaN; a payload kept from the inputs) into the
+ * sign bit, which read back as -0 or +0, so NaNs take the quiet NaN instead (a select each). */
 R35A_DEV u32 pack_bf16x2_rne(float lo, float hi) {
     u32 a = __builtin_bit_cast(u32, lo), b = __builtin_bit_cast(u32, hi);
-    a += 0x7fffu + ((a >> 16) & 1u);
-    b += 0x7fffu + ((b >> 16) & 1u);
+    a = (a & 0x7fffffffu) > 0x7f800000u ? 0x7fc00000u : a + 0x7fffu + ((a >> 16) & 1u);
+    b = (b & 0x7fffffffu) > 0x7f800000u ? 0x7fc00000u : b + 0x7fffu + ((b >> 16) & 1u);
     return byte_perm(b, a, 0x07060302u);
 }
 R35A_DEV u32 pack_f16x2(float lo, float hi) {
@@ -411,11 +413,13 @@ R35A_DEV u16 f32_to_bf16(float f) {
     const u32 quiet = (u >> 16) | 0x40u;
     return (u16)((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
 }
+/* Round to nearest even, NaN kept (the hardware conversion: one instruction). An integer rounding
+ * add here turned NaN probabilities (0x7fffffff, NVIDIA's canonical NaN) into -0 / +0: the fuzzer's
+ * non-finite bf16 cases on the H200. */
 R35A_DEV u32 pack_bf16x2_rne(float lo, float hi) {
-    u32 a = __float_as_uint(lo), b = __float_as_uint(hi);
-    a += 0x7fffu + ((a >> 16) & 1u);
-    b += 0x7fffu + ((b >> 16) & 1u);
-    return byte_perm(b, a, 0x07060302u);
+    u32 r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));   /* first source -> bits 16-31 */
+    return r;
 }
 R35A_DEV u32 pack_f16x2(float lo, float hi) {
     u32 r;
