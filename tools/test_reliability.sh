@@ -11,7 +11,7 @@
 #   tools/test_reliability.sh [fuzz|tsan|memcheck]...    (default: all three)
 # Environment: R35A_FUZZ_SECONDS (fuzz smoke length), R35A_MEMCHECK_SCALE (R35A_TEST_SCALE for the
 # programs under valgrind, default 0.05), R35A_MEMCHECK_BUDGET (seconds one program may run under
-# valgrind, default 420: a longer one is stopped and reported "partial", failing only if memcheck
+# valgrind, default 180: a longer one is stopped and reported "partial", failing only if memcheck
 # reported an error before the stop), R35A_RELIABILITY_JOBS (parallel programs, default nproc).
 # New inputs the smoke run finds go to build-reliability/fuzz/new-corpus (not the repository);
 # crashes to build-reliability/fuzz/artifacts.
@@ -167,7 +167,7 @@ run_memcheck() {
       { tail -40 "$out/memcheck-reliability.build.log"; exit 1; }
     dirs+=("$out/memcheck-reliability")
   fi
-  R35A_TEST_SCALE=${R35A_MEMCHECK_SCALE:-0.05} python3 - "$jobs" "${R35A_MEMCHECK_BUDGET:-420}" "$out/memcheck-logs" "${dirs[@]}" <<'EOF'
+  R35A_TEST_SCALE=${R35A_MEMCHECK_SCALE:-0.05} python3 - "$jobs" "${R35A_MEMCHECK_BUDGET:-180}" "$out/memcheck-logs" "${dirs[@]}" <<'EOF'
 import concurrent.futures, json, os, re, subprocess, sys, time
 
 jobs, budget, logdir, build_dirs = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4:]
