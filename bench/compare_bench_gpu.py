@@ -33,7 +33,11 @@ def bench_rows(paths):
     """{(D, G, M, B, ctx): (row, run)} from r35a_bench --json outputs."""
     rows = {}
     for path in paths:
-        run = load(path)
+        try:
+            run = load(path)
+        except (OSError, ValueError) as error:   # a run that timed out or failed wrote nothing
+            print(f"r35a_bench's result {path} is missing or unreadable ({error}); the log says why")
+            continue
         for row in run["rows"]:
             key = (row["head_size"], row["num_q_heads"] // row["num_kv_heads"], row["query_len"], row["batch"],
                    row["context"])
