@@ -134,7 +134,10 @@ R35A_DEV bool attend_row(merge_lds<DPL> &lds, const u16 *qrow, u16 *orow, int D,
         for (int c0 = 0; c0 < DPL; c0 += CH) {
             for (int i = c0; i < c0 + CH && i < DPL; ++i) {
                 const float qi = E::to_f32((u16)(i & 1 ? q2[i >> 1] >> 16 : q2[i >> 1]));
-                dot = __builtin_fmaf(qi, KV::load(krow, idx(i)), dot);   /* q = 0 past D */
+                /* past D the load is clamped to element D-1 and q is 0: the element must be
+                 * dropped, not multiplied by 0 (an Inf there would make 0 x Inf = NaN) */
+                const float ki = KV::load(krow, idx(i));
+                dot = __builtin_fmaf(qi, lane_o + R35A_WAVE * i < D ? ki : 0.f, dot);
             }
             if constexpr (WIDE) sched_barrier();
         }
