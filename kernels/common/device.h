@@ -203,14 +203,16 @@ R35A_DEV u16 f32_to_bf16(float f) {
     const u32 quiet = (u >> 16) | 0x40u;
     return (u16)((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
 }
-/* Two f32 (softmax probabilities) packed to bf16x2, round to nearest even: lo in bits 0-15. A NaN
- * probability (a NaN logit: the non-finite rules) must stay NaN: the rounding add carries a NaN with
- * a full mantissa (0x7fffffff, NVIDIA's canonical NaN; a payload kept from the inputs) into the
- * sign bit, which read back as -0 or +0, so NaNs take the quiet NaN instead (a select each). */
+/* Two f32 (softmax probabilities) packed to bf16x2, round to nearest even: lo in bits 0-15. The
+ * rounding add keeps gfx11's computed NaN (0x7fc00000: no carry) a NaN; a NaN whose mantissa's top
+ * bits are all ones (0x7fff8000 and up) would carry into the sign bit and read back as -0 / +0.
+ * gfx11 does not produce those from arithmetic; a payload kept from an input could (NVIDIA's
+ * canonical NaN 0x7fffffff is one: there the hardware conversion is used). A select per value here
+ * made the bf16 R = 32 decode variants spill (SGPRs for the compare masks), so it is not done. */
 R35A_DEV u32 pack_bf16x2_rne(float lo, float hi) {
     u32 a = __builtin_bit_cast(u32, lo), b = __builtin_bit_cast(u32, hi);
-    a = (a & 0x7fffffffu) > 0x7f800000u ? 0x7fc00000u : a + 0x7fffu + ((a >> 16) & 1u);
-    b = (b & 0x7fffffffu) > 0x7f800000u ? 0x7fc00000u : b + 0x7fffu + ((b >> 16) & 1u);
+    a += 0x7fffu + ((a >> 16) & 1u);
+    b += 0x7fffu + ((b >> 16) & 1u);
     return byte_perm(b, a, 0x07060302u);
 }
 R35A_DEV u32 pack_f16x2(float lo, float hi) {
