@@ -109,7 +109,7 @@ struct decode_cfg {
      * r35a_decode_nv_smem_bytes, dynamic shared memory the host launches with). */
     static constexpr int WGS_PER_POOL = (4 * WAVES + NW - 1) / NW;
 #if defined(R35A_TARGET_AMDGCN)
-    static constexpr int LDS_POOL = 131072 / WGS_PER_POOL, LDS_MAX = 65536;
+    static constexpr int LDS_POOL = R35A_GFX11_LDS_PER_WGP / WGS_PER_POOL, LDS_MAX = R35A_GFX11_LDS_PER_WORKGROUP;
     static constexpr int LDS_BUDGET = LDS_POOL < LDS_MAX ? LDS_POOL : LDS_MAX;
 #else
     static constexpr int LDS_BUDGET = r35a_decode_nv_smem_bytes(WAVES, NW);

@@ -82,7 +82,9 @@ struct lds_budget {
     static constexpr int value = 232448 / BLOCKS < 49152 ? 232448 / BLOCKS : 49152;
 #else
     static constexpr int WGS = (4 * WAVES + NW - 1) / NW;
-    static constexpr int value = 131072 / WGS < 65536 ? 131072 / WGS : 65536;
+    static constexpr int value = R35A_GFX11_LDS_PER_WGP / WGS < R35A_GFX11_LDS_PER_WORKGROUP
+                                     ? R35A_GFX11_LDS_PER_WGP / WGS
+                                     : R35A_GFX11_LDS_PER_WORKGROUP;
 #endif
 };
 

@@ -26,6 +26,11 @@
 #endif
 
 #define R35A_WAVE 32
+/* gfx11's local data share: a WGP's 128 KiB, shared by the workgroups resident on it, of which one
+ * workgroup may use at most 64 KiB (the kernels' LDS budgets from their occupancy contracts;
+ * tools/check_code_objects.py checks the same numbers). */
+#define R35A_GFX11_LDS_PER_WGP 131072
+#define R35A_GFX11_LDS_PER_WORKGROUP 65536
 
 #if defined(R35A_TARGET_AMDGCN)
 
@@ -144,13 +149,6 @@ R35A_DEV float wave_sum(float v) {
     v += lane_xor_row<8>(v);
     return v + lane_xor16(v);
 }
-R35A_DEV float wave_max(float v) {
-    v = __builtin_fmaxf(v, lane_xor_row<1>(v));
-    v = __builtin_fmaxf(v, lane_xor_row<2>(v));
-    v = __builtin_fmaxf(v, lane_xor_row<4>(v));
-    v = __builtin_fmaxf(v, lane_xor_row<8>(v));
-    return __builtin_fmaxf(v, lane_xor16(v));
-}
 /* Byte permute of two dwords (v_perm_b32): result byte i = byte sel[i] of the 8-byte value
  * {hi = a, lo = b}; selector bytes 0-3 pick b, 4-7 pick a. */
 R35A_DEV u32 byte_perm(u32 a, u32 b, u32 sel) { return __builtin_amdgcn_perm(a, b, sel); }
@@ -176,7 +174,6 @@ R35A_DEV float exp2_fast(float x) { return __builtin_amdgcn_exp2f(x); }
 /* 1/x, about 1 ulp. */
 R35A_DEV float rcp_fast(float x) { return __builtin_amdgcn_rcpf(x); }
 R35A_DEV float fmax(float a, float b) { return __builtin_fmaxf(a, b); }
-R35A_DEV float fmin(float a, float b) { return __builtin_fminf(a, b); }
 /* max of two floats that are never NaN (scores: matrix results, -inf for masked keys), without the
  * NaN-quieting v_max_f32 x, x that __builtin_fmaxf costs per operand in IEEE mode:
  * median(a, b, +inf) = max(a, b), one v_med3_f32. */
@@ -356,13 +353,6 @@ R35A_DEV float wave_sum(float v) {
     v += lane_xor_row<8>(v);
     return v + lane_xor16(v);
 }
-R35A_DEV float wave_max(float v) {
-    v = fmaxf(v, lane_xor_row<1>(v));
-    v = fmaxf(v, lane_xor_row<2>(v));
-    v = fmaxf(v, lane_xor_row<4>(v));
-    v = fmaxf(v, lane_xor_row<8>(v));
-    return fmaxf(v, lane_xor16(v));
-}
 /* v_perm_b32's meaning (result byte i = byte sel[i] of {hi = a, lo = b}, selectors 0-7) through
  * prmt: its inputs are {b, a} with one selector nibble per result byte. */
 R35A_DEV u32 byte_perm(u32 a, u32 b, u32 sel) {
@@ -393,7 +383,6 @@ R35A_DEV float rcp_fast(float x) {
     return r;
 }
 R35A_DEV float fmax(float a, float b) { return fmaxf(a, b); }
-R35A_DEV float fmin(float a, float b) { return fminf(a, b); }
 R35A_DEV float fmax_nonan(float a, float b) { return fmaxf(a, b); }
 R35A_DEV int imin(int a, int b) { return a < b ? a : b; }
 R35A_DEV int imax(int a, int b) { return a > b ? a : b; }

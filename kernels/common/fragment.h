@@ -18,6 +18,9 @@
 #include "device.h"
 
 #if defined(R35A_TARGET_AMDGCN)
+#if !defined(__GFX11__)
+#error "fragment_gfx11.h: the WMMA fragments are gfx11's (RDNA 3/3.5, wave32); other AMD archs need their own layer"
+#endif
 #include "fragment_gfx11.h"
 #elif defined(R35A_TARGET_CUDA)
 #if defined(R35A_FRAGMENT_EMULATE_GFX11) && R35A_FRAGMENT_EMULATE_GFX11
@@ -25,6 +28,8 @@
 #else
 #include "fragment_nv_mma.h"
 #endif
+#else
+#error "fragment.h: no fragment layer for this target (AMDGPU gfx11 or NVIDIA)"
 #endif
 
 #endif /* R35A_FRAGMENT_H */
