@@ -63,7 +63,12 @@ namespace r35a {
 #define R35A_DECODE_REG_STAGES_MAX 3   /* register pipeline depth at most */
 #endif
 #ifndef R35A_DECODE_LDS_STAGES_MAX
-#define R35A_DECODE_LDS_STAGES_MAX 4   /* shared-memory pipeline depth at most (NVIDIA) */
+#define R35A_DECODE_LDS_STAGES_MAX 4   /* shared-memory pipeline depth at most (NVIDIA), 16-bit K/V */
+#endif
+/* 8-bit tiles are half the bytes: as many more stages keep as many bytes in flight per wave (what
+ * the memory latency asks for), where the shared memory holds them. */
+#ifndef R35A_DECODE_LDS_STAGES_MAX_8BIT
+#define R35A_DECODE_LDS_STAGES_MAX_8BIT 8
 #endif
 
 /* The KV pipeline of a tiling: registers (every fragment layer), or shared-memory stages filled by
@@ -121,7 +126,8 @@ struct decode_cfg {
     static constexpr int EXCH_BYTES = NW * PX_WAVE + SR_BYTES;
     static constexpr int FLAG_BYTES = 16;
     /* Pipeline: shared-memory stages filled by asynchronous copies where the fragment layer has them
-     * (NVIDIA) and at least two fit the LDS left, as many as fit up to R35A_DECODE_LDS_STAGES_MAX;
+     * (NVIDIA) and at least two fit the LDS left, as many as fit up to R35A_DECODE_LDS_STAGES_MAX
+     * (R35A_DECODE_LDS_STAGES_MAX_8BIT for 8-bit tiles);
      * else stages in registers (gfx11; NVIDIA's widest tilings), as many as the occupancy contract's
      * register budget leaves room for (estimate: Q^T and O^T fragments, S^T and P^T, ~32 for
      * addresses, row bounds and softmax state; a stage holds K as operand fragments and V as 16-byte
@@ -165,8 +171,8 @@ struct decode_cfg {
     static constexpr bool USE_LDS = LDS_FIT >= 2;
     static constexpr int REG_FIT = Q_LDS ? REG_FIT_QLDS : REG_FIT_QREG;
     static constexpr int REG_STAGES = REG_FIT < 2 ? 2 : REG_FIT > R35A_DECODE_REG_STAGES_MAX ? R35A_DECODE_REG_STAGES_MAX : REG_FIT;
-    static constexpr int STAGES = USE_LDS ? (LDS_FIT < R35A_DECODE_LDS_STAGES_MAX ? LDS_FIT : R35A_DECODE_LDS_STAGES_MAX)
-                                          : REG_STAGES;
+    static constexpr int LDS_STAGES_MAX = kv_is_8bit<KV>::value ? R35A_DECODE_LDS_STAGES_MAX_8BIT : R35A_DECODE_LDS_STAGES_MAX;
+    static constexpr int STAGES = USE_LDS ? (LDS_FIT < LDS_STAGES_MAX ? LDS_FIT : LDS_STAGES_MAX) : REG_STAGES;
     static_assert(STAGES >= 2, "the KV pipeline needs two stages");
     typedef typename pick_pipe<USE_LDS, DS, STAGES, E, KV>::type pipe;
     static constexpr int PIPE_WAVE = (pipe::LDS_BYTES + 15) / 16 * 16;
@@ -341,6 +347,38 @@ R35A_DEV void merge_splits(const r35a_decode_args &a, const float *grec, i64 rec
     constexpr int R = C::R, T = R / 16;
     const int tv = imin(T, (rows - rg * R + 15) / 16);     /* row tiles with a real row (the others have no record) */
     const int nv = 16 * tv;
+    /* Pass 3's fragments: wave w owns fragments w, w + NW, ... (FPW of them); RB records' loads of all
+     * of them are issued before any is used (as many as half the register budget holds), so the
+     * records cost nsplit / RB round trips, not nsplit x FPW; the first RB are issued before passes
+     * 1-2, whose round trip they share. Records past nsplit re-read the last one (a valid address;
+     * their weight is not applied). */
+    constexpr int NF = T * C::DC, FPW = (NF + C::NW - 1) / C::NW;
+    constexpr int RB_FIT = (C::REG_BUDGET / 2) / (FPW * (frag::ACC_ELEMS + 2));
+    constexpr int RB = RB_FIT < 1 ? 1 : RB_FIT > 8 ? 8 : RB_FIT;
+    const int nf = tv * C::DC;
+    bool ok[FPW][frag::NCOL];   /* the rows that exist, per fragment and column slot */
+    int tj[FPW];
+#pragma unroll
+    for (int j = 0; j < FPW; ++j) {
+        const int f = imin(wave_id() + j * C::NW, NF - 1);
+        tj[j] = f / C::DC;
+#pragma unroll
+        for (int c = 0; c < frag::NCOL; ++c) ok[j][c] = rg * R + tj[j] * 16 + frag::acc_n_of_slot(c) < rows;
+    }
+    frag::acc ak[RB][FPW];
+    frag::colv lk[RB][FPW];
+    auto load_records = [&](int k0) {
+#pragma unroll
+        for (int r = 0; r < RB; ++r)
+#pragma unroll
+            for (int j = 0; j < FPW; ++j) {
+                const int f = imin(wave_id() + j * C::NW, NF - 1);
+                const float *rec = grec + imin(k0 + r, nsplit - 1) * rec_floats;
+                ak[r][j] = frag::acc_load_global_if(rec + 2 * R + f * frag::ACC_NATIVE_FLOATS, ok[j]);
+                lk[r][j] = frag::colv_load(rec + R + tj[j] * 16, true);
+            }
+    };
+    load_records(0);
     block_sync();   /* the LDS of the loop and of the key-group merge is free */
 #pragma unroll 4
     for (int idx = thread_x(); idx < nsplit * nv; idx += C::THREADS) {
@@ -361,39 +399,16 @@ R35A_DEV void merge_splits(const r35a_decode_args &a, const float *grec, i64 rec
         for (int k = 0; k < nsplit; ++k) wts[k * R + n] = exp2_fast(wts[k * R + n] - mu);
     }
     block_sync();
-    /* Pass 3: wave w owns fragments w, w + NW, ... (FPW of them); RB records' loads of all of them
-     * are issued before any is used (as many as half the register budget holds), so the records
-     * cost nsplit / RB round trips, not nsplit x FPW. Records past nsplit re-read the last one (a
-     * valid address; their weight is not applied). */
-    constexpr int NF = T * C::DC, FPW = (NF + C::NW - 1) / C::NW;
-    constexpr int RB_FIT = (C::REG_BUDGET / 2) / (FPW * (frag::ACC_ELEMS + 2));
-    constexpr int RB = RB_FIT < 1 ? 1 : RB_FIT > 8 ? 8 : RB_FIT;
-    const int nf = tv * C::DC;
+    /* Pass 3: the weighted sums over the records, RB at a time (the first RB are loaded already). */
     frag::acc o[FPW];
     frag::colv l[FPW];
-    bool ok[FPW][frag::NCOL];   /* the rows that exist, per fragment and column slot */
-    int tj[FPW];
 #pragma unroll
     for (int j = 0; j < FPW; ++j) {
-        const int f = imin(wave_id() + j * C::NW, NF - 1);
-        tj[j] = f / C::DC;
         o[j] = frag::acc_zero();
         l[j] = frag::colv_load(wsink + tj[j] * 16, false);
-#pragma unroll
-        for (int c = 0; c < frag::NCOL; ++c) ok[j][c] = rg * R + tj[j] * 16 + frag::acc_n_of_slot(c) < rows;
     }
     for (int k0 = 0; k0 < nsplit; k0 += RB) {
-        frag::acc ak[RB][FPW];
-        frag::colv lk[RB][FPW];
-#pragma unroll
-        for (int r = 0; r < RB; ++r)
-#pragma unroll
-            for (int j = 0; j < FPW; ++j) {
-                const int f = imin(wave_id() + j * C::NW, NF - 1);
-                const float *rec = grec + imin(k0 + r, nsplit - 1) * rec_floats;
-                ak[r][j] = frag::acc_load_global_if(rec + 2 * R + f * frag::ACC_NATIVE_FLOATS, ok[j]);
-                lk[r][j] = frag::colv_load(rec + R + tj[j] * 16, true);
-            }
+        if (k0 > 0) load_records(k0);
 #pragma unroll
         for (int r = 0; r < RB; ++r) {
             if (k0 + r >= nsplit) break;   /* uniform */
@@ -834,8 +849,8 @@ struct kv_type<E, kv_kv16_t> {
 };
 
 /* The kernel of one variant: one body, its LDS declared here (the split arrival flag at its end).
- * NVIDIA: dynamic shared memory, launched with r35a_decode_nv_smem_bytes() >= C::LDS_BYTES (the
- * static 48 KiB would cap a block's cp.async stages). */
+ * NVIDIA: dynamic shared memory, launched with exactly C::LDS_BYTES (<name>_lds_bytes below; at most
+ * r35a_decode_nv_smem_bytes(), the contract's share; the static 48 KiB would cap the cp.async stages). */
 template <class E, class KV, int D, int T, int KW, int DW, int WAVES>
 R35A_DEV void decode_kernel(const r35a_decode_args &a) {
     typedef decode_cfg<E, KV, D, T, KW, DW, WAVES> C;
@@ -850,11 +865,23 @@ R35A_DEV void decode_kernel(const r35a_decode_args &a) {
 
 } /* namespace r35a */
 
+/* NVIDIA: the dynamic shared memory a variant is launched with is exactly what its layout uses,
+ * published as the device global <name>_lds_bytes, which the host reads at module load
+ * (src/gpu_runtime.c): the one place the size is decided is decode_cfg. (A launch with the whole
+ * budget of the occupancy contract instead would let fewer workgroups share an SM than fit.) */
+#if defined(R35A_TARGET_CUDA)
+#define R35A_DECODE_LDS_SYMBOL(name, E, KV, D, T, KW, DW, WAVES)                                            \
+    extern "C" __device__ const int name##_lds_bytes = r35a::decode_cfg<E, KV, D, T, KW, DW, WAVES>::LDS_BYTES;
+#else
+#define R35A_DECODE_LDS_SYMBOL(name, E, KV, D, T, KW, DW, WAVES)
+#endif
+#define R35A_DECODE_KV_TYPE(dtype, kv) r35a::kv_type<r35a::dtype##_t, r35a::kv_##kv##_t>::type
+
 /* One extern "C" kernel per variant; the symbol is the variant name. */
 #define R35A_DECODE_VARIANT(arch, name, dtype, kv, D, R, KW, DW, WAVES)                                    \
+    R35A_DECODE_LDS_SYMBOL(name, r35a::dtype##_t, R35A_DECODE_KV_TYPE(dtype, kv), D, (R) / 16, KW, DW, WAVES) \
     R35A_KERNEL R35A_KERNEL_BOUNDS(32 * (KW) * (DW), WAVES) void name(r35a_decode_args a) {               \
-        r35a::decode_kernel<r35a::dtype##_t, r35a::kv_type<r35a::dtype##_t, r35a::kv_##kv##_t>::type, D, (R) / 16, \
-                            KW, DW, WAVES>(a);                                                             \
+        r35a::decode_kernel<r35a::dtype##_t, R35A_DECODE_KV_TYPE(dtype, kv), D, (R) / 16, KW, DW, WAVES>(a); \
     }
 /* A tool may point R35A_DECODE_VARIANT_LIST at its own list of R35A_DECODE_VARIANT(...) lines
  * (tools/tune_variants.py compiles candidate tilings this way). */
@@ -864,3 +891,5 @@ R35A_DEV void decode_kernel(const r35a_decode_args &a) {
 #include "../variants/variants.def"
 #endif
 #undef R35A_DECODE_VARIANT
+#undef R35A_DECODE_KV_TYPE
+#undef R35A_DECODE_LDS_SYMBOL

@@ -52,6 +52,8 @@ typedef struct cuda_api {
     cu_result (*ModuleLoadData)(cu_module *module, const void *image);
     cu_result (*ModuleUnload)(cu_module module);
     cu_result (*ModuleGetFunction)(cu_function *function, cu_module module, const char *name);
+    cu_result (*ModuleGetGlobal)(cu_deviceptr *dptr, size_t *bytes, cu_module module, const char *name);
+    cu_result (*MemcpyDtoH)(void *dst, cu_deviceptr src, size_t bytes);
     cu_result (*LaunchKernel)(cu_function f, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x,
                               unsigned block_y, unsigned block_z, unsigned shared_bytes, cu_stream stream,
                               void **params, void **extra);
@@ -115,6 +117,8 @@ static void load_driver(void)
         SYM(ModuleLoadData, "cuModuleLoadData"),
         SYM(ModuleUnload, "cuModuleUnload"),
         SYM(ModuleGetFunction, "cuModuleGetFunction"),
+        SYM(ModuleGetGlobal, "cuModuleGetGlobal_v2"),
+        SYM(MemcpyDtoH, "cuMemcpyDtoH_v2"),
         SYM(LaunchKernel, "cuLaunchKernel"),
         SYM(MemsetD8Async, "cuMemsetD8Async"),
         SYM(FuncSetAttribute, "cuFuncSetAttribute"),
@@ -183,6 +187,22 @@ static int set_max_dynamic_shared(void *function, int bytes)
     return driver.api.FuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
 }
 
+#define CUDA_ERROR_INVALID_VALUE 1
+
+/* An int device global of a loaded module (a decode kernel's <name>_lds_bytes), read synchronously
+ * at load (the context is current). */
+static int read_int_global(void *module, const char *symbol, int *value)
+{
+    cu_deviceptr p = 0;
+    size_t bytes = 0;
+    cu_result e = driver.api.ModuleGetGlobal(&p, &bytes, module, symbol);
+    if (e != 0)
+        return e;
+    if (bytes != sizeof *value)
+        return CUDA_ERROR_INVALID_VALUE;
+    return driver.api.MemcpyDtoH(value, p, sizeof *value);
+}
+
 static r35a_gpu_loader loader_of(cuda_state *st)
 {
     /* the runtime's module calls take exactly the loader's C arguments */
@@ -193,7 +213,9 @@ static r35a_gpu_loader loader_of(cuda_state *st)
                              driver.api.ModuleUnload,
                              cu_error_text,
                              "cuModuleLoadData",
+                             read_int_global,
                              set_max_dynamic_shared,
+                             "cuModuleGetGlobal",
                              "cuFuncSetAttribute"};
 }
 

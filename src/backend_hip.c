@@ -188,7 +188,7 @@ static r35a_gpu_loader loader_of(hip_state *st)
     /* the runtime's module calls take exactly the loader's C arguments */
     /* gfx11 kernels use static LDS only: no dynamic shared memory limit to raise */
     return (r35a_gpu_loader){st->arch, NULL, runtime.api.ModuleLoadData, runtime.api.ModuleGetFunction,
-                             runtime.api.ModuleUnload, hip_error_text, "hipModuleLoadData", NULL, NULL};
+                             runtime.api.ModuleUnload, hip_error_text, "hipModuleLoadData", NULL, NULL, NULL, NULL};
 }
 
 static void release_state(hip_state *st)

@@ -57,6 +57,7 @@ void r35a_gpu_unload_kernels(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader
             (void)loader->module_unload(rt->modules[f]);
         rt->modules[f] = NULL;
     }
+    memset(rt->decode_shared_bytes, 0, sizeof rt->decode_shared_bytes);
 }
 
 static bool load_module(const r35a_gpu_loader *loader, const r35a_code_object *co, void **module, char *why,
@@ -95,6 +96,36 @@ static const r35a_code_object *pick(const r35a_gpu_loader *loader, r35a_gpu_fami
     return r35a_code_object_find(loader->arch, name);
 }
 
+/* NVIDIA: decode kernel i's dynamic shared memory, exactly what its layout uses (its code object's
+ * <name>_lds_bytes), within its occupancy contract's share of an SM (decode_args.h
+ * r35a_decode_nv_smem_bytes); the function's limit is raised to it and the launch passes it. */
+static bool load_decode_shared_bytes(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader, int i, const char *name,
+                                     char *why, size_t cap)
+{
+    const r35a_decode_variant *v = &r35a_decode_variants[i];
+    const int budget = r35a_decode_nv_smem_bytes(v->waves, v->kw * v->dw);
+    char symbol[160];
+    snprintf(symbol, sizeof symbol, "%s_lds_bytes", name);
+    int bytes = 0;
+    int e = loader->read_int_global(rt->modules[R35A_GPU_DECODE], symbol, &bytes);
+    if (e != 0) {
+        snprintf(why, cap, "%s(%s) failed: %s (%d)", loader->read_global_call, symbol, loader->error_text(e), e);
+        return false;
+    }
+    if (bytes <= 0 || bytes > budget) {
+        snprintf(why, cap, "%s is %d bytes, outside 1..%d (the variant's occupancy contract)", symbol, bytes, budget);
+        return false;
+    }
+    e = loader->set_max_dynamic_shared(rt->decode[i], bytes);
+    if (e != 0) {
+        snprintf(why, cap, "%s(%s, %d bytes of dynamic shared memory) failed: %s (%d)", loader->set_shared_call, name,
+                 bytes, loader->error_text(e), e);
+        return false;
+    }
+    rt->decode_shared_bytes[i] = (uint32_t)bytes;
+    return true;
+}
+
 bool r35a_gpu_load_kernels(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader, char *why, size_t cap)
 {
     for (int f = 0; f < R35A_GPU_NUM_FAMILIES; ++f) {
@@ -115,16 +146,10 @@ bool r35a_gpu_load_kernels(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader, 
                 r35a_gpu_unload_kernels(rt, loader);
                 return false;
             }
-            if (family == R35A_GPU_DECODE && loader->set_max_dynamic_shared) {
-                const r35a_decode_variant *v = &r35a_decode_variants[i];
-                const int bytes = r35a_decode_nv_smem_bytes(v->waves, v->kw * v->dw);
-                const int e = loader->set_max_dynamic_shared(handles[i], bytes);
-                if (e != 0) {
-                    snprintf(why, cap, "%s(%s, %d bytes of dynamic shared memory) failed: %s (%d)",
-                             loader->set_shared_call, name, bytes, loader->error_text(e), e);
-                    r35a_gpu_unload_kernels(rt, loader);
-                    return false;
-                }
+            if (family == R35A_GPU_DECODE && loader->set_max_dynamic_shared &&
+                !load_decode_shared_bytes(rt, loader, i, name, why, cap)) {
+                r35a_gpu_unload_kernels(rt, loader);
+                return false;
             }
         }
     }

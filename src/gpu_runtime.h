@@ -18,6 +18,9 @@ struct r35a_gpu_runtime {
     void *generic[R35A_HANDLES(R35A_NUM_GENERIC_KERNELS)];
     void *encoder[R35A_HANDLES(R35A_NUM_ENCODER_VARIANTS)];
     void *modules[R35A_GPU_NUM_FAMILIES];   /* the loaded module of each family (NULL: none) */
+    /* NVIDIA: each decode kernel's dynamic shared memory, read from its code object at load
+     * (kernels/decode.hip <name>_lds_bytes); 0 where kernels use static LDS only (HIP). */
+    uint32_t decode_shared_bytes[R35A_HANDLES(R35A_NUM_DECODE_VARIANTS)];
     /* The context's device error record (kernels/common/device_error.h): host-mapped pinned memory
      * the backend allocates at context creation. The host reads it through error_host (a plain
      * load: no device call, so graph capture is unaffected); every kernel gets error_device in its
@@ -54,11 +57,14 @@ typedef struct r35a_gpu_loader {
     int (*module_unload)(void *module);
     const char *(*error_text)(int error);
     const char *load_call;       /* "hipModuleLoadData", "cuModuleLoadData": for messages */
-    /* NVIDIA: raises function's dynamic shared memory limit to bytes (cuFuncSetAttribute
-     * MAX_DYNAMIC_SHARED_SIZE_BYTES); called at load for each decode kernel with its budget
-     * (decode_args.h r35a_decode_nv_smem_bytes). NULL where kernels use static LDS only (HIP). */
+    /* NVIDIA (NULL where kernels use static LDS only, HIP): reads the int device global `symbol` of
+     * module (cuModuleGetGlobal + cuMemcpyDtoH: a decode kernel's <name>_lds_bytes), and raises
+     * function's dynamic shared memory limit to bytes (cuFuncSetAttribute
+     * MAX_DYNAMIC_SHARED_SIZE_BYTES). Both are called at load for each decode kernel. */
+    int (*read_int_global)(void *module, const char *symbol, int *value);
     int (*set_max_dynamic_shared)(void *function, int bytes);
-    const char *set_shared_call; /* "cuFuncSetAttribute": for messages */
+    const char *read_global_call; /* "cuModuleGetGlobal": for messages */
+    const char *set_shared_call;  /* "cuFuncSetAttribute": for messages */
 } r35a_gpu_loader;
 
 /* Loads one module per family (loader->pick) and resolves every registry row of rt->arch's

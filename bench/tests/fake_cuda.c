@@ -353,6 +353,65 @@ EXPORT int cuModuleGetFunction(void **f, void *module, const char *name)
     return OK;
 }
 
+/* A module's device global `name` (an OBJECT symbol of its .symtab: e.g. a decode kernel's
+ * <name>_lds_bytes): its "device address" is its initial bytes in the image, which
+ * cuMemcpyDtoH_v2 reads (the globals handed out are remembered for that check). */
+static struct {
+    const unsigned char *p;
+    size_t bytes;
+} globals[4096];
+static int num_globals;
+
+EXPORT int cuModuleGetGlobal_v2(unsigned long long *dptr, size_t *bytes, void *module, const char *name)
+{
+    int e = context_ok();
+    if (e)
+        return e;
+    const unsigned char *image = module;
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)image;
+    const Elf64_Shdr *sh = (const Elf64_Shdr *)(image + eh->e_shoff);
+    for (int i = 0; i < eh->e_shnum; ++i) {
+        if (sh[i].sh_type != SHT_SYMTAB)
+            continue;
+        const Elf64_Sym *syms = (const Elf64_Sym *)(image + sh[i].sh_offset);
+        const char *strtab = (const char *)(image + sh[sh[i].sh_link].sh_offset);
+        for (size_t k = 0; k < sh[i].sh_size / sizeof(Elf64_Sym); ++k) {
+            const Elf64_Sym *sym = &syms[k];
+            if (ELF64_ST_TYPE(sym->st_info) != STT_OBJECT || strcmp(strtab + sym->st_name, name) != 0 ||
+                sym->st_shndx == SHN_UNDEF || sym->st_shndx >= eh->e_shnum ||
+                sh[sym->st_shndx].sh_type != SHT_PROGBITS)
+                continue;
+            const unsigned char *p = image + sh[sym->st_shndx].sh_offset + sym->st_value;
+            if (num_globals == (int)(sizeof globals / sizeof *globals))
+                return INVALID_VALUE;
+            globals[num_globals].p = p;
+            globals[num_globals++].bytes = sym->st_size;
+            *dptr = (unsigned long long)(uintptr_t)p;
+            *bytes = sym->st_size;
+            return OK;
+        }
+    }
+    return NOT_FOUND;
+}
+
+EXPORT int cuMemcpyDtoH_v2(void *dst, unsigned long long src, size_t n)
+{
+    int e = context_ok();
+    if (e)
+        return e;
+    if (capturing)
+        return CAPTURE_UNSUPPORTED;
+    for (int i = 0; i < num_globals; ++i)
+        if ((uintptr_t)src >= (uintptr_t)globals[i].p && (uintptr_t)src + n <= (uintptr_t)globals[i].p + globals[i].bytes) {
+            memcpy(dst, (const void *)(uintptr_t)src, n);
+            return OK;
+        }
+    e = copy_checks(src, n, 0, 0);
+    if (!e)
+        memcpy(dst, (void *)(uintptr_t)src, n);
+    return e;
+}
+
 /* Each function's dynamic shared memory limit (cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES = 8):
  * as on the real driver, a launch above 48 KiB needs it raised first, and at most 227 KiB. */
 static struct {

@@ -150,11 +150,12 @@ R35A_HD int32_t r35a_decode_seq_splits(int32_t planned, int64_t tiles) {
 
 /* Shared memory (LDS) a decode workgroup may use, from its occupancy contract: `waves` warps per SM
  * sub-partition of blocks of waves_per_wg warps share an SM's 228 KiB (less 1 KiB reserved per
- * block), at most 227 KiB per block. NVIDIA decode kernels take it as DYNAMIC shared memory: the
- * kernel lays out its stages in this budget (kernels/decode.hip decode_cfg) and the host launches it
- * with exactly this many bytes (after raising the function's limit, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_
- * SHARED_SIZE_BYTES, above the default 48 KiB): one formula for both. (gfx11: static LDS, 64 KiB
- * per workgroup at most; no dynamic size.) */
+ * block), at most 227 KiB per block. NVIDIA decode kernels take DYNAMIC shared memory: the kernel
+ * lays out its stages within this budget (kernels/decode.hip decode_cfg) and publishes the bytes
+ * its layout uses as <name>_lds_bytes; the host reads that at load, raises the function's limit
+ * (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, above the default 48 KiB) and launches with
+ * exactly it, so workgroups that use less than the budget share an SM with more of their kind.
+ * (gfx11: static LDS, 64 KiB per workgroup at most; no dynamic size.) */
 #define R35A_DECODE_NV_SMEM_PER_SM 233472
 #define R35A_DECODE_NV_SMEM_PER_BLOCK_MAX 232448
 R35A_HD_CONSTEXPR int32_t r35a_decode_nv_smem_bytes(int32_t waves, int32_t waves_per_wg) {
