@@ -10,6 +10,7 @@
 static struct {
     bool log;
     char force[128];
+    int decode_splits;
 } knobs;
 static pthread_once_t knobs_once = PTHREAD_ONCE_INIT;
 
@@ -20,6 +21,12 @@ static void read_knobs(void)
     const char *force = getenv("R35A_FORCE");
     if (force)
         snprintf(knobs.force, sizeof knobs.force, "%s", force);
+    const char *splits = getenv("R35A_DECODE_SPLITS");
+    if (splits) {
+        char *end = NULL;
+        const long n = strtol(splits, &end, 10);
+        knobs.decode_splits = end != splits && *end == '\0' && n > 0 && n <= 1024 ? (int)n : 0;
+    }
 }
 
 bool r35a_log_enabled(void)
@@ -32,6 +39,12 @@ const char *r35a_forced_impl(void)
 {
     pthread_once(&knobs_once, read_knobs);
     return knobs.force[0] ? knobs.force : NULL;
+}
+
+int r35a_forced_decode_splits(void)
+{
+    pthread_once(&knobs_once, read_knobs);
+    return knobs.decode_splits;
 }
 
 void r35a_log(const char *fmt, ...)

@@ -10,6 +10,8 @@
  * descriptor, so a plan is graph-capture safe. */
 #include "planner.h"
 
+#include "env.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -108,13 +110,19 @@ bool r35a_plan_decode(const r35a_paged_attention_desc *d, const char *arch, int 
                                              d->max_query_len, d->window,
                                              num_cus > 0 ? num_cus : R35A_GFX1151_DEFAULT_CUS,
                                              r35a_decode_resident_wgs_per_cu(simds, v->waves, v->kw * v->dw));
+    /* measurement only (README: environment): the split count the user forces, within the kernels' limit */
+    const int forced_splits = r35a_forced_decode_splits();
+    if (forced_splits > 0)
+        out->num_splits = forced_splits < R35A_DECODE_MAX_SPLITS ? forced_splits : R35A_DECODE_MAX_SPLITS;
     r35a_decode_grid(d->num_seqs, d->num_kv_heads, best_groups, out->num_splits, out->grid);
     out->block[0] = r35a_decode_block_threads(v->kw, v->dw);
     out->block[1] = out->block[2] = 1;
     out->workspace_bytes = (size_t)r35a_decode_workspace_bytes(d->num_seqs, d->num_kv_heads, best_groups,
                                                                out->num_splits, v->rows, v->head_size);
-    /* NVIDIA: the stages live in dynamic shared memory, the variant's budget (decode_args.h) */
-    out->shared_bytes = r35a_tuning_is_nvidia(arch) ? (uint32_t)r35a_decode_nv_smem_bytes(v->waves, v->kw * v->dw) : 0;
+    /* NVIDIA: the stages live in dynamic shared memory; the size is the kernel's own (its code
+     * object's <name>_lds_bytes, read at load: gpu_runtime.h decode_shared_bytes), set by the GPU
+     * entry that binds the kernel (gpu_impls.c). 0 here: static LDS only. */
+    out->shared_bytes = 0;
     /* the split-counter protocol of decode_args.h: cleared right before every launch that uses them */
     out->clear_bytes = out->num_splits > 1 ? (size_t)r35a_decode_counters_bytes(d->num_seqs, d->num_kv_heads,
                                                                                 best_groups)
