@@ -235,15 +235,24 @@ class Runtime:
             self.mods[path] = (m, data)
         return self.mods[path][0]
 
-    def function(self, path, name, shared=0):
-        """shared: the kernel's dynamic shared memory (NVIDIA decode: decode_args.h r35a_decode_nv_smem_bytes),
-        its limit raised here as the library's loader does."""
+    def function(self, path, name):
+        """(function, dynamic shared memory): NVIDIA decode kernels are launched with exactly the bytes their
+        layout uses (kernels/decode.hip's <name>_lds_bytes device global), their limit raised to it, as the
+        library's loader (src/gpu_runtime.c) does; 0 elsewhere (static LDS)."""
         f = ctypes.c_void_p()
         if self.get(ctypes.byref(f), self.module(path), name.encode()) != 0:
             raise RuntimeError(f"no {name} in {path}")
-        if self.cuda and shared and self.lib.cuFuncSetAttribute(f, 8, ctypes.c_int(shared)) != 0:
-            raise RuntimeError(f"cuFuncSetAttribute({name}, {shared} B of dynamic shared memory)")
-        return f
+        shared = 0
+        if self.cuda:
+            dptr, size, value = ctypes.c_uint64(), ctypes.c_size_t(), ctypes.c_int()
+            if (self.lib.cuModuleGetGlobal_v2(ctypes.byref(dptr), ctypes.byref(size), self.module(path),
+                                              f"{name}_lds_bytes".encode()) != 0 or size.value != 4 or
+                    self.lib.cuMemcpyDtoH_v2(ctypes.byref(value), dptr, ctypes.c_size_t(4)) != 0):
+                raise RuntimeError(f"no {name}_lds_bytes in {path}")
+            shared = value.value
+            if self.lib.cuFuncSetAttribute(f, 8, ctypes.c_int(shared)) != 0:
+                raise RuntimeError(f"cuFuncSetAttribute({name}, {shared} B of dynamic shared memory)")
+        return f, shared
 
     def launch(self, f, grid, block, arg, stream, shared=0):
         params = (ctypes.c_void_p * 1)(ctypes.addressof(arg))
@@ -322,9 +331,21 @@ class Shape:
         return a
 
 
+def unique_kernels(cands):
+    """Candidates that differ only in `waves` but compile to the same kernel (same key groups, d slices,
+    pipeline and depth, registers) run the same on NVIDIA, where each is launched with exactly the shared
+    memory it uses: one is measured, the one with the most waves (its contract then gives the planner the
+    most resident workgroups)."""
+    best = {}
+    for c in cands:
+        k = (c["kw"], c["dw"], c.get("pipe"), c.get("stages"), c.get("regs"))
+        if k not in best or c["waves"] > best[k]["waves"]:
+            best[k] = c
+    return [c for c in cands if best[(c["kw"], c["dw"], c.get("pipe"), c.get("stages"), c.get("regs"))] is c]
+
+
 def measure_candidate(torch, rt, path, cand, shapes, cus, wgs_per_cu=WGS_PER_CU, arch="sm_90"):
-    shared = nv_smem_bytes(cand["waves"], cand["kw"] * cand["dw"]) if arch.startswith("sm_") else 0
-    f = rt.function(path, cand["name"], shared)
+    f, shared = rt.function(path, cand["name"])
     times = []
     res = resident_per_cu(arch, cand["waves"], cand["kw"] * cand["dw"])
     for sh in shapes:
@@ -367,7 +388,9 @@ def cmd_measure(args):
         allocated = {}
         for rows in ROWS:
             key = f"d{head}_r{rows}"
-            cands = man["groups"].get(key, [])
+            if args.groups and key not in args.groups.split(","):
+                continue
+            cands = unique_kernels(man["groups"].get(key, []))
             if not cands:
                 continue
             shapes = []
@@ -406,6 +429,23 @@ def cmd_measure(args):
                       f"{w.get('pipe', '?')} x{w.get('stages', '?')}) "
                       f"{w['geomean_us']:.1f} us geomean, GB/s " + " ".join(f"{g:.0f}" for g in w["gbs"]) +
                       f"; runner-up {results[1]['name'] if len(results) > 1 else '-'}", flush=True)
+        # rows 32 (G x M of 17-32 rows) as two row groups of the rows-16 winner: each group reads the
+        # KV once more, but the two run side by side on the same pages (adjacent in the grid), so the
+        # second read mostly hits L2. The table keeps a rows-32 kernel only where it beats that.
+        w16, w32 = winners.get(f"d{head}_r16"), winners.get(f"d{head}_r32")
+        if w16 and w32:
+            shapes = [allocated[k] for k in shapes_by_rows[32] if k in allocated]
+            try:
+                ts = measure_candidate(torch, rt, os.path.join(args.dir, f"d{head}_r16.co"), w16, shapes, cus,
+                                       arch=arch)
+                gm = math.exp(sum(math.log(t) for t in ts) / len(ts)) * 1e6
+                w32["r16_twice_us"] = [t * 1e6 for t in ts]
+                w32["r16_twice_geomean_us"] = gm
+                w32["beaten_by_r16"] = gm < w32["geomean_us"]
+                print(f"d{head} rows 32 shapes: {w32['name']} {w32['geomean_us']:.1f} us geomean, {w16['name']} "
+                      f"in two row groups {gm:.1f} us ({' '.join(f'{t * 1e6:.1f}' for t in ts)})", flush=True)
+            except Exception as e:  # noqa: BLE001
+                print(f"  d{head} rows 32 as two rows-16 groups: {e}", flush=True)
         del allocated
         torch.cuda.empty_cache()
     # the split planner's aim (workgroups per SM), for the winners
@@ -449,7 +489,10 @@ def write_table(args, arch, device, winners, bps):
         for head in HEADS:
             for rows in ROWS:
                 w = winners.get(f"d{head}_r{rows}")
-                if w:
+                if w and w.get("beaten_by_r16"):
+                    lines.append(f"# d{head} rows 32: none (two rows-16 row groups measured faster, "
+                                 f"{w['r16_twice_geomean_us']:.1f} us against {w['geomean_us']:.1f})")
+                elif w:
                     lines.append(f"decode\t{dt}\t{head}\t{rows}\t{w['kw']}\t{w['dw']}\t{w['waves']}\t16,fp8,int8")
     lines += keep
     with open(path, "w") as f:
@@ -474,6 +517,8 @@ def main():
     m.add_argument("--sweep-blocks-per-sm", type=int, nargs="*", default=[1, 2, 3, 4],
                    help="planner aims (workgroups per SM) to time the winners with")
     m.add_argument("--tag", default="", help="suffix of the log file (tune_<arch><tag>.json)")
+    m.add_argument("--groups", default="", help="only these groups, e.g. d128_r16,d128_r32 (the table then lists "
+                   "those groups' winners only)")
     args = ap.parse_args()
     (cmd_build if args.cmd == "build" else cmd_measure)(args)
 
