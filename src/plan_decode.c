@@ -27,6 +27,22 @@ static r35a_dtype decode_kv_format(const r35a_paged_attention_desc *d)
     return r35a_dtype_is_kv8(kv) ? kv : (r35a_dtype)0;
 }
 
+/* NVIDIA (measured on the H200 only, bench/NOTES_h200.md version 6): a batch whose workgroups alone
+ * give at least half the SMs one (wgs >= SMs / 2) runs one split, with no counter clear and no merge,
+ * when the keys a sequence reaches are at most this many. At 1K keys and batch 16 one split was 0-19 %
+ * faster than the planner's 2-3 for every head size (one row 0.6 % slower); at 2K-4K it still won for
+ * D 64 and 128 (4-12 %) but lost 3-18 % for D 256, D 512 and the D 64 rows-32 kernel, whose
+ * workgroups keep fewer bytes in flight; batch 8 (64 workgroups) gains from splits even at 1K. A rule
+ * from each kernel's bytes in flight would serve 2K-4K too (not built). gfx11: not measured, off. */
+#define R35A_DECODE_NV_SINGLE_SPLIT_KEYS 1024
+
+static bool nv_single_split(const r35a_paged_attention_desc *d, int32_t row_groups, int num_cus)
+{
+    const int64_t wgs = (int64_t)d->num_seqs * d->num_kv_heads * row_groups;
+    return 2 * wgs >= (int64_t)num_cus &&
+           r35a_window_reach(d->max_seq_len, d->max_query_len, d->window) <= R35A_DECODE_NV_SINGLE_SPLIT_KEYS;
+}
+
 /* Decode's stride rule (decode_args.h): rows read with 128-bit loads (Q, K, V) start 16 bytes apart,
  * i.e. Q strides are multiples of 8 elements and K/V strides of 16 / (bytes per KV element). */
 static void check_decode_strides(const r35a_paged_attention_desc *d, char *reason, size_t cap)
@@ -110,6 +126,8 @@ bool r35a_plan_decode(const r35a_paged_attention_desc *d, const char *arch, int 
                                              d->max_query_len, d->window,
                                              num_cus > 0 ? num_cus : R35A_GFX1151_DEFAULT_CUS,
                                              r35a_decode_resident_wgs_per_cu(simds, v->waves, v->kw * v->dw));
+    if (r35a_tuning_is_nvidia(arch) && nv_single_split(d, best_groups, num_cus > 0 ? num_cus : R35A_GFX1151_DEFAULT_CUS))
+        out->num_splits = 1;
     /* measurement only (README: environment): the split count the user forces, within the kernels' limit */
     const int forced_splits = r35a_forced_decode_splits();
     if (forced_splits > 0)

@@ -198,9 +198,14 @@ def resident_per_cu(arch, waves, nw):
     return max(1, SIMDS_PER_CU[arch[:2] if arch.startswith("sm") else "gfx"] * waves // nw)
 
 
-def num_splits(seqs, hkv, groups, max_seq, max_q, cus, resident, wgs_per_cu=WGS_PER_CU):
-    """decode_args.h r35a_decode_num_splits (no window)."""
+NV_SINGLE_SPLIT_KEYS = 1024   # src/plan_decode.c R35A_DECODE_NV_SINGLE_SPLIT_KEYS
+
+
+def num_splits(seqs, hkv, groups, max_seq, max_q, cus, resident, wgs_per_cu=WGS_PER_CU, arch="sm_90"):
+    """decode_args.h r35a_decode_num_splits (no window), with src/plan_decode.c's NVIDIA single-split rule."""
     wgs = seqs * hkv * groups
+    if arch.startswith("sm_") and 2 * wgs >= cus and max_seq <= NV_SINGLE_SPLIT_KEYS:
+        return 1
     target, cap = cus * wgs_per_cu, cus * max(resident, wgs_per_cu)
     want = -(-target // wgs)
     if want * wgs > cap:
@@ -350,7 +355,7 @@ def measure_candidate(torch, rt, path, cand, shapes, cus, wgs_per_cu=WGS_PER_CU,
     res = resident_per_cu(arch, cand["waves"], cand["kw"] * cand["dw"])
     for sh in shapes:
         groups = -(-sh.G * sh.M // cand["rows"])
-        splits = num_splits(sh.B, sh.hkv, groups, sh.ctx, sh.M, cus, res, wgs_per_cu)
+        splits = num_splits(sh.B, sh.hkv, groups, sh.ctx, sh.M, cus, res, wgs_per_cu, arch)
         grid = (splits, sh.hkv * groups, sh.B)
         block = 32 * cand["kw"] * cand["dw"]
         ws_bytes = counters_bytes(sh.B, sh.hkv, groups) + sh.B * sh.hkv * groups * splits * (2 * cand["rows"] + cand["rows"] * sh.D) * 4

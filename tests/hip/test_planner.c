@@ -425,6 +425,35 @@ static void test_decode_dynamic_shared(void **state)
     assert_int_equal(r35a_decode_nv_smem_bytes(1, 1), 233472 / 4 - 1024);
 }
 
+/* NVIDIA: a batch whose workgroups give half the SMs one runs a single split up to 1K reached keys
+ * (plan_decode.c's measured rule); fewer sequences, longer contexts, or gfx11 keep the planner's splits. */
+static void test_decode_nv_single_split(void **state)
+{
+    (void)state;
+    r35a_gpu_launch l;
+    char why[256];
+    const struct {
+        const char *arch;
+        int seqs, ctx, window, splits_one;
+    } cases[] = {
+        {"sm_90", 16, 1024, 0, 1},  {"sm_90", 12, 1024, 0, 1},   {"sm_90", 16, 1025, 0, 0},
+        {"sm_90", 16, 4096, 0, 0},  {"sm_90", 16, 32768, 0, 0},  {"sm_90", 8, 1024, 0, 0},
+        {"sm_90", 16, 32768, 1024, 1},   /* the window bounds the reached keys */
+        {ARCH, 16, 1024, 0, 0},     /* gfx11: the rule is off */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i) {
+        r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, cases[i].seqs, 1, cases[i].ctx, 32, 8, 128, 16);
+        d.window = cases[i].window;
+        assert_true(r35a_plan_decode(&d, cases[i].arch, 132, NULL, &l, why, sizeof why));
+        if (cases[i].splits_one) {
+            assert_int_equal(l.num_splits, 1);
+            assert_int_equal(l.clear_bytes, 0);   /* no counters to clear */
+        } else {
+            assert_true(l.num_splits > 1);
+        }
+    }
+}
+
 static void test_decode_forced_variant(void **state)
 {
     (void)state;
@@ -892,6 +921,7 @@ int main(void)
         cmocka_unit_test(test_decode_declines),
         cmocka_unit_test(test_decode_model_features),
         cmocka_unit_test(test_decode_dynamic_shared),
+        cmocka_unit_test(test_decode_nv_single_split),
         cmocka_unit_test(test_decode_forced_variant),
         cmocka_unit_test(test_generic_paged),
         cmocka_unit_test(test_generic_varlen),
