@@ -72,14 +72,13 @@ struct pow2_at_least<1> { static constexpr int value = 1; };
 template <int A, int B>
 struct imax_t { static constexpr int value = A > B ? A : B; };
 
-/* Static shared memory a kernel may use on the target, given how many of its workgroups the
- * occupancy contract puts on one LDS (gfx11: a WGP's 128 KiB shared by 4 SIMDs; NVIDIA: 227 KiB per
- * SM, and at most 48 KiB of static shared memory per block). */
+/* Shared memory a kernel may use on the target, given how many of its workgroups the occupancy
+ * contract puts on one LDS (gfx11: static LDS, a WGP's 128 KiB shared by 4 SIMDs; NVIDIA: dynamic
+ * shared memory, an SM's 228 KiB split by the contract, encoder_args.h r35a_encoder_nv_smem_bytes). */
 template <int NW, int WAVES>
 struct lds_budget {
 #if defined(R35A_TARGET_CUDA)
-    static constexpr int BLOCKS = (128 * WAVES + 32 * NW - 1) / (32 * NW);
-    static constexpr int value = 232448 / BLOCKS < 49152 ? 232448 / BLOCKS : 49152;
+    static constexpr int value = r35a_encoder_nv_smem_bytes(WAVES, NW);
 #else
     static constexpr int WGS = (4 * WAVES + NW - 1) / NW;
     static constexpr int value = R35A_GFX11_LDS_PER_WGP / WGS < R35A_GFX11_LDS_PER_WORKGROUP
@@ -220,7 +219,12 @@ R35A_DEV void encoder_kernel(const r35a_encoder_args &a) {
     typedef encoder_cfg<E, D, T, KB, NW, WAVES, MAXLEN> C;
     typedef typename prob_pack<E>::type P;
     constexpr int DC = C::DC, D8 = C::D8, NS = C::NS, KLD = C::KLD, GT = C::GT;
+#if defined(R35A_TARGET_CUDA)
+    /* launched with exactly C::LDS_BYTES (<name>_lds_bytes below), within the contract's budget */
+    extern __shared__ __align__(16) unsigned char smem[];
+#else
     __shared__ __attribute__((aligned(16))) unsigned char smem[C::LDS_BYTES];
+#endif
 
     const int tid = thread_x(), w = wave_id();
     const int g = w / C::GW;                                 /* this wave's group (uniform) */
@@ -644,8 +648,20 @@ R35A_DEV void encoder_kernel(const r35a_encoder_args &a) {
 
 } /* namespace r35a */
 
+/* NVIDIA: a variant is launched with exactly the dynamic shared memory its layout uses, published as
+ * the device global <name>_lds_bytes, which the host reads at module load (src/gpu_runtime.c), as
+ * for decode: the one place the size is decided is encoder_cfg. gfx11: static LDS, no symbol. */
+#if defined(R35A_TARGET_CUDA)
+#define R35A_ENCODER_LDS_SYMBOL(name, dtype, D, rows, KB, NW, WAVES, MAXLEN)                              \
+    extern "C" __device__ const int name##_lds_bytes =                                                     \
+        r35a::encoder_cfg<r35a::dtype##_t, D, (rows) / 16, KB, NW, WAVES, MAXLEN>::LDS_BYTES;
+#else
+#define R35A_ENCODER_LDS_SYMBOL(name, dtype, D, rows, KB, NW, WAVES, MAXLEN)
+#endif
+
 /* One extern "C" kernel per variant; the symbol is the variant name. rows = 16 * T. */
 #define R35A_ENCODER_VARIANT(arch, name, dtype, D, rows, KB, NW, WAVES, MAXLEN)                        \
+    R35A_ENCODER_LDS_SYMBOL(name, dtype, D, rows, KB, NW, WAVES, MAXLEN)                                  \
     R35A_KERNEL R35A_KERNEL_BOUNDS(32 * (NW), R35A_FRAG_ENC_WAVES(WAVES)) void name(r35a_encoder_args a) { \
         r35a::encoder_kernel<r35a::dtype##_t, D, (rows) / 16, KB, NW, WAVES, MAXLEN>(a);                  \
     }
@@ -657,3 +673,4 @@ R35A_DEV void encoder_kernel(const r35a_encoder_args &a) {
 #include "../variants/variants.def"
 #endif
 #undef R35A_ENCODER_VARIANT
+#undef R35A_ENCODER_LDS_SYMBOL
