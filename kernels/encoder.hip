@@ -10,7 +10,9 @@
  *
  * The products run "transposed" (as in decode.hip), query rows along the accumulator's n axis:
  *     S^T[key][row]  = K[key][:] . Q[row][:]       A = K sub-tile (16 keys x 16 d, from LDS)
- *                                                 B = Q^T (registers, staged once through LDS)
+ *                                                 B = Q^T (registers, staged once through LDS;
+ *                                                     NVIDIA, large tiles: read from the staged
+ *                                                     tile per block, encoder_cfg Q_SMEM)
  *     O^T[d][row]   += V^T[d][key] . P^T[key][row] A = V^T (from LDS)
  *                                                 B = P^T (the S^T accumulator, re-packed in
  *                                                     registers by b_from_acc_keys)
@@ -41,7 +43,8 @@
  * d values) and each lane writes 16 bytes of its row: whole-row 128-bit stores, no scatter.
  *
  * Compile-time: element type, D (and its padding DP to a multiple of 16), T, KB, NW, the group mode:
- * they size registers and LDS. Run-time: segments (cu_seqlens), head count, strides, scale. Head
+ * they size registers and LDS (gfx11: static LDS; NVIDIA: dynamic shared memory of exactly the
+ * layout's size, published as <name>_lds_bytes for the host). Run-time: segments (cu_seqlens), head count, strides, scale. Head
  * size 72 runs as 80: K and Q columns 72..79 are zeros in LDS; O^T rows 72..79 are computed from
  * whatever V^T rows 72..79 hold and never stored. kernels/README_encoder.md has the budgets and the
  * model.
