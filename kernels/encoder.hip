@@ -10,7 +10,9 @@
  *
  * The products run "transposed" (as in decode.hip), query rows along the accumulator's n axis:
  *     S^T[key][row]  = K[key][:] . Q[row][:]       A = K sub-tile (16 keys x 16 d, from LDS)
- *                                                 B = Q^T (registers, staged once through LDS)
+ *                                                 B = Q^T (registers, staged once through LDS;
+ *                                                     NVIDIA, large tiles: read from the staged
+ *                                                     tile per block, encoder_cfg Q_SMEM)
  *     O^T[d][row]   += V^T[d][key] . P^T[key][row] A = V^T (from LDS)
  *                                                 B = P^T (the S^T accumulator, re-packed in
  *                                                     registers by b_from_acc_keys)
@@ -41,7 +43,8 @@
  * d values) and each lane writes 16 bytes of its row: whole-row 128-bit stores, no scatter.
  *
  * Compile-time: element type, D (and its padding DP to a multiple of 16), T, KB, NW, the group mode:
- * they size registers and LDS. Run-time: segments (cu_seqlens), head count, strides, scale. Head
+ * they size registers and LDS (gfx11: static LDS; NVIDIA: dynamic shared memory of exactly the
+ * layout's size, published as <name>_lds_bytes for the host). Run-time: segments (cu_seqlens), head count, strides, scale. Head
  * size 72 runs as 80: K and Q columns 72..79 are zeros in LDS; O^T rows 72..79 are computed from
  * whatever V^T rows 72..79 hold and never stored. kernels/README_encoder.md has the budgets and the
  * model.
@@ -72,14 +75,13 @@ struct pow2_at_least<1> { static constexpr int value = 1; };
 template <int A, int B>
 struct imax_t { static constexpr int value = A > B ? A : B; };
 
-/* Static shared memory a kernel may use on the target, given how many of its workgroups the
- * occupancy contract puts on one LDS (gfx11: a WGP's 128 KiB shared by 4 SIMDs; NVIDIA: 227 KiB per
- * SM, and at most 48 KiB of static shared memory per block). */
+/* Shared memory a kernel may use on the target, given how many of its workgroups the occupancy
+ * contract puts on one LDS (gfx11: static LDS, a WGP's 128 KiB shared by 4 SIMDs; NVIDIA: dynamic
+ * shared memory, an SM's 228 KiB split by the contract, encoder_args.h r35a_encoder_nv_smem_bytes). */
 template <int NW, int WAVES>
 struct lds_budget {
 #if defined(R35A_TARGET_CUDA)
-    static constexpr int BLOCKS = (128 * WAVES + 32 * NW - 1) / (32 * NW);
-    static constexpr int value = 232448 / BLOCKS < 49152 ? 232448 / BLOCKS : 49152;
+    static constexpr int value = r35a_encoder_nv_smem_bytes(WAVES, NW);
 #else
     static constexpr int WGS = (4 * WAVES + NW - 1) / NW;
     static constexpr int value = R35A_GFX11_LDS_PER_WGP / WGS < R35A_GFX11_LDS_PER_WORKGROUP
@@ -120,15 +122,37 @@ struct encoder_cfg {
     static constexpr int STAGE = K_ELEMS + V_ELEMS;
     static constexpr int Q_ELEMS = R * KLD;
     static constexpr int BUDGET = lds_budget<NW, WAVES>::value;
+    /* Q^T operands in shared memory instead of registers (asynchronous streaming only: NVIDIA).
+     * Registers held across a block: Q^T 4 and O^T 8 per 16-row tile and 16-wide d chunk, the scores
+     * 8 per tile and 16-key sub-tile. Up to Q_REGS_MAX of them the Q^T operands stay in registers,
+     * read once per pass (D = 128, 32 rows per warp, 16 keys per block: 208, 255 registers in all,
+     * no spill; 32 keys per block: 224, spilled). Above it the Q tile stays in shared memory for the
+     * whole pass (beside the K/V stages) and each d chunk's Q^T operands are read once per block
+     * (one ldmatrix per 16-row tile, shared by the block's NS K operand reads): 4 TE DC registers
+     * free for larger key blocks, as FlashAttention keeps Q. */
+#ifndef R35A_ENC_Q_REGS_MAX   /* tools/tune_encoder.py may build a tiling both ways (0: Q in shared memory) */
+#define R35A_ENC_Q_REGS_MAX 208
+#endif
+    static constexpr int Q_REGS_MAX = R35A_ENC_Q_REGS_MAX;
+    static constexpr bool Q_SMEM = ASYNC && !SHORT && TE * DC * (4 + 8) + TE * NS * 8 > Q_REGS_MAX;
     /* Asynchronous streaming: three stages when they fit, and Q staged beside stage 0 (whose copies
-     * are then already in flight) when that fits. Otherwise the Q staging overlays everything. */
+     * are then already in flight) when that fits. Otherwise the Q staging overlays everything. With
+     * Q_SMEM the Q tile comes first and the stages after it, never overlaid. */
+    static constexpr int Q_HELD = Q_SMEM ? Q_ELEMS : 0;   /* elements before the stages */
     static constexpr int NSTAGE =
-        SHORT ? 1 : !ASYNC ? 2 : (NG * 2 * imax_t<3 * STAGE, Q_ELEMS>::value <= BUDGET ? 3 : 2);
+        SHORT ? 1
+        : !ASYNC ? 2
+        : Q_SMEM ? (NG * 2 * (Q_ELEMS + 3 * STAGE) <= BUDGET ? 3 : 2)
+                 : (NG * 2 * imax_t<3 * STAGE, Q_ELEMS>::value <= BUDGET ? 3 : 2);
     static constexpr bool Q_BESIDE =
-        ASYNC && !SHORT && NG * 2 * (STAGE + imax_t<(NSTAGE - 1) * STAGE, Q_ELEMS>::value) <= BUDGET;
+        ASYNC && !SHORT && !Q_SMEM && NG * 2 * (STAGE + imax_t<(NSTAGE - 1) * STAGE, Q_ELEMS>::value) <= BUDGET;
+    /* stage 0's copies may be issued before Q is staged: they do not land on it */
+    static constexpr bool ISSUE_BEFORE_Q = Q_BESIDE || Q_SMEM;
     static constexpr int Q_OFFSET = Q_BESIDE ? STAGE : 0;
     static constexpr int GROUP_ELEMS =
-        Q_BESIDE ? STAGE + imax_t<(NSTAGE - 1) * STAGE, Q_ELEMS>::value : imax_t<NSTAGE * STAGE, Q_ELEMS>::value;
+        Q_SMEM     ? Q_ELEMS + NSTAGE * STAGE
+        : Q_BESIDE ? STAGE + imax_t<(NSTAGE - 1) * STAGE, Q_ELEMS>::value
+                   : imax_t<NSTAGE * STAGE, Q_ELEMS>::value;
     static constexpr int LDS_BYTES = NG * GROUP_ELEMS * 2;
     static_assert(LDS_BYTES <= BUDGET, "LDS use breaks the variant's occupancy contract (waves) or the target's limit");
     /* Register staging: K and Q in 16-byte chunks (row-major, d fastest); V in units of two keys x
@@ -220,7 +244,12 @@ R35A_DEV void encoder_kernel(const r35a_encoder_args &a) {
     typedef encoder_cfg<E, D, T, KB, NW, WAVES, MAXLEN> C;
     typedef typename prob_pack<E>::type P;
     constexpr int DC = C::DC, D8 = C::D8, NS = C::NS, KLD = C::KLD, GT = C::GT;
+#if defined(R35A_TARGET_CUDA)
+    /* launched with exactly C::LDS_BYTES (<name>_lds_bytes below), within the contract's budget */
+    extern __shared__ __align__(16) unsigned char smem[];
+#else
     __shared__ __attribute__((aligned(16))) unsigned char smem[C::LDS_BYTES];
+#endif
 
     const int tid = thread_x(), w = wave_id();
     const int g = w / C::GW;                                 /* this wave's group (uniform) */
@@ -263,8 +292,8 @@ R35A_DEV void encoder_kernel(const r35a_encoder_args &a) {
 
 #if R35A_FRAG_ENC_ASYNC
     /* ---- K/V blocks: asynchronous copies into stage st ---- */
-    auto kstage = [&](int st) { return lds + st * C::STAGE; };
-    auto vstage = [&](int st) { return lds + st * C::STAGE + C::K_ELEMS; };
+    auto kstage = [&](int st) { return lds + C::Q_HELD + st * C::STAGE; };
+    auto vstage = [&](int st) { return lds + C::Q_HELD + st * C::STAGE + C::K_ELEMS; };
     auto issue = [&](int blk, int st) {
         const int key0 = blk * KB;
         copy_rows_async<KB, D8, GT>(kstage(st), KLD, kg + 2 * (i64)key0 * a.k_token_stride,
@@ -374,7 +403,7 @@ R35A_DEV void encoder_kernel(const r35a_encoder_args &a) {
         /* ---- Q: stage the group's rows through LDS (zeros past the segment and in the padding
          * columns), then each wave takes this pass's TE of its T tiles as B operands ---- */
 #if R35A_FRAG_ENC_ASYNC
-        if constexpr (C::Q_BESIDE) {
+        if constexpr (C::ISSUE_BEFORE_Q) {
             issue(0, 0);                                         /* lands beside the Q staging */
             async_commit();
         }
@@ -408,14 +437,21 @@ R35A_DEV void encoder_kernel(const r35a_encoder_args &a) {
         group_sync();
         const int wrow0 = row0 + gw * 16 * T + 16 * TE * pass;   /* first row of this wave in this pass */
         const bool wave_has_rows = wrow0 < len;                  /* uniform per wave */
-        frag::ab qf[TE][DC];
+        /* Q^T operand of this pass's tile t, d chunk c, from the staged rows */
+        auto q_operand = [&](int t, int c) {
+            return frag::load_vec16_lds(lds + C::Q_OFFSET + (gw * 16 * T + 16 * (TE * pass + t)) * KLD + 16 * c, KLD);
+        };
+        /* Q^T in registers for the pass (Q_SMEM: read per block from the staged rows, see encoder_cfg) */
+        [[maybe_unused]] frag::ab qf[C::Q_SMEM ? 1 : TE][C::Q_SMEM ? 1 : DC];
+        if constexpr (!C::Q_SMEM) {   /* (not through q_operand: the gfx11 code object stays as it was) */
 #pragma unroll
-        for (int t = 0; t < TE; ++t)
+            for (int t = 0; t < TE; ++t)
 #pragma unroll
-            for (int c = 0; c < DC; ++c)
-                qf[t][c] = frag::load_vec16_lds(lds + C::Q_OFFSET + (gw * 16 * T + 16 * (TE * pass + t)) * KLD + 16 * c,
-                                                KLD);
-        group_sync();                                            /* Q staging is free again */
+                for (int c = 0; c < DC; ++c)
+                    qf[t][c] = frag::load_vec16_lds(lds + C::Q_OFFSET + (gw * 16 * T + 16 * (TE * pass + t)) * KLD + 16 * c,
+                                                    KLD);
+            group_sync();                                        /* Q staging is free again */
+        }
         if constexpr (C::DP != D) {                              /* K padding columns: zeros, once per stage */
             for (int r = gtid; r < C::NSTAGE * KB; r += GT)
                 for (int d = D; d < C::DP; d += 8) *(u32x4 *)(kstage(r / KB) + (r % KB) * KLD + d) = zero4;
@@ -446,16 +482,36 @@ R35A_DEV void encoder_kernel(const r35a_encoder_args &a) {
             /* S^T of tile tsel (or of all T tiles: tsel < 0); in a partial block (computed once, with
              * tsel < 0) the scores past the segment's end are set to -inf */
             auto scores = [&](int tsel) {
-#pragma unroll
-                for (int j = 0; j < NS; ++j) {
+                if constexpr (C::Q_SMEM) {
+                    /* d chunk outermost: its TE Q^T operands serve the block's NS K operands */
 #pragma unroll
                     for (int c = 0; c < DC; ++c) {
-                        const frag::ab kf = k_operand(kl, j, c);
+                        frag::ab qc[TE];
 #pragma unroll
                         for (int t = 0; t < TE; ++t)
-                            if (tsel < 0 || t == tsel)
-                                sc[t][j] = c == 0 ? frag::mma_zero<E>(kf, qf[t][c])
-                                                  : frag::mma_enc<E>(kf, qf[t][c], sc[t][j]);
+                            if (tsel < 0 || t == tsel) qc[t] = q_operand(t, c);
+#pragma unroll
+                        for (int j = 0; j < NS; ++j) {
+                            const frag::ab kf = k_operand(kl, j, c);
+#pragma unroll
+                            for (int t = 0; t < TE; ++t)
+                                if (tsel < 0 || t == tsel)
+                                    sc[t][j] = c == 0 ? frag::mma_zero<E>(kf, qc[t])
+                                                      : frag::mma_enc<E>(kf, qc[t], sc[t][j]);
+                        }
+                    }
+                } else {
+#pragma unroll
+                    for (int j = 0; j < NS; ++j) {
+#pragma unroll
+                        for (int c = 0; c < DC; ++c) {
+                            const frag::ab kf = k_operand(kl, j, c);
+#pragma unroll
+                            for (int t = 0; t < TE; ++t)
+                                if (tsel < 0 || t == tsel)
+                                    sc[t][j] = c == 0 ? frag::mma_zero<E>(kf, qf[t][c])
+                                                      : frag::mma_enc<E>(kf, qf[t][c], sc[t][j]);
+                        }
                     }
                 }
             };
@@ -564,7 +620,7 @@ R35A_DEV void encoder_kernel(const r35a_encoder_args &a) {
             }
         } else {
             constexpr int NST = C::NSTAGE;
-            if constexpr (!C::Q_BESIDE) {
+            if constexpr (!C::ISSUE_BEFORE_Q) {
                 issue(0, 0);
                 async_commit();
             }
@@ -644,8 +700,20 @@ R35A_DEV void encoder_kernel(const r35a_encoder_args &a) {
 
 } /* namespace r35a */
 
+/* NVIDIA: a variant is launched with exactly the dynamic shared memory its layout uses, published as
+ * the device global <name>_lds_bytes, which the host reads at module load (src/gpu_runtime.c), as
+ * for decode: the one place the size is decided is encoder_cfg. gfx11: static LDS, no symbol. */
+#if defined(R35A_TARGET_CUDA)
+#define R35A_ENCODER_LDS_SYMBOL(name, dtype, D, rows, KB, NW, WAVES, MAXLEN)                              \
+    extern "C" __device__ const int name##_lds_bytes =                                                     \
+        r35a::encoder_cfg<r35a::dtype##_t, D, (rows) / 16, KB, NW, WAVES, MAXLEN>::LDS_BYTES;
+#else
+#define R35A_ENCODER_LDS_SYMBOL(name, dtype, D, rows, KB, NW, WAVES, MAXLEN)
+#endif
+
 /* One extern "C" kernel per variant; the symbol is the variant name. rows = 16 * T. */
 #define R35A_ENCODER_VARIANT(arch, name, dtype, D, rows, KB, NW, WAVES, MAXLEN)                        \
+    R35A_ENCODER_LDS_SYMBOL(name, dtype, D, rows, KB, NW, WAVES, MAXLEN)                                  \
     R35A_KERNEL R35A_KERNEL_BOUNDS(32 * (NW), R35A_FRAG_ENC_WAVES(WAVES)) void name(r35a_encoder_args a) { \
         r35a::encoder_kernel<r35a::dtype##_t, D, (rows) / 16, KB, NW, WAVES, MAXLEN>(a);                  \
     }
@@ -657,3 +725,4 @@ R35A_DEV void encoder_kernel(const r35a_encoder_args &a) {
 #include "../variants/variants.def"
 #endif
 #undef R35A_ENCODER_VARIANT
+#undef R35A_ENCODER_LDS_SYMBOL

@@ -181,7 +181,7 @@ static void leave(void)
 
 #define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
 
-/* The decode kernels' stages live in dynamic shared memory above the default 48 KiB limit. */
+/* The decode and encoder kernels' shared memory is dynamic, above the default 48 KiB limit. */
 static int set_max_dynamic_shared(void *function, int bytes)
 {
     return driver.api.FuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
@@ -189,7 +189,7 @@ static int set_max_dynamic_shared(void *function, int bytes)
 
 #define CUDA_ERROR_INVALID_VALUE 1
 
-/* An int device global of a loaded module (a decode kernel's <name>_lds_bytes), read synchronously
+/* An int device global of a loaded module (a decode or encoder kernel's <name>_lds_bytes), read synchronously
  * at load (the context is current). */
 static int read_int_global(void *module, const char *symbol, int *value)
 {

@@ -29,8 +29,8 @@ static const char *forced_kernel(const char *family)
 static bool bind(const r35a_context *ctx, r35a_gpu_launch *l, char *reason, size_t cap)
 {
     l->handle = r35a_gpu_kernel_handle(runtime_of(ctx), l->family, l->kernel);
-    if (l->family == R35A_GPU_DECODE)   /* NVIDIA: the kernel's own dynamic shared memory (0 on HIP) */
-        l->shared_bytes = runtime_of(ctx)->decode_shared_bytes[l->kernel];
+    /* NVIDIA: the kernel's own dynamic shared memory (0 on HIP and for static-LDS kernels) */
+    l->shared_bytes = r35a_gpu_kernel_shared_bytes(runtime_of(ctx), l->family, l->kernel);
     if (!l->handle)
         r35a_text_append(reason, cap, ", ", "kernel %s has no handle on this context",
                          r35a_registry_name(l->family, l->kernel));

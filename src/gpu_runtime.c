@@ -3,6 +3,7 @@
 
 #include "common/decode_args.h"
 #include "common/device_error.h"
+#include "common/encoder_args.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -43,11 +44,52 @@ r35a_status r35a_gpu_take_device_error(const r35a_gpu_runtime *rt)
                      "by an earlier run)", code, index);
 }
 
+/* NVIDIA: each kernel's dynamic shared memory, indexed like handles_of; NULL for a family whose
+ * kernels use static LDS only. */
+static uint32_t *shared_bytes_of(r35a_gpu_runtime *rt, r35a_gpu_family family)
+{
+    switch (family) {
+    case R35A_GPU_DECODE: return rt->decode_shared_bytes;
+    case R35A_GPU_ENCODER: return rt->encoder_shared_bytes;
+    case R35A_GPU_GENERIC:
+    case R35A_GPU_NUM_FAMILIES: break;
+    }
+    return NULL;
+}
+
+/* NVIDIA: the dynamic shared memory kernel i of family may use, its occupancy contract's share of
+ * an SM (decode_args.h r35a_decode_nv_smem_bytes, encoder_args.h r35a_encoder_nv_smem_bytes); 0 for
+ * a family whose kernels use static LDS only and publish no <name>_lds_bytes (generic). */
+static int32_t dynamic_shared_budget(r35a_gpu_family family, int i)
+{
+    switch (family) {
+    case R35A_GPU_DECODE: {
+        const r35a_decode_variant *v = &r35a_decode_variants[i];
+        return r35a_decode_nv_smem_bytes(v->waves, v->kw * v->dw);
+    }
+    case R35A_GPU_ENCODER: {
+        const r35a_encoder_variant *v = &r35a_encoder_variants[i];
+        return r35a_encoder_nv_smem_bytes(v->waves, v->nw);
+    }
+    case R35A_GPU_GENERIC:
+    case R35A_GPU_NUM_FAMILIES: break;
+    }
+    return 0;
+}
+
 void *r35a_gpu_kernel_handle(const r35a_gpu_runtime *rt, r35a_gpu_family family, int index)
 {
     if (index < 0 || index >= r35a_registry_count(family))
         return NULL;
     return handles_of((r35a_gpu_runtime *)rt, family)[index];
+}
+
+uint32_t r35a_gpu_kernel_shared_bytes(const r35a_gpu_runtime *rt, r35a_gpu_family family, int index)
+{
+    const uint32_t *bytes = shared_bytes_of((r35a_gpu_runtime *)rt, family);
+    if (!bytes || index < 0 || index >= r35a_registry_count(family))
+        return 0;
+    return bytes[index];
 }
 
 void r35a_gpu_unload_kernels(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader)
@@ -58,6 +100,7 @@ void r35a_gpu_unload_kernels(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader
         rt->modules[f] = NULL;
     }
     memset(rt->decode_shared_bytes, 0, sizeof rt->decode_shared_bytes);
+    memset(rt->encoder_shared_bytes, 0, sizeof rt->encoder_shared_bytes);
 }
 
 static bool load_module(const r35a_gpu_loader *loader, const r35a_code_object *co, void **module, char *why,
@@ -96,18 +139,16 @@ static const r35a_code_object *pick(const r35a_gpu_loader *loader, r35a_gpu_fami
     return r35a_code_object_find(loader->arch, name);
 }
 
-/* NVIDIA: decode kernel i's dynamic shared memory, exactly what its layout uses (its code object's
- * <name>_lds_bytes), within its occupancy contract's share of an SM (decode_args.h
- * r35a_decode_nv_smem_bytes); the function's limit is raised to it and the launch passes it. */
-static bool load_decode_shared_bytes(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader, int i, const char *name,
-                                     char *why, size_t cap)
+/* NVIDIA: kernel i of family (named name) takes dynamic shared memory, exactly what its layout uses
+ * (its code object's <name>_lds_bytes), within its occupancy contract's share of an SM (budget); the
+ * function's limit is raised to it and the launch passes it (gpu_impls.c bind). */
+static bool load_shared_bytes(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader, r35a_gpu_family family, int i,
+                              const char *name, int32_t budget, char *why, size_t cap)
 {
-    const r35a_decode_variant *v = &r35a_decode_variants[i];
-    const int budget = r35a_decode_nv_smem_bytes(v->waves, v->kw * v->dw);
     char symbol[160];
     snprintf(symbol, sizeof symbol, "%s_lds_bytes", name);
     int bytes = 0;
-    int e = loader->read_int_global(rt->modules[R35A_GPU_DECODE], symbol, &bytes);
+    int e = loader->read_int_global(rt->modules[family], symbol, &bytes);
     if (e != 0) {
         snprintf(why, cap, "%s(%s) failed: %s (%d)", loader->read_global_call, symbol, loader->error_text(e), e);
         return false;
@@ -116,13 +157,13 @@ static bool load_decode_shared_bytes(r35a_gpu_runtime *rt, const r35a_gpu_loader
         snprintf(why, cap, "%s is %d bytes, outside 1..%d (the variant's occupancy contract)", symbol, bytes, budget);
         return false;
     }
-    e = loader->set_max_dynamic_shared(rt->decode[i], bytes);
+    e = loader->set_max_dynamic_shared(handles_of(rt, family)[i], bytes);
     if (e != 0) {
         snprintf(why, cap, "%s(%s, %d bytes of dynamic shared memory) failed: %s (%d)", loader->set_shared_call, name,
                  bytes, loader->error_text(e), e);
         return false;
     }
-    rt->decode_shared_bytes[i] = (uint32_t)bytes;
+    shared_bytes_of(rt, family)[i] = (uint32_t)bytes;
     return true;
 }
 
@@ -146,8 +187,8 @@ bool r35a_gpu_load_kernels(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader, 
                 r35a_gpu_unload_kernels(rt, loader);
                 return false;
             }
-            if (family == R35A_GPU_DECODE && loader->set_max_dynamic_shared &&
-                !load_decode_shared_bytes(rt, loader, i, name, why, cap)) {
+            const int32_t budget = loader->set_max_dynamic_shared ? dynamic_shared_budget(family, i) : 0;
+            if (budget > 0 && !load_shared_bytes(rt, loader, family, i, name, budget, why, cap)) {
                 r35a_gpu_unload_kernels(rt, loader);
                 return false;
             }

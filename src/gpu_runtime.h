@@ -18,9 +18,12 @@ struct r35a_gpu_runtime {
     void *generic[R35A_HANDLES(R35A_NUM_GENERIC_KERNELS)];
     void *encoder[R35A_HANDLES(R35A_NUM_ENCODER_VARIANTS)];
     void *modules[R35A_GPU_NUM_FAMILIES];   /* the loaded module of each family (NULL: none) */
-    /* NVIDIA: each decode kernel's dynamic shared memory, read from its code object at load
-     * (kernels/decode.hip <name>_lds_bytes); 0 where kernels use static LDS only (HIP). */
+    /* NVIDIA: each decode and encoder kernel's dynamic shared memory, read from its code object at
+     * load (<name>_lds_bytes of kernels/decode.hip, kernels/encoder.hip), indexed like the handles;
+     * 0 where kernels use static LDS only (HIP, the generic family). r35a_gpu_kernel_shared_bytes
+     * reads them. */
     uint32_t decode_shared_bytes[R35A_HANDLES(R35A_NUM_DECODE_VARIANTS)];
+    uint32_t encoder_shared_bytes[R35A_HANDLES(R35A_NUM_ENCODER_VARIANTS)];
     /* The context's device error record (kernels/common/device_error.h): host-mapped pinned memory
      * the backend allocates at context creation. The host reads it through error_host (a plain
      * load: no device call, so graph capture is unaffected); every kernel gets error_device in its
@@ -44,6 +47,8 @@ r35a_status r35a_gpu_take_device_error(const r35a_gpu_runtime *rt);
 
 /* The handle of kernel `index` of `family` (NULL if it is not one of the device's). */
 void *r35a_gpu_kernel_handle(const r35a_gpu_runtime *rt, r35a_gpu_family family, int index);
+/* The dynamic shared memory kernel `index` of `family` is launched with (0: static LDS only). */
+uint32_t r35a_gpu_kernel_shared_bytes(const r35a_gpu_runtime *rt, r35a_gpu_family family, int index);
 
 /* A backend's module entry points, for the loading skeleton. HIP's and the CUDA driver's take the
  * same C arguments and return 0 on success (hipError_t, CUresult). */
@@ -58,9 +63,10 @@ typedef struct r35a_gpu_loader {
     const char *(*error_text)(int error);
     const char *load_call;       /* "hipModuleLoadData", "cuModuleLoadData": for messages */
     /* NVIDIA (NULL where kernels use static LDS only, HIP): reads the int device global `symbol` of
-     * module (cuModuleGetGlobal + cuMemcpyDtoH: a decode kernel's <name>_lds_bytes), and raises
-     * function's dynamic shared memory limit to bytes (cuFuncSetAttribute
-     * MAX_DYNAMIC_SHARED_SIZE_BYTES). Both are called at load for each decode kernel. */
+     * module (cuModuleGetGlobal + cuMemcpyDtoH: a decode or encoder kernel's <name>_lds_bytes), and
+     * raises function's dynamic shared memory limit to bytes (cuFuncSetAttribute
+     * MAX_DYNAMIC_SHARED_SIZE_BYTES). Both are called at load for each kernel of a family that takes
+     * dynamic shared memory (gpu_runtime.c dynamic_shared_budget). */
     int (*read_int_global)(void *module, const char *symbol, int *value);
     int (*set_max_dynamic_shared)(void *function, int bytes);
     const char *read_global_call; /* "cuModuleGetGlobal": for messages */

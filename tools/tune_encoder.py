@@ -7,10 +7,15 @@ Two steps, so the compiler and the GPU need not be on one machine:
     tools/tune_encoder.py build   --arch sm_90 --dir tune-enc            # candidates -> one cubin
     tools/tune_encoder.py measure --dir tune-enc [--out DIR] [--quick]   # on the GPU: check, time, pick
 
-`build` compiles every candidate (bf16; f16 gets the same tiling) of every head size into one cubin with
-nvcc through encoder.hip's R35A_ENCODER_VARIANT_LIST hook and drops those that spill (ptxas -v) or do
-not compile (the LDS contract). `measure` loads the cubin through the CUDA driver and launches the
-kernels directly with r35a_encoder_args (the encoder_args.h grid formulas are mirrored below):
+`build` compiles every candidate (bf16; f16 gets the same tiling) of every head size into its own cubin
+with nvcc through encoder.hip's R35A_ENCODER_VARIANT_LIST hook and drops those that spill (ptxas -v) or
+do not compile (the LDS contract). A candidate marked "qs" is built with -DR35A_ENC_Q_REGS_MAX=0 (its Q
+tile in shared memory, whatever encoder_cfg's rule would pick: the rule's threshold is a measured
+choice); its label ends in _qs, its kernel symbol is the plain name. `measure` loads the cubins through
+the CUDA driver and launches the kernels directly with r35a_encoder_args (the encoder_args.h grid
+formulas are mirrored below) and, as the library does (src/gpu_runtime.c), with exactly the dynamic
+shared memory the kernel's layout uses (its <name>_lds_bytes device global), the function's limit
+raised to it:
 
   1. correctness of every candidate: a varlen problem with segment lengths [1, 37, 100, 577, 16, 0,
      129, 1100] (partial blocks, an empty segment, a length-1 segment, several row blocks, growing
@@ -42,55 +47,93 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEADS = (32, 48, 64, 72, 80, 128)
 ARGS_BYTES = 136
 
-# (rows, kb, nw, waves, maxlen) per head size; the table's current row is among them
+# (rows, kb, nw, waves, maxlen[, "qs"]) per head size; the table's current row is among them. Since the
+# encoder's dynamic shared memory (issue 15): larger key blocks at D >= 64 with 32 rows per warp, where
+# encoder_cfg keeps the Q tile in shared memory (Q^T + O^T + scores above its register threshold:
+# D = 64 kb 128, D = 72/80 kb 128, D = 80 kb 96, D = 128 kb 32/48/64), 128 keys at D = 128 with 16 rows
+# per warp, and "qs" twins (Q in shared memory below the threshold too). (Groups of 256 rows, 32 rows x
+# 8 warps, are not built: encoder_cfg's 32-bit row offsets allow 128.)
 CANDIDATES = {
     32: [(32, 64, 4, 2, 0), (32, 128, 4, 2, 0), (32, 32, 4, 3, 0), (16, 64, 8, 2, 0), (16, 16, 4, 4, 64), (16, 32, 4, 4, 64)],
-    48: [(32, 64, 4, 2, 0), (32, 32, 4, 2, 0), (16, 64, 8, 2, 0), (16, 16, 4, 4, 64)],
+    48: [(32, 64, 4, 2, 0), (32, 32, 4, 2, 0), (16, 64, 8, 2, 0), (16, 16, 4, 4, 64),
+         (32, 128, 4, 2, 0), (32, 64, 4, 2, 0, "qs")],
     64: [(32, 64, 4, 2, 0), (32, 32, 4, 2, 0), (32, 32, 4, 3, 0), (16, 64, 8, 2, 0), (16, 32, 8, 3, 0),
-         (16, 16, 4, 4, 64), (16, 32, 4, 4, 64), (16, 16, 8, 4, 64)],
-    72: [(32, 32, 4, 2, 0), (32, 64, 4, 2, 0), (16, 32, 8, 2, 0), (16, 16, 4, 3, 64)],
-    80: [(32, 32, 4, 2, 0), (32, 64, 4, 2, 0), (16, 32, 8, 2, 0), (16, 64, 8, 2, 0), (16, 16, 4, 3, 64)],
+         (16, 16, 4, 4, 64), (16, 32, 4, 4, 64), (16, 16, 8, 4, 64),
+         (32, 128, 4, 2, 0), (32, 64, 4, 2, 0, "qs")],
+    72: [(32, 32, 4, 2, 0), (32, 64, 4, 2, 0), (16, 32, 8, 2, 0), (16, 16, 4, 3, 64),
+         (32, 128, 4, 2, 0), (32, 64, 4, 2, 0, "qs")],
+    80: [(32, 32, 4, 2, 0), (32, 64, 4, 2, 0), (16, 32, 8, 2, 0), (16, 64, 8, 2, 0), (16, 16, 4, 3, 64),
+         (32, 128, 4, 2, 0), (32, 96, 4, 2, 0), (32, 64, 4, 2, 0, "qs")],
     128: [(32, 16, 4, 2, 0), (16, 32, 8, 2, 0), (16, 64, 8, 2, 0), (32, 32, 4, 2, 0), (16, 16, 4, 3, 64),
-          (16, 16, 4, 2, 64)],
+          (16, 16, 4, 2, 64),
+          (32, 64, 4, 2, 0), (32, 48, 4, 2, 0), (16, 128, 8, 2, 0), (32, 16, 4, 2, 0, "qs")],
 }
 
 
 def name_of(dtype, head, c):
-    rows, kb, nw, waves, maxlen = c
+    rows, kb, nw, waves, maxlen = c[:5]
     return f"encoder_{dtype}_d{head}_r{rows}_kb{kb}_nw{nw}_w{waves}" + (f"_l{maxlen}" if maxlen else "")
+
+
+def label_of(dtype, head, c):
+    """The candidate's unique label: its kernel name, plus _qs for a Q-in-shared-memory twin."""
+    return name_of(dtype, head, c) + ("_qs" if "qs" in c[5:] else "")
+
+
+def elf_int_symbol(path, symbol):
+    """The int32 initial value of a global OBJECT symbol of an ELF64 image (a cubin's <name>_lds_bytes), or None."""
+    import struct
+    data = open(path, "rb").read()
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    secs = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    for (_, typ, _, _, off, size, link, _, _, entsize) in secs:
+        if typ != 2:   # SHT_SYMTAB
+            continue
+        stroff = secs[link][4]
+        for k in range(size // entsize):
+            name, info, _, shndx, value, ssize = struct.unpack_from("<IBBHQQ", data, off + k * entsize)
+            end = data.index(b"\0", stroff + name)
+            if data[stroff + name:end].decode() == symbol and (info & 0xF) == 1 and 0 < shndx < shnum and ssize == 4:
+                return struct.unpack_from("<i", data, secs[shndx][4] + value)[0]
+    return None
 
 
 # ------------------------------------------------------------------------------------------ build
 def cmd_build(a):
     os.makedirs(a.dir, exist_ok=True)
     nvcc = a.nvcc or "nvcc"
-    cands = [dict(name=name_of("bf16", h, c), head=h, rows=c[0], kb=c[1], nw=c[2], waves=c[3], maxlen=c[4])
+    cands = [dict(name=name_of("bf16", h, c), label=label_of("bf16", h, c), head=h, rows=c[0], kb=c[1], nw=c[2],
+                  waves=c[3], maxlen=c[4], q_smem_forced="qs" in c[5:])
              for h in HEADS for c in CANDIDATES[h]]
     kept = []
     # compile one candidate at a time: a candidate whose LDS breaks the contract fails static_assert
     for i in range(0, len(cands)):
         c = cands[i]
-        lst = os.path.join(os.path.abspath(a.dir), f"{c['name']}.def")
+        lst = os.path.join(os.path.abspath(a.dir), f"{c['label']}.def")
         with open(lst, "w") as f:
             f.write(f"R35A_ENCODER_VARIANT({a.arch}, {c['name']}, bf16, {c['head']}, {c['rows']}, {c['kb']}, "
                     f"{c['nw']}, {c['waves']}, {c['maxlen']})\n")
-        out = os.path.join(a.dir, f"{c['name']}.cubin")
+        out = os.path.join(a.dir, f"{c['label']}.cubin")
         cmd = [nvcc, "-x", "cu", "-cubin", "-O3", "-std=c++17", "-Xptxas", "-v", f"-arch={a.arch}",
                "-DR35A_FRAGMENT_EMULATE_GFX11=0", "-I", os.path.join(ROOT, "kernels"), "-I", os.path.join(ROOT, "variants"),
                f'-DR35A_ENCODER_VARIANT_LIST="{lst}"', "-o", out, os.path.join(ROOT, "kernels", "encoder.hip")]
+        if c["q_smem_forced"]:
+            cmd.insert(-1, "-DR35A_ENC_Q_REGS_MAX=0")
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
-            print(f"  {c['name']}: does not compile ({p.stderr.strip().splitlines()[-1][:120] if p.stderr else '?'})")
+            print(f"  {c['label']}: does not compile ({p.stderr.strip().splitlines()[-1][:120] if p.stderr else '?'})")
             continue
         spill = re.search(r"(\d+) bytes spill stores", p.stderr)
         regs = re.search(r"Used (\d+) registers", p.stderr)
         c["regs"] = int(regs.group(1)) if regs else None
+        c["lds_bytes"] = elf_int_symbol(out, f"{c['name']}_lds_bytes")
         if spill and int(spill.group(1)):
-            print(f"  {c['name']}: {spill.group(1)} bytes of spill stores, dropped")
+            print(f"  {c['label']}: {spill.group(1)} bytes of spill stores, dropped")
             continue
         c["cubin"] = os.path.basename(out)
         kept.append(c)
-        print(f"  {c['name']}: {c['regs']} registers", flush=True)
+        print(f"  {c['label']}: {c['regs']} registers, {c['lds_bytes']} B of shared memory", flush=True)
     json.dump(dict(arch=a.arch, candidates=kept), open(os.path.join(a.dir, "manifest.json"), "w"), indent=1)
     print(f"{len(kept)} of {len(cands)} candidates built into {a.dir}")
 
@@ -121,6 +164,7 @@ class Cuda:
         self.mods = {}
 
     def function(self, path, name):
+        """(function, dynamic shared memory bytes): the kernel's <name>_lds_bytes, its limit raised to it."""
         if path not in self.mods:
             m = ctypes.c_void_p()
             data = open(path, "rb").read()
@@ -130,11 +174,20 @@ class Cuda:
         f = ctypes.c_void_p()
         if self.lib.cuModuleGetFunction(ctypes.byref(f), self.mods[path][0], name.encode()) != 0:
             raise RuntimeError(f"no {name} in {path}")
-        return f
+        dptr, size, value = ctypes.c_uint64(), ctypes.c_size_t(), ctypes.c_int()
+        if (self.lib.cuModuleGetGlobal_v2(ctypes.byref(dptr), ctypes.byref(size), self.mods[path][0],
+                                          f"{name}_lds_bytes".encode()) != 0 or size.value != 4 or
+                self.lib.cuMemcpyDtoH_v2(ctypes.byref(value), dptr, ctypes.c_size_t(4)) != 0):
+            raise RuntimeError(f"no {name}_lds_bytes in {path}")
+        if self.lib.cuFuncSetAttribute(f, 8, ctypes.c_int(value.value)) != 0:   # MAX_DYNAMIC_SHARED_SIZE_BYTES
+            raise RuntimeError(f"cuFuncSetAttribute({name}, {value.value} B of dynamic shared memory)")
+        return f, value.value
 
-    def launch(self, f, grid, block, arg, stream):
+    def launch(self, fs, grid, block, arg, stream):
+        f, shared = fs
         params = (ctypes.c_void_p * 1)(ctypes.addressof(arg))
-        r = self.lib.cuLaunchKernel(f, grid[0], grid[1], grid[2], block, 1, 1, 0, ctypes.c_void_p(stream), params, None)
+        r = self.lib.cuLaunchKernel(f, grid[0], grid[1], grid[2], block, 1, 1, shared, ctypes.c_void_p(stream), params,
+                                    None)
         if r != 0:
             raise RuntimeError(f"cuLaunchKernel: {r}")
 
@@ -274,6 +327,10 @@ def gmean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
+def label(c):
+    return c.get("label", c["name"])   # manifests before the _qs twins have no label
+
+
 def cmd_measure(a):
     import torch
     man = json.load(open(os.path.join(a.dir, "manifest.json")))
@@ -295,8 +352,8 @@ def cmd_measure(a):
         except Exception as e:  # noqa: BLE001
             err, prob = float("nan"), f"{type(e).__name__}: {e}"
         c["check_err"], c["check_problem"] = err, prob
-        ok[c["name"]] = prob is None
-        print(f"  {c['name']:42s} err {err:.2e}  {'PASS' if prob is None else 'FAIL ' + prob}", flush=True)
+        ok[label(c)] = prob is None
+        print(f"  {label(c):42s} err {err:.2e}  {'PASS' if prob is None else 'FAIL ' + prob}", flush=True)
 
     # 2. timing
     rows = [(D, H, 1024, 4, "21") for (D, H) in shapes_21()] + [(D, H, s, n, "extra") for (D, H, s, n) in EXTRA] + \
@@ -318,15 +375,15 @@ def cmd_measure(a):
                    flops=p.flops, ours={})
         cells = []
         for c in by_head[D]:
-            if not ok.get(c["name"]) or (kind != "short" and c["maxlen"] and seg > c["maxlen"]):
+            if not ok.get(label(c)) or (kind != "short" and c["maxlen"] and seg > c["maxlen"]):
                 continue
             try:
                 t, diff = p.ours(torch, cu_rt, os.path.join(a.dir, c["cubin"]), c)
             except Exception as e:  # noqa: BLE001
-                print(f"  {c['name']}: {e}")
+                print(f"  {label(c)}: {e}")
                 continue
-            row["ours"][c["name"]] = dict(t_us=t * 1e6, maxdiff=diff, ratio=(p.t_flash / t) if p.t_flash else None)
-            cells.append(f"{c['name'][len('encoder_bf16_'):]} {t * 1e6:.1f} ({(p.t_flash or 0) / t:.2f})")
+            row["ours"][label(c)] = dict(t_us=t * 1e6, maxdiff=diff, ratio=(p.t_flash / t) if p.t_flash else None)
+            cells.append(f"{label(c)[len('encoder_bf16_'):]} {t * 1e6:.1f} ({(p.t_flash or 0) / t:.2f})")
         results.append(row)
         print(f"{D:>4} {H:>3} {seg:>5} {nseg:>5} {kind:>5} {(row['t_flash_us'] or 0):9.1f}  " + "; ".join(cells), flush=True)
         del p
@@ -339,14 +396,14 @@ def cmd_measure(a):
             sel = [r for r in results if r["D"] == D and (r["set"] == "short") == short]
             best = None
             for c in by_head[D]:
-                if bool(c["maxlen"]) != short or not ok.get(c["name"]):
+                if bool(c["maxlen"]) != short or not ok.get(label(c)):
                     continue
-                ts = [r["ours"].get(c["name"], {}).get("t_us") for r in sel]
+                ts = [r["ours"].get(label(c), {}).get("t_us") for r in sel]
                 if not sel or any(t is None for t in ts):
                     continue
                 g = gmean(ts)
                 if best is None or g < best[1]:
-                    best = (c["name"], g)
+                    best = (label(c), g)
             if best:
                 winners[f"d{D}{'_short' if short else ''}"] = best[0]
     print("\nwinners: " + ", ".join(f"{k} {v}" for k, v in winners.items()))

@@ -7,7 +7,8 @@ fake_cuda.c), on a machine without an NVIDIA GPU; registered when the build has 
 The stand-in reports an sm_90 with 132 SMs and a 50 MiB L2 and checks what a real driver refuses (a
 current context, device pointers inside allocations, no copies or syncs while capturing). Checked:
 the bench runs on the CUDA backend in device memory, the roofline comes from the embedded read kernel
-(its 48 settings found in the cubin), --graph captures and replays, every allocation is freed and
+(its 48 settings found in the cubin), --graph captures and replays, the encoder preset (both dtypes, long and short segments) runs on
+the encoder kernels launched with their own dynamic shared memory, every allocation is freed and
 every context push popped and retain released by exit, and the never-written output fails the check
 (exit 3). Exits 0 when all hold, 1 with the failures listed.
 """
@@ -63,6 +64,18 @@ def main():
             check(s.get("live_allocations") == 0 and s.get("primary_refs") == 0 and s.get("pushed") == 0,
                   f"at exit: {s.get('live_allocations')} allocations, {s.get('primary_refs')} primary context "
                   f"retains, {s.get('pushed')} pushes left")
+        # the encoder family on dynamic shared memory: every row's kernel launched with exactly its
+        # <name>_lds_bytes (the stand-in refuses other bytes once a limit was raised), long segments
+        # (workgroup-wide tilings) and short ones (the small-problem tiling)
+        for dtype in ("bf16", "f16"):
+            for segs in ("577,1024", "16,64"):
+                rc, out, err, s = run(args.bench, args.fake, ["--preset", "encoder", "--dtype", dtype, "--segments", segs,
+                                                              "--iters", "2", "--min-working-set-mb", "4", "--no-check",
+                                                              "--json"], log)
+                if check(rc == 0, f"encoder {dtype} segments {segs}: exit {rc}: {err.strip()}"):
+                    rows = json.loads(out)["rows"]
+                    check(len(rows) == 21 and all(r["implementation"].startswith(f"encoder_{dtype}_") for r in rows),
+                          f"encoder {dtype} segments {segs}: {[r['implementation'] for r in rows]}")
         rc, out, err, s = run(args.bench, args.fake, common + ["--peak-gbs", "4000"], log)
         check(rc == 3, f"checked run: exit {rc}, expected 3 (the never-written output must fail): {err.strip()}")
     for f in FAILURES:

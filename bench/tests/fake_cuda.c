@@ -9,6 +9,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <elf.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -420,6 +421,14 @@ static struct {
 } func_attrs[4096];
 static int num_func_attrs;
 
+static bool dynamic_shared_limit_raised(const void *f)
+{
+    for (int i = 0; i < num_func_attrs; ++i)
+        if (func_attrs[i].f == f)
+            return true;
+    return false;
+}
+
 static int dynamic_shared_limit(const void *f)
 {
     for (int i = 0; i < num_func_attrs; ++i)
@@ -456,6 +465,11 @@ EXPORT int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsign
         return e;
     if (!f || !params || !params[0] || extra || !gx || !gy || !gz || !bx || !by || !bz || bx * by * bz > 1024 ||
         shared > (unsigned)dynamic_shared_limit(f))
+        return INVALID_VALUE;
+    /* The library raises a kernel's limit to exactly the dynamic shared memory its layout uses
+     * (<name>_lds_bytes, src/gpu_runtime.c) and launches it with that: other bytes (0 would run the
+     * kernel without its shared memory, which a real driver does not notice) are its bug. */
+    if (shared != (unsigned)dynamic_shared_limit(f) && dynamic_shared_limit_raised(f))
         return INVALID_VALUE;
     ++launches;
     captured_launches += capturing;

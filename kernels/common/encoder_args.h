@@ -42,6 +42,7 @@
 #ifndef R35A_ENCODER_ARGS_H
 #define R35A_ENCODER_ARGS_H
 
+#include "decode_args.h"   /* r35a_decode_nv_smem_bytes: an SM's shared memory split by the occupancy contract */
 #include "host_device.h"
 
 #ifdef __cplusplus
@@ -124,6 +125,16 @@ R35A_HD int r35a_encoder_variant_grid(int32_t rows_per_wave, int32_t waves_per_w
 R35A_HD int r35a_encoder_grid(int32_t num_segments, int32_t max_seqlen, int32_t num_heads,
                                   int32_t rows_per_workgroup, uint32_t grid[3]) {
     return r35a_encoder_variant_grid(rows_per_workgroup, 1, 0, num_segments, max_seqlen, num_heads, grid);
+}
+
+/* NVIDIA: the DYNAMIC shared memory an encoder workgroup of waves_per_workgroup warps may use under
+ * its occupancy contract (`waves` warps per SM sub-partition): the same share of an SM as a decode
+ * workgroup's (decode_args.h), one formula. The kernel lays out its Q tile and K/V stages within
+ * it (kernels/encoder.hip encoder_cfg), publishes the bytes its layout uses as <name>_lds_bytes,
+ * and the host raises the function's limit to that and launches with it (src/gpu_runtime.c).
+ * (gfx11: static LDS.) */
+R35A_HD_CONSTEXPR int32_t r35a_encoder_nv_smem_bytes(int32_t waves, int32_t waves_per_workgroup) {
+    return r35a_decode_nv_smem_bytes(waves, waves_per_workgroup);
 }
 
 /* ---- the rules a call must meet (the planner falls back to the portable kernel otherwise) ----
