@@ -122,11 +122,11 @@ bool r35a_plan_decode(const r35a_paged_attention_desc *d, const char *arch, int 
     /* Resident workgroups per CU from the variant's occupancy contract: the split count never asks
      * for more workgroups than the device holds at once (decode_args.h). On NVIDIA a "CU" is an SM. */
     const int32_t simds = r35a_tuning_simds_per_cu(arch);
+    const int cus = num_cus > 0 ? num_cus : R35A_GFX1151_DEFAULT_CUS;
     out->num_splits = r35a_decode_num_splits(d->num_seqs, d->num_kv_heads, best_groups, d->max_seq_len,
-                                             d->max_query_len, d->window,
-                                             num_cus > 0 ? num_cus : R35A_GFX1151_DEFAULT_CUS,
+                                             d->max_query_len, d->window, cus,
                                              r35a_decode_resident_wgs_per_cu(simds, v->waves, v->kw * v->dw));
-    if (r35a_tuning_is_nvidia(arch) && nv_single_split(d, best_groups, num_cus > 0 ? num_cus : R35A_GFX1151_DEFAULT_CUS))
+    if (r35a_tuning_is_nvidia(arch) && nv_single_split(d, best_groups, cus))
         out->num_splits = 1;
     /* measurement only (README: environment): the split count the user forces, within the kernels' limit */
     const int forced_splits = r35a_forced_decode_splits();
