@@ -129,6 +129,36 @@ R35A_DEV ab load_vec16_lds_trans(const u16 *lds, int ld) {
                  : "memory");
     return a;
 }
+/* The same two loads for a fragment that is the product's FIRST operand (`a` of mma(), the
+ * hardware's B: decode's K and V^T operands). mma() hands the hardware two register pairs of it,
+ * {v[0], v[2]} and {v[1], v[3]}; ldmatrix.x4 writes four consecutive registers in the order of its
+ * 8 x 8 blocks, so these address the blocks in that pair order (block bit 0: k 0-7 / 8-15, bit 1:
+ * vectors 0-7 / 8-15) and bind the results to v[0], v[2], v[1], v[3]. Same values as
+ * load_vec16_lds / load_vec16_lds_trans; without this, ptxas moved 4 registers per load to form the
+ * pairs (56 moves per 16-key tile of the D = 128 decode kernel, sm_90 SASS). A fragment used as the
+ * second operand (the hardware's A: all four registers in order) keeps the functions above. */
+R35A_DEV ab load_vec16_lds_b(const u16 *lds, int ld) {
+    const int l = lane_id(), blk = l >> 3;
+    const u16 *p = lds + ((l & 7) + 8 * (blk >> 1)) * ld + 8 * (blk & 1);
+    const u32 s = (u32)__cvta_generic_to_shared(p);
+    ab a;
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(a.v[0]), "=r"(a.v[2]), "=r"(a.v[1]), "=r"(a.v[3])
+                 : "r"(s)
+                 : "memory");
+    return a;
+}
+R35A_DEV ab load_vec16_lds_trans_b(const u16 *lds, int ld) {
+    const int l = lane_id(), blk = l >> 3;
+    const u16 *p = lds + ((l & 7) + 8 * (blk & 1)) * ld + 8 * (blk >> 1);
+    const u32 s = (u32)__cvta_generic_to_shared(p);
+    ab a;
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(a.v[0]), "=r"(a.v[2]), "=r"(a.v[1]), "=r"(a.v[3])
+                 : "r"(s)
+                 : "memory");
+    return a;
+}
 /* Two 8 x 8 blocks of 16-bit elements (16-byte rows) at once: lanes 0-7 address the rows of block 0,
  * lanes 8-15 those of block 1 (the others' addresses are not used); block b lands in r[b] with
  * lane (g, t) holding row g, elements 2t and 2t + 1 (.trans: rows 2t and 2t + 1 of column g). */
@@ -139,6 +169,12 @@ R35A_DEV void ldmatrix_x2(const void *row_of_lane, u32 (&r)[2]) {
         asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(s) : "memory");
     else
         asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(s) : "memory");
+}
+
+/* cp.async.cg of 16 bytes to the shared-window address s (zero-filled, global memory not read, when
+ * fill is false): device.h's async_copy_16 without the generic-to-shared conversion per copy. */
+R35A_DEV void async_copy_16_u32(u32 s, const void *gmem, bool fill) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(gmem), "r"(fill ? 16 : 0) : "memory");
 }
 
 /* ---- 8-bit K operands (decode's 8-bit KV caches) ----------------------------------------------
@@ -249,6 +285,11 @@ R35A_DEV ab b_from_acc(const acc &c) {
 
 /* ---- native-layout storage: lane l's 8 floats at [8l, 8l + 8), column slot 0's 4 first ---- */
 enum { ACC_NATIVE_FLOATS = 256 };
+/* The native layout's 16-byte pieces (the split merge reads records piece by piece): piece k (0..3) of
+ * column n of a fragment is float4 number acc_native_piece(n, k) of it, the lane (4 (n % 8) + k)'s
+ * slot n / 8; its element q (0..3) is row m = acc_native_piece_m(n, k, q). */
+R35A_DEV int acc_native_piece(int n, int k) { return 2 * (4 * (n & 7) + k) + (n >> 3); }
+R35A_DEV int acc_native_piece_m(int n, int k, int q) { (void)n; return 2 * k + (q & 1) + 8 * (q >> 1); }
 R35A_DEV u32x4 slot_words(const acc &c, int s) {
     const u32x4 x = {__float_as_uint(c.v[2 * s]), __float_as_uint(c.v[2 * s + 1]), __float_as_uint(c.v[4 + 2 * s]),
                      __float_as_uint(c.v[4 + 2 * s + 1])};
@@ -348,22 +389,62 @@ struct kv_pipe_lds {
     static constexpr int LDS_FIXED = 0;
     static constexpr int LDS_BYTES = S * LDS_PER_STAGE;
     static constexpr int CPR = RB / 16;                     /* 16-byte chunks per row */
-    static constexpr int CHUNKS = 16 * CPR;
-    static constexpr int CP = (CHUNKS + 31) / 32;           /* chunks per lane and tile (the last maybe partial) */
     static_assert(RB % 16 == 0, "whole 16-byte chunks per row");
+    /* Which chunks a lane copies. Copy j of a lane is row row_of_copy(j) + row_lane(), chunk
+     * chunk_of_copy(j) + chunk_lane() of the tile: the lane's part is fixed, the copy's part a
+     * compile-time multiple of the row stride (global) and an immediate offset (shared), so a copy
+     * costs one 64-bit add, not the row/chunk arithmetic and 64-bit multiplies of a per-copy formula
+     * (those were ~180 of the D = 128 kernel's ~450 instructions per 16-key tile, sm_90 SASS). Rows of
+     * at most 32 chunks: RPJ = 32 / CPR whole rows per copy (lanes past RPJ * CPR idle when CPR does
+     * not divide 32); wider rows: JPR = CPR / 32 copies per row. */
+    static_assert(CPR <= 32 || CPR % 32 == 0, "a row is at most 32 chunks or a multiple of 32");
+    static constexpr int RPJ = CPR <= 32 ? 32 / CPR : 1;     /* rows per copy */
+    static constexpr int JPR = CPR <= 32 ? 1 : CPR / 32;     /* copies per row */
+    static constexpr int ACTIVE = CPR <= 32 ? RPJ * CPR : 32;   /* lanes with a chunk */
+    static constexpr int CP = CPR <= 32 ? (16 + RPJ - 1) / RPJ : 16 * JPR;   /* copies per lane and tile */
+    static constexpr bool ALL_LANES = ACTIVE == 32 && 16 % RPJ == 0;   /* every copy of every lane is a chunk */
     unsigned char *base;
 
     R35A_MEMBER explicit kv_pipe_lds(void *lds) : base((unsigned char *)lds) {}
+    R35A_MEMBER static int row_lane() { return CPR <= 32 ? lane_id() / CPR : 0; }
+    R35A_MEMBER static int chunk_lane() { return CPR <= 32 ? lane_id() % CPR : lane_id(); }
+    R35A_MEMBER static constexpr int row_of_copy(int j) { return CPR <= 32 ? RPJ * j : j / JPR; }
+    R35A_MEMBER static constexpr int chunk_of_copy(int j) { return CPR <= 32 ? 0 : 32 * (j % JPR); }
+    /* Copy j of the lane's K and V chunks (sk: the lane's chunk of the stage's K tile; kl, vl: its
+     * chunk of the tile's first row in memory). A lane without a chunk in copy j (ALL_LANES false:
+     * rows past the tile, lanes past ACTIVE) issues nothing: a zero-filling copy there would land on
+     * another lane's chunk. fill false: the chunk is zero-filled and memory not read (src-size 0);
+     * ALWAYS: every chunk of every lane is read (the plain form, no src-size operand). */
+    R35A_MEMBER static bool lane_has(int j, int rl) { return ALL_LANES || ((ACTIVE == 32 || lane_id() < ACTIVE) && row_of_copy(j) + rl < 16); }
+    template <bool ALWAYS>
+    R35A_MEMBER static void copy_pair(u32 sk, const char *kl, const char *vl, i64 ks, i64 vs, int j, bool fill) {
+        const int soff = row_of_copy(j) * ROW + 16 * chunk_of_copy(j);
+        const char *kg = kl + (i64)row_of_copy(j) * ks + 16 * chunk_of_copy(j);
+        const char *vg = vl + (i64)row_of_copy(j) * vs + 16 * chunk_of_copy(j);
+        if constexpr (ALWAYS) {
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sk + soff), "l"(kg) : "memory");
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sk + TILE + soff), "l"(vg) : "memory");
+        } else {
+            async_copy_16_u32(sk + soff, kg, fill);
+            async_copy_16_u32(sk + TILE + soff, vg, fill);
+        }
+    }
     R35A_MEMBER void issue(int slot, const char *k0, const char *v0, i64 ks, i64 vs, int valid_rows, int first_row) {
         wave_sync();   /* every lane's reads of this slot (its tile, S steps back) are done */
-        unsigned char *kd = base + slot * 2 * TILE, *vd = kd + TILE;
+        const int rl = row_lane(), cl = chunk_lane();
+        const char *kl = k0 + rl * ks + 16 * cl, *vl = v0 + rl * vs + 16 * cl;
+        const u32 sk = (u32)__cvta_generic_to_shared(base + slot * 2 * TILE + rl * ROW + 16 * cl);
+        /* Rows past the sequence end and before the window are zero-filled, not read; full tiles
+         * (uniform: every tile but a sequence's first and last) skip the row tests. */
+        if (valid_rows >= 16 && first_row <= 0) {
 #pragma unroll
-        for (int j = 0; j < CP; ++j) {
-            const int q = 32 * j + lane_id(), row = q / CPR, c = q - row * CPR;
-            if (CHUNKS % 32 == 0 || q < CHUNKS) {
-                const bool ok = row < valid_rows && row >= first_row;
-                async_copy_16(kd + row * ROW + 16 * c, k0 + row * ks + 16 * c, ok);
-                async_copy_16(vd + row * ROW + 16 * c, v0 + row * vs + 16 * c, ok);
+            for (int j = 0; j < CP; ++j)
+                if (lane_has(j, rl)) copy_pair<ALL_LANES>(sk, kl, vl, ks, vs, j, true);
+        } else {
+#pragma unroll
+            for (int j = 0; j < CP; ++j) {
+                const int row = row_of_copy(j) + rl;
+                if (lane_has(j, rl)) copy_pair<false>(sk, kl, vl, ks, vs, j, row < valid_rows && row >= first_row);
             }
         }
         async_commit();
@@ -378,7 +459,7 @@ struct kv_pipe_lds {
     R35A_MEMBER ab k_operand(int slot, int c) const {
         const unsigned char *kd = base + slot * 2 * TILE;
         if constexpr (!B8) {
-            return load_vec16_lds((const u16 *)(kd + 32 * c), ROW / 2);
+            return load_vec16_lds_b((const u16 *)(kd + 32 * c), ROW / 2);
         } else {
             u32 r[2];
             ldmatrix_x2<false>(kd + (lane_id() & 15) * ROW + 16 * c, r);
@@ -394,7 +475,7 @@ struct kv_pipe_lds {
     R35A_MEMBER ab v_operand(int slot, int c) const {
         const unsigned char *vd = base + slot * 2 * TILE + TILE;
         if constexpr (!B8) {
-            return load_vec16_lds_trans((const u16 *)(vd + 32 * c), ROW / 2);
+            return load_vec16_lds_trans_b((const u16 *)(vd + 32 * c), ROW / 2);
         } else {
             u32 r[2];   /* keys 0-7 and 8-15; bytes: d 2g, 2g+1 of key 2t, then of key 2t + 1 */
             ldmatrix_x2<true>(vd + (lane_id() & 15) * ROW + 16 * c, r);
