@@ -168,10 +168,21 @@ MIN_TOUCH = 512 << 20
 KV8 = {"fp8": 4, "int8": 5}   # r35a_dtype R35A_DTYPE_FP8_E4M3 / R35A_DTYPE_INT8
 
 
-def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=16, hkv=8, peers=("flash", "cudnn", "efficient"),
+PAGE_ORDER = "shuffled"   # --page-order: the block tables' pages shuffled over the pool, or in order
+KV_LAYOUT = "hnd"         # --kv-layout: the cache as [pages][Hkv][page][D] (hnd) or [Hkv][pages][page][D]
+PAGE_SIZE = 16            # --page-size
+
+
+def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=None, hkv=8, peers=("flash", "cudnn", "efficient"),
                vllm=None, kv8=None, per_head=False, sinks=False, softcap=0.0, alibi=False):
     """One decode shape; kv8 ("fp8" / "int8", scales per tensor or per kv head), sinks, softcap and alibi
-    make it a model-feature row (ours alone: peers and vllm are not run for those)."""
+    make it a model-feature row (ours alone: peers and vllm are not run for those). The pages of the
+    block tables are a random permutation of the pool (PAGE_ORDER "shuffled", the default: what a
+    long-running engine's allocator leaves) or consecutive ("sorted": each sequence's pages one
+    contiguous run, as torch's dense layout is). KV_LAYOUT "head-major" stores the pool kv head by kv
+    head ([Hkv][pages][page][D], read through the strides): with sorted pages each (sequence, kv head)
+    is then one contiguous stream, as in torch's [B, H, L, D]."""
+    page = page or PAGE_SIZE
     tdt = DT[dtype][1]
     hq = hkv * G
     esize = 1 if kv8 else 2
@@ -191,7 +202,13 @@ def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=16, hkv=8, peers=("fl
     else:
         kc = torch.randn(num_pages, hkv, page, D, dtype=tdt, device="cuda")
         vc = torch.randn(num_pages, hkv, page, D, dtype=tdt, device="cuda")
-    perm = torch.randperm(num_pages, device="cuda", dtype=torch.int64).to(torch.int32)
+    if KV_LAYOUT == "head-major":   # the same contents, stored head by head; kc / vc stay [pages][Hkv][page][D] views
+        kc = kc.permute(1, 0, 2, 3).contiguous().permute(1, 0, 2, 3)
+        vc = vc.permute(1, 0, 2, 3).contiguous().permute(1, 0, 2, 3)
+    if PAGE_ORDER == "sorted":
+        perm = torch.arange(num_pages, device="cuda", dtype=torch.int32)
+    else:
+        perm = torch.randperm(num_pages, device="cuda", dtype=torch.int64).to(torch.int32)
     bt = perm.view(copies, B, pages_per_seq).contiguous()
     q = torch.randn(copies, B * M, hq, D, dtype=tdt, device="cuda")
     o = torch.empty_like(q)
@@ -200,6 +217,11 @@ def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=16, hkv=8, peers=("fl
     desc = PagedDescC()
     lib.l.r35a_paged_attention_desc_init(ctypes.byref(desc), DT[dtype][0], B, B * M, M, ctx_len, hq, hkv, D, page,
                                          num_pages)
+    if KV_LAYOUT == "head-major":
+        for which, t in (("k", kc), ("v", vc)):
+            setattr(desc, f"{which}_page_stride", t.stride(0))
+            setattr(desc, f"{which}_head_stride", t.stride(1))
+            setattr(desc, f"{which}_slot_stride", t.stride(2))
     feat = {}
     if kv8:
         desc.kv_dtype = KV8[kv8]
@@ -441,10 +463,17 @@ def main():
     ap.add_argument("--features", action="store_true",
                     help="issue 13's table: sinks, softcap, ALiBi and 8-bit KV caches against the plain f16 call on "
                          "the same shapes (ours alone), then the sweep unless --shapes none")
+    ap.add_argument("--page-order", choices=("shuffled", "sorted"), default="shuffled",
+                    help="block-table pages shuffled over the pool (default) or consecutive per sequence")
+    ap.add_argument("--kv-layout", choices=("hnd", "head-major"), default="hnd",
+                    help="the paged cache as [pages][Hkv][page][D] (default) or [Hkv][pages][page][D]")
+    ap.add_argument("--page-size", type=int, default=16, help="tokens per page (a multiple of 16 for the decode kernels)")
     ap.add_argument("--vllm-triton", default="", metavar="PATH",
                     help="vLLM's triton_unified_attention.py (with triton_quant_kv/_helpers.py beside it): adds its "
                          "column (tools/peer_vllm_triton.py)")
     args = ap.parse_args()
+    global PAGE_ORDER, KV_LAYOUT, PAGE_SIZE
+    PAGE_ORDER, KV_LAYOUT, PAGE_SIZE = args.page_order, args.kv_layout, args.page_size
     torch.manual_seed(0)
     random.seed(0)
     lib = Lib(args.lib)

@@ -1,0 +1,196 @@
+// kv_stream.cu - a measurement, not part of the library or its build: how fast can the decode kernel's
+// KV access pattern be read on an NVIDIA GPU, with no attention arithmetic at all? It answers whether the
+// decode kernel loses time to its stream (the paged layout, 16-key tiles, the copy form) or to what it
+// computes, the question bench/NOTES_h200.md version 7 asked.
+//
+// The problem is the bench's: f16, D = 128, 8 kv heads, page 16 (one 16-key tile per page and kv head:
+// 4 KiB of K and 4 KiB of V, each contiguous), block tables a random permutation of the pool, cold L2
+// (the pool is 2.1 GB). Grid (splits, kv heads, batch) and 4 warps per block as the decode kernel's;
+// each warp streams its split's tiles round-robin through an S-stage shared-memory ring and touches a
+// few words of each (an XOR into a sink, so nothing is dead). Modes:
+//   0: cp.async.cg, 16 bytes per lane and copy, rows padded by 16 bytes (the decode kernel's form);
+//   1: cp.async.bulk per row (lane r < 16 copies K row r, lane 16 + r V row r: 256 bytes each), mbarrier;
+//   2: cp.async.bulk of the whole 4 KiB K and V slices by one lane, rows unpadded (ldmatrix would
+//      conflict on them: an upper bound for a bulk-copy pipeline, not a usable layout as is).
+// Median of 9 (batch 16) or 15 (batch 1) launches timed with events; GB/s = K + V bytes / time.
+//
+//   nvcc -O3 -std=c++17 -arch=sm_90 -o kv_stream tools/kv_stream.cu && ./kv_stream
+#include <cstdio>
+#include <cstdlib>
+#include <cstdint>
+#include <vector>
+#include <algorithm>
+#include <random>
+#include <cuda_runtime.h>
+
+#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("CUDA %s at %d: %s\n", #x, __LINE__, cudaGetErrorString(e)); exit(1); } } while (0)
+
+struct Args {
+    const char *k, *v;
+    const int *bt;
+    unsigned *sink;
+    long long page_stride, head_stride;   // bytes
+    int pages_per_seq, tiles_per_split, num_splits;
+};
+
+__device__ __forceinline__ unsigned smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+
+template <int MODE, int S, int D, int WARPS>
+__global__ void __launch_bounds__(32 * WARPS) kv_stream(Args a) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    constexpr int RB = D * 2;                       // row bytes
+    constexpr int ROW = MODE == 2 ? RB : RB + 16;   // staged pitch
+    constexpr int TILE = 16 * ROW;
+    const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int split = blockIdx.x, g = blockIdx.y, s = blockIdx.z;
+    unsigned char *ring = smem + w * (S * 2 * TILE + 64);
+    unsigned long long *bar = (unsigned long long *)(ring + S * 2 * TILE);   // S mbarriers (8 B each)
+    const int t0 = split * a.tiles_per_split;
+    const int mine = (a.tiles_per_split - w + WARPS - 1) / WARPS;   // tiles of this warp
+    const int *bt = a.bt + s * a.pages_per_seq;
+    if (MODE != 0 && lane == 0)
+        for (int i = 0; i < S; ++i)
+            asm volatile("mbarrier.init.shared.b64 [%0], 1;" ::"r"(smem_u32(bar + i)));
+    __syncwarp();
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    auto issue = [&](int i) {
+        const int slot = i % S;
+        unsigned char *kd = ring + slot * 2 * TILE, *vd = kd + TILE;
+        if (i >= mine) {   // keep the group count
+            if (MODE == 0) asm volatile("cp.async.commit_group;" ::: "memory");
+            return;
+        }
+        const int tile = t0 + w + i * WARPS;
+        const int page = bt[tile];   // page size 16: one tile per page
+        const char *kg = a.k + page * a.page_stride + g * a.head_stride;
+        const char *vg = a.v + page * a.page_stride + g * a.head_stride;
+        if (MODE == 0) {
+            constexpr int CPR = RB / 16, RPJ = 32 / CPR;
+            const int rl = lane / CPR, cl = lane % CPR;
+#pragma unroll
+            for (int j = 0; j < 16 / RPJ; ++j) {
+                const int row = RPJ * j + rl;
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_u32(kd + row * ROW + 16 * cl)), "l"(kg + row * RB + 16 * cl) : "memory");
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_u32(vd + row * ROW + 16 * cl)), "l"(vg + row * RB + 16 * cl) : "memory");
+            }
+            asm volatile("cp.async.commit_group;" ::: "memory");
+        } else if (MODE == 1) {
+            if (lane == 0)
+                asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" ::"r"(smem_u32(bar + slot)), "r"(2 * 16 * RB) : "memory");
+            __syncwarp();
+            const int row = lane & 15;
+            const char *src = (lane < 16 ? kg : vg) + row * RB;
+            unsigned char *dst = (lane < 16 ? kd : vd) + row * ROW;
+            asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                         ::"r"(smem_u32(dst)), "l"(src), "r"(RB), "r"(smem_u32(bar + slot)) : "memory");
+        } else {
+            if (lane == 0) {
+                asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" ::"r"(smem_u32(bar + slot)), "r"(2 * 16 * RB) : "memory");
+                asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                             ::"r"(smem_u32(kd)), "l"(kg), "r"(16 * RB), "r"(smem_u32(bar + slot)) : "memory");
+                asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                             ::"r"(smem_u32(vd)), "l"(vg), "r"(16 * RB), "r"(smem_u32(bar + slot)) : "memory");
+            }
+        }
+    };
+    unsigned acc = 0;
+    for (int p = 0; p < S - 1; ++p) issue(p);
+    for (int i = 0; i < mine; ++i) {
+        issue(i + S - 1);
+        const int slot = i % S;
+        if (MODE == 0) {
+            asm volatile("cp.async.wait_group %0;" ::"n"(S - 1) : "memory");
+        } else {
+            const unsigned phase = (i / S) & 1;
+            unsigned done = 0;
+            while (!done)
+                asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                             : "=r"(done) : "r"(smem_u32(bar + slot)), "r"(phase) : "memory");
+        }
+        __syncwarp();
+        const unsigned *kd = (const unsigned *)(ring + slot * 2 * TILE);
+        acc ^= kd[lane * 7] + kd[TILE / 4 + lane * 5];
+        __syncwarp();   // the slot is refilled S - 1 steps later by this warp only
+    }
+    if (MODE == 0) asm volatile("cp.async.wait_group 0;" ::: "memory");
+    if (acc == 0x12345678u) a.sink[0] = acc;
+}
+
+template <int MODE, int S, int D, int WARPS>
+static float run(const Args &a0, int B, int hkv, int ctx, int splits, int reps) {
+    Args a = a0;
+    a.num_splits = splits;
+    a.tiles_per_split = ctx / 16 / splits;
+    constexpr int ROW = MODE == 2 ? 2 * D : 2 * D + 16;
+    const int smem = WARPS * (S * 2 * 16 * ROW + 64);
+    auto k = kv_stream<MODE, S, D, WARPS>;
+    CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    dim3 grid(splits, hkv, B);
+    k<<<grid, 32 * WARPS, smem>>>(a);
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    std::vector<float> ts;
+    for (int r = 0; r < reps; ++r) {
+        cudaEventRecord(e0);
+        k<<<grid, 32 * WARPS, smem>>>(a);
+        cudaEventRecord(e1);
+        CK(cudaEventSynchronize(e1));
+        float ms;
+        cudaEventElapsedTime(&ms, e0, e1);
+        ts.push_back(ms * 1000.f);
+    }
+    std::sort(ts.begin(), ts.end());
+    int occ = 0;
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, 32 * WARPS, smem);
+    const double bytes = 2.0 * B * hkv * (double)ctx * D * 2;
+    printf("mode %d S %d D %d warps %d B %2d ctx %6d splits %3d smem %6d blk/SM %d: %8.1f us %6.0f GB/s\n", MODE, S, D, WARPS,
+           B, ctx, splits, smem, occ, ts[reps / 2], bytes / ts[reps / 2] / 1e3);
+    return ts[reps / 2];
+}
+
+int main() {
+    const int D = 128, hkv = 8;
+    // a pool big enough to be cold: 2.2 GB of K and V at B16 32K, pages shuffled
+    const int B = 16, ctx = 32768, pps = ctx / 16, pages = B * pps;
+    const long long page_stride = (long long)hkv * 16 * D * 2, head_stride = 16 * D * 2;
+    char *k, *v;
+    int *bt;
+    unsigned *sink;
+    CK(cudaMalloc(&k, (size_t)pages * page_stride));
+    CK(cudaMalloc(&v, (size_t)pages * page_stride));
+    CK(cudaMemset(k, 1, (size_t)pages * page_stride));
+    CK(cudaMemset(v, 2, (size_t)pages * page_stride));
+    CK(cudaMalloc(&bt, pages * sizeof(int)));
+    CK(cudaMalloc(&sink, 64));
+    std::vector<int> perm(pages);
+    for (int i = 0; i < pages; ++i) perm[i] = i;
+    std::mt19937 rng(1);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    CK(cudaMemcpy(bt, perm.data(), pages * sizeof(int), cudaMemcpyHostToDevice));
+    Args a{k, v, bt, sink, page_stride, head_stride, pps, 0, 0};
+    for (int c : {8192, 32768}) {
+        const int bb = c == 32768 ? 16 : 16;
+        run<0, 3, D, 4>(a, bb, hkv, c, 2, 9);
+        run<0, 4, D, 4>(a, bb, hkv, c, 2, 9);
+        run<0, 2, D, 4>(a, bb, hkv, c, 2, 9);
+        run<0, 3, D, 4>(a, bb, hkv, c, 1, 9);
+        run<0, 3, D, 4>(a, bb, hkv, c, 4, 9);
+        run<1, 3, D, 4>(a, bb, hkv, c, 2, 9);
+        run<1, 4, D, 4>(a, bb, hkv, c, 2, 9);
+        run<1, 6, D, 4>(a, bb, hkv, c, 1, 9);
+        run<2, 3, D, 4>(a, bb, hkv, c, 2, 9);
+        run<2, 4, D, 4>(a, bb, hkv, c, 2, 9);
+    }
+    // batch 1, 32K: the planner's 33 splits
+    run<0, 3, D, 4>(a, 1, hkv, 32768, 32, 15);
+    run<1, 3, D, 4>(a, 1, hkv, 32768, 32, 15);
+    run<1, 6, D, 4>(a, 1, hkv, 32768, 32, 15);
+    run<2, 4, D, 4>(a, 1, hkv, 32768, 32, 15);
+    run<0, 3, D, 4>(a, 1, hkv, 32768, 64, 15);
+    run<1, 4, D, 4>(a, 1, hkv, 32768, 64, 15);
+    printf("done\n");
+    return 0;
+}
