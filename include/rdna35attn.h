@@ -275,9 +275,8 @@ R35A_API void r35a_plan_destroy(r35a_plan *plan);
  * plan's fallback_reason lists them when none is), page size a multiple of 16, Q strides multiples
  * of 8 elements and K/V strides multiples of 16 bytes: 8 elements of a 16-bit cache, 16 of an
  * 8-bit one), else of the portable kernel, which serves all of these; the plan's fallback_reason
- * says why. Softcap, ALiBi, sinks and 8-bit KV caches run on the decode kernels too. (Non-finite
- * inputs there: an fp8 NaN code reads as +-480 on gfx11, where the dequantization is bit
- * arithmetic; NVIDIA's conversion keeps it NaN.) A mixed batch
+ * says why. Softcap, ALiBi, sinks and 8-bit KV caches run on the decode kernels too (an fp8 NaN
+ * code is NaN there as everywhere: gfx11's bit-arithmetic dequantization flags it). A mixed batch
  * (max_query_len > 8, several sequences) that the decode kernels serve otherwise runs as two
  * launches on the caller's stream within one run call: the decode kernel serves the sequences with
  * M <= 8 and the portable kernel those with M > 8, each skipping the other's on the device, so

@@ -35,18 +35,21 @@ struct Args {
 
 __device__ __forceinline__ unsigned smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
 
-template <int MODE, int S, int D, int WARPS>
+template <int MODE, int S, int D, int WARPS, int KT = 16>
 __global__ void __launch_bounds__(32 * WARPS) kv_stream(Args a) {
     extern __shared__ __align__(128) unsigned char smem[];
     constexpr int RB = D * 2;                       // row bytes
     constexpr int ROW = MODE == 2 ? RB : RB + 16;   // staged pitch
-    constexpr int TILE = 16 * ROW;
+    constexpr int PAGES = KT / 16;                  // pages (16-key tiles) per step
+    static_assert(KT == 16 || MODE == 2, "steps of several pages: mode 2 only");
+    constexpr int TILE = KT * ROW;
     const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int split = blockIdx.x, g = blockIdx.y, s = blockIdx.z;
     unsigned char *ring = smem + w * (S * 2 * TILE + 64);
     unsigned long long *bar = (unsigned long long *)(ring + S * 2 * TILE);   // S mbarriers (8 B each)
     const int t0 = split * a.tiles_per_split;
-    const int mine = (a.tiles_per_split - w + WARPS - 1) / WARPS;   // tiles of this warp
+    const int steps = a.tiles_per_split / PAGES;
+    const int mine = (steps - w + WARPS - 1) / WARPS;   // steps of this warp
     const int *bt = a.bt + s * a.pages_per_seq;
     if (MODE != 0 && lane == 0)
         for (int i = 0; i < S; ++i)
@@ -60,10 +63,11 @@ __global__ void __launch_bounds__(32 * WARPS) kv_stream(Args a) {
             if (MODE == 0) asm volatile("cp.async.commit_group;" ::: "memory");
             return;
         }
-        const int tile = t0 + w + i * WARPS;
+        const int tile = t0 + (w + i * WARPS) * PAGES;
         const int page = bt[tile];   // page size 16: one tile per page
         const char *kg = a.k + page * a.page_stride + g * a.head_stride;
         const char *vg = a.v + page * a.page_stride + g * a.head_stride;
+        (void)tile;
         if (MODE == 0) {
             constexpr int CPR = RB / 16, RPJ = 32 / CPR;
             const int rl = lane / CPR, cl = lane % CPR;
@@ -84,12 +88,17 @@ __global__ void __launch_bounds__(32 * WARPS) kv_stream(Args a) {
             asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
                          ::"r"(smem_u32(dst)), "l"(src), "r"(RB), "r"(smem_u32(bar + slot)) : "memory");
         } else {
-            if (lane == 0) {
-                asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" ::"r"(smem_u32(bar + slot)), "r"(2 * 16 * RB) : "memory");
+            if (lane == 0)
+                asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" ::"r"(smem_u32(bar + slot)), "r"(2 * KT * RB) : "memory");
+            __syncwarp();
+            if (lane < PAGES) {   // lane p copies page p of the step
+                const int pg = bt[tile + lane];
+                const char *kp = a.k + pg * a.page_stride + g * a.head_stride;
+                const char *vp = a.v + pg * a.page_stride + g * a.head_stride;
                 asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                             ::"r"(smem_u32(kd)), "l"(kg), "r"(16 * RB), "r"(smem_u32(bar + slot)) : "memory");
+                             ::"r"(smem_u32(kd + lane * 16 * RB)), "l"(kp), "r"(16 * RB), "r"(smem_u32(bar + slot)) : "memory");
                 asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                             ::"r"(smem_u32(vd)), "l"(vg), "r"(16 * RB), "r"(smem_u32(bar + slot)) : "memory");
+                             ::"r"(smem_u32(vd + lane * 16 * RB)), "l"(vp), "r"(16 * RB), "r"(smem_u32(bar + slot)) : "memory");
             }
         }
     };
@@ -116,14 +125,14 @@ __global__ void __launch_bounds__(32 * WARPS) kv_stream(Args a) {
     if (acc == 0x12345678u) a.sink[0] = acc;
 }
 
-template <int MODE, int S, int D, int WARPS>
+template <int MODE, int S, int D, int WARPS, int KT = 16>
 static float run(const Args &a0, int B, int hkv, int ctx, int splits, int reps) {
     Args a = a0;
     a.num_splits = splits;
     a.tiles_per_split = ctx / 16 / splits;
     constexpr int ROW = MODE == 2 ? 2 * D : 2 * D + 16;
-    const int smem = WARPS * (S * 2 * 16 * ROW + 64);
-    auto k = kv_stream<MODE, S, D, WARPS>;
+    const int smem = WARPS * (S * 2 * KT * ROW + 64);
+    auto k = kv_stream<MODE, S, D, WARPS, KT>;
     CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     dim3 grid(splits, hkv, B);
     k<<<grid, 32 * WARPS, smem>>>(a);
@@ -146,8 +155,8 @@ static float run(const Args &a0, int B, int hkv, int ctx, int splits, int reps) 
     int occ = 0;
     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, 32 * WARPS, smem);
     const double bytes = 2.0 * B * hkv * (double)ctx * D * 2;
-    printf("mode %d S %d D %d warps %d B %2d ctx %6d splits %3d smem %6d blk/SM %d: %8.1f us %6.0f GB/s\n", MODE, S, D, WARPS,
-           B, ctx, splits, smem, occ, ts[reps / 2], bytes / ts[reps / 2] / 1e3);
+    printf("mode %d S %d D %d warps %d keys/step %2d B %2d ctx %6d splits %3d smem %6d blk/SM %d: %8.1f us %6.0f GB/s\n", MODE,
+           S, D, WARPS, KT, B, ctx, splits, smem, occ, ts[reps / 2], bytes / ts[reps / 2] / 1e3);
     return ts[reps / 2];
 }
 
@@ -191,6 +200,15 @@ int main() {
     run<2, 4, D, 4>(a, 1, hkv, 32768, 32, 15);
     run<0, 3, D, 4>(a, 1, hkv, 32768, 64, 15);
     run<1, 4, D, 4>(a, 1, hkv, 32768, 64, 15);
+    // fewer, longer-lived blocks with more bytes per request (steps of 2-4 pages)
+    run<2, 3, D, 4, 32>(a, 1, hkv, 32768, 16, 15);
+    run<2, 3, D, 4, 32>(a, 1, hkv, 32768, 32, 15);
+    run<2, 2, D, 2, 64>(a, 1, hkv, 32768, 16, 15);
+    run<2, 3, D, 8, 16>(a, 1, hkv, 32768, 16, 15);
+    run<2, 3, D, 4, 32>(a, 16, hkv, 32768, 2, 9);
+    run<2, 2, D, 2, 64>(a, 16, hkv, 32768, 1, 9);
+    run<2, 2, D, 2, 64>(a, 16, hkv, 8192, 1, 9);
+    run<2, 3, D, 4, 32>(a, 16, hkv, 8192, 2, 9);
     printf("done\n");
     return 0;
 }
