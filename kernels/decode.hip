@@ -381,11 +381,12 @@ R35A_DEV void merge_splits_chunks(const r35a_decode_args &a, const float *grec, 
         off[j] = 2 * R + ((n >> 4) * C::DC + dc) * frag::ACC_NATIVE_FLOATS + 4 * frag::acc_native_piece(n & 15, k);
     }
     u32x4 ld[CHB][KB];
-    auto load_batch = [&](int k0) {   /* records past nsplit re-read the last one (a valid address; unused) */
+    auto load_batch = [&](int k0) {   /* the batch's records that exist (a uniform test per record) */
 #pragma unroll
         for (int r = 0; r < KB; ++r)
+            if (k0 + r < nsplit)
 #pragma unroll
-            for (int j = 0; j < CHB; ++j) ld[j][r] = load_b128(grec + imin(k0 + r, nsplit - 1) * rec_floats + off[j]);
+                for (int j = 0; j < CHB; ++j) ld[j][r] = load_b128(grec + (k0 + r) * rec_floats + off[j]);
     };
     load_batch(0);
     block_sync();   /* the LDS of the loop and of the key-group merge is free */
@@ -462,20 +463,21 @@ R35A_DEV void merge_splits_chunks(const r35a_decode_args &a, const float *grec, 
     }
 }
 
-/* Dispatches on the chunks per thread of this row group (CHB: 1, 2, 4, ... up to the most a full
- * row group needs), so few rows load many records at once and full row groups still fit registers. */
-template <class C, class E, int CHB = 1>
+/* Dispatches on the pieces per thread of this row group: one (few rows: many records per batch) or as
+ * many as a full row group needs (two instantiations: the merge is once per split group, its code
+ * size is paid in every variant and in the emulator's compile time). */
+template <class C, class E>
 R35A_DEV void merge_splits(const r35a_decode_args &a, const float *grec, i64 rec_floats, int nsplit, int rows, int rg,
                            int q0, int M, int g, float v_fac, float *wts) {
     constexpr int CH_MAX = (C::R * (C::HEAD / 4) + C::THREADS - 1) / C::THREADS;
     const int nch = imin(C::R, rows - rg * C::R) * (C::HEAD / 4);
-    if constexpr (CHB < CH_MAX) {
-        if (nch > CHB * C::THREADS) {   /* uniform */
-            merge_splits<C, E, 2 * CHB>(a, grec, rec_floats, nsplit, rows, rg, q0, M, g, v_fac, wts);
+    if constexpr (CH_MAX > 1) {
+        if (nch > C::THREADS) {   /* uniform */
+            merge_splits_chunks<C, E, CH_MAX>(a, grec, rec_floats, nsplit, rows, rg, q0, M, g, v_fac, wts);
             return;
         }
     }
-    merge_splits_chunks<C, E, CHB>(a, grec, rec_floats, nsplit, rows, rg, q0, M, g, v_fac, wts);
+    merge_splits_chunks<C, E, 1>(a, grec, rec_floats, nsplit, rows, rg, q0, M, g, v_fac, wts);
 }
 
 /* A sequence whose metadata fails its check: its rows of kv head g become NaN (all M tokens, every
