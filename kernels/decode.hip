@@ -191,10 +191,8 @@ struct decode_cfg {
     static constexpr int MSLOT_ACC = DW * T * NC * frag::ACC_NATIVE_FLOATS;   /* floats */
     static constexpr int MSLOT_FLOATS = MSLOT_ACC + 2 * R;
     static constexpr int MERGE_BYTES = KW > 1 ? (KW / 2) * MSLOT_FLOATS * 4 : 0;
-    /* LDS, split merge (reuses everything): a weight per record and row (rows R + 1 apart: column R is
-     * a spare that lanes without a row read), and each row's 1 / denominator. */
-    static constexpr int SPLIT_WR = R + 1;
-    static constexpr int SPLIT_BYTES = (R35A_DECODE_MAX_SPLITS * SPLIT_WR + R) * 4;
+    /* LDS, split merge (reuses everything): a weight per record and row, and each row's sink weight. */
+    static constexpr int SPLIT_BYTES = (R35A_DECODE_MAX_SPLITS + 1) * R * 4;
     static constexpr int PHASE_BYTES = LOOP_BYTES > MERGE_BYTES ? LOOP_BYTES : MERGE_BYTES;
     static constexpr int LDS_BYTES = (PHASE_BYTES > SPLIT_BYTES ? PHASE_BYTES : SPLIT_BYTES) + FLAG_BYTES;
     static_assert(LDS_BYTES <= LDS_BUDGET, "LDS use breaks the variant's occupancy contract (waves)");
@@ -207,14 +205,6 @@ struct row_state {
     frag::colv m, l;
     frag::acc o[NC];
 };
-
-/* Keeps a loaded value's load where it is written: the optimizer may not move it into a branch whose
- * other lanes are inactive (the ISA emulator reads a load's memory for inactive lanes too). */
-R35A_DEV void pin_f32(float &x) {
-    u32 b = __builtin_bit_cast(u32, x);
-    opaque(b);
-    x = __builtin_bit_cast(float, b);
-}
 
 /* Merges state b into a: both are partial softmaxes of disjoint key sets. */
 template <int NC>
@@ -344,140 +334,103 @@ R35A_DEV seq_meta read_seq(const r35a_decode_args &a, int s) {
     return m;
 }
 
-/* The last workgroup of a (sequence, kv head, row group) merges the splits' records (decode_args.h:
- * m[R], l[R], then the R x D accumulator in the fragment layer's native layout) in few round trips:
- * the accumulator rows that exist are a flat list of 16-byte chunks (4 elements of one row: the
- * layer's acc_native_piece, 4 of them per row and 16-wide d chunk), thread i owns chunks i,
- * i + THREADS, ... (CHB of them at most: CHB is the next power of two of the chunks per thread), and
- * loads them from KB = LOADS / CHB records at a time, all in flight together (LOADS: 32, or half the
- * occupancy contract's registers; the first KB before the weight passes, whose round trip they
- * share), so nsplit records cost about nsplit x CHB / LOADS round trips: 2 for the 33 splits of a
- * batch-1 call with 4 rows of D = 128 on sm_90, where the fragment-by-fragment merge before took 6. (1) every thread loads some records' running maxima into LDS; (2) one thread
- * per row turns them into weights 2^(m_k - max_k m_k) and the row's 1 / (sum_k w_k l_k + its sink's
- * weight) (a row's sink joins its denominator here, once: records never hold it); (3) the weighted
- * sums, scaled, written to O. v_fac: the V scale (8-bit caches), else 1. */
-template <class C, class E, int CHB>
-R35A_DEV void merge_splits_chunks(const r35a_decode_args &a, const float *grec, i64 rec_floats, int nsplit, int rows,
-                                  int rg, int q0, int M, int g, float v_fac, float *wts) {
-    /* loads in flight per thread: up to 32 chunks (128 registers), half the occupancy contract's budget */
-    constexpr int LOADS = C::REG_BUDGET / 8 < 32 ? C::REG_BUDGET / 8 : 32;
-    constexpr int R = C::R, D = C::HEAD, Q4 = D / 4, KB = LOADS / CHB > 1 ? LOADS / CHB : 1;
-    constexpr int WR = C::SPLIT_WR;   /* LDS: weight k of row n at wts[k * WR + n]; column R is a spare */
-    static_assert(D % 4 == 0, "whole 16-byte chunks per row");
-    const int nv = imin(R, rows - rg * R);        /* rows of this row group that exist */
-    const int nch = nv * Q4;
-    int cj[CHB];
-    bool on[CHB];
+/* The last workgroup of a (sequence, kv head, row group) merges the splits' records, with all its
+ * waves and no serial chain of loads: (1) every thread loads some of the records' running maxima
+ * into LDS (independent loads, unrolled), (2) one thread per row turns them into weights
+ * 2^(m_k - max_k m_k), (3) the waves take the accumulator fragments (row tile x d chunk) in turn and
+ * sum w_k x acc_k and w_k x l_k over the records, several records' loads of all of a wave's
+ * fragments in flight at a time. A row's sink joins its denominator here, once (pass 2 weighs it
+ * like a record with l = 1; records never hold it). v_fac: the V scale (8-bit caches), else 1. */
+template <class C, class E>
+R35A_DEV void merge_splits(const r35a_decode_args &a, const float *grec, i64 rec_floats, int nsplit, int rows, int rg,
+                           int q0, int M, int g, float v_fac, float *wts) {
+    constexpr int R = C::R, T = R / 16;
+    const int tv = imin(T, (rows - rg * R + 15) / 16);     /* row tiles with a real row (the others have no record) */
+    const int nv = 16 * tv;
+    /* Pass 3's fragments: wave w owns fragments w, w + NW, ... (FPW of them); RB records' loads of all
+     * of them are issued before any is used (as many as half the register budget holds), so the
+     * records cost nsplit / RB round trips, not nsplit x FPW; the first RB are issued before passes
+     * 1-2, whose round trip they share. Records past nsplit re-read the last one (a valid address;
+     * their weight is not applied). */
+    constexpr int NF = T * C::DC, FPW = (NF + C::NW - 1) / C::NW;
+    constexpr int RB_FIT = (C::REG_BUDGET / 2) / (FPW * (frag::ACC_ELEMS + 2));
+    constexpr int RB = RB_FIT < 1 ? 1 : RB_FIT > 8 ? 8 : RB_FIT;
+    const int nf = tv * C::DC;
+    bool ok[FPW][frag::NCOL];   /* the rows that exist, per fragment and column slot */
+    int tj[FPW];
 #pragma unroll
-    for (int j = 0; j < CHB; ++j) {
-        cj[j] = thread_x() + j * C::THREADS;
-        on[j] = cj[j] < nch;
+    for (int j = 0; j < FPW; ++j) {
+        const int f = imin(wave_id() + j * C::NW, NF - 1);
+        tj[j] = f / C::DC;
+#pragma unroll
+        for (int c = 0; c < frag::NCOL; ++c) ok[j][c] = rg * R + tj[j] * 16 + frag::acc_n_of_slot(c) < rows;
     }
-    /* chunk v: row n = v / (D / 4) of the row group, d chunk dc = (v / 4) % DC, piece k = v % 4 */
-    int off[CHB];   /* float offset of chunk j in a record */
+    frag::acc ak[RB][FPW];
+    frag::colv lk[RB][FPW];
+    auto load_records = [&](int k0) {
 #pragma unroll
-    for (int j = 0; j < CHB; ++j) {
-        const int v = on[j] ? cj[j] : 0, n = v / Q4, dc = (v - n * Q4) >> 2, k = v & 3;
-        off[j] = 2 * R + ((n >> 4) * C::DC + dc) * frag::ACC_NATIVE_FLOATS + 4 * frag::acc_native_piece(n & 15, k);
-    }
-    u32x4 ld[CHB][KB];
-    auto load_batch = [&](int k0) {   /* the batch's records that exist (a uniform test per record) */
+        for (int r = 0; r < RB; ++r)
 #pragma unroll
-        for (int r = 0; r < KB; ++r)
-            if (k0 + r < nsplit)
-#pragma unroll
-                for (int j = 0; j < CHB; ++j) ld[j][r] = load_b128(grec + (k0 + r) * rec_floats + off[j]);
+            for (int j = 0; j < FPW; ++j) {
+                const int f = imin(wave_id() + j * C::NW, NF - 1);
+                const float *rec = grec + imin(k0 + r, nsplit - 1) * rec_floats;
+                ak[r][j] = frag::acc_load_global_if(rec + 2 * R + f * frag::ACC_NATIVE_FLOATS, ok[j]);
+                lk[r][j] = frag::colv_load(rec + R + tj[j] * 16, true);
+            }
     };
-    load_batch(0);
+    load_records(0);
     block_sync();   /* the LDS of the loop and of the key-group merge is free */
-    /* (Loops over threads run uniformly with clamped indices, stores guarded: the ISA emulator reads
-     * memory for the inactive lanes of a load too, so no lane may hold an address it could not read.) */
-    for (int i0 = 0; i0 < nsplit * nv; i0 += 4 * C::THREADS) {   /* 4 loads in flight per thread */
-        float m[4];
-        int at[4];
-#pragma unroll
-        for (int u = 0; u < 4; ++u) {
-            const int idx = i0 + u * C::THREADS + thread_x(), ic = idx < nsplit * nv ? idx : 0;
-            const int k = ic / nv, n = ic - k * nv;
-            m[u] = load_f32(grec + k * rec_floats + n);
-            pin_f32(m[u]);   /* loaded by every lane, not sunk into the store's branch */
-            at[u] = idx < nsplit * nv ? k * WR + n : -1;
-        }
-#pragma unroll
-        for (int u = 0; u < 4; ++u)
-            if (at[u] >= 0) wts[at[u]] = m[u];
+#pragma unroll 4
+    for (int idx = thread_x(); idx < nsplit * nv; idx += C::THREADS) {
+        const int k = idx / nv, n = idx - k * nv;
+        wts[k * R + n] = load_f32(grec + k * rec_floats + n);
     }
     block_sync();
-    float *const inv = wts + R35A_DECODE_MAX_SPLITS * WR;   /* each row's 1 / denominator, times v_fac */
-    for (int n0 = 0; n0 < nv; n0 += C::THREADS) {
-        const bool mine = n0 + thread_x() < nv;
-        const int n = imin(n0 + thread_x(), nv - 1);   /* past nv: a real row's loads again, nothing stored */
-        const int nw = mine ? n : R;                  /* ... and the spare weight column R (never written) */
+    float *const wsink = wts + R35A_DECODE_MAX_SPLITS * R;   /* each row's sink weight */
+    for (int n = thread_x(); n < nv; n += C::THREADS) {
         float mx = neg_inf();
-        for (int k = 0; k < nsplit; ++k) mx = fmax(mx, wts[k * WR + nw]);
+        for (int k = 0; k < nsplit; ++k) mx = fmax(mx, wts[k * R + n]);
         /* a row that saw a key: weights relative to max(its max, its sink) (see row_inv); else 0s */
-        const int row = rg * R + n;
+        const int row = imin(rg * R + n, rows - 1);
         const bool seen = mx != neg_inf();
-        float sink_any = sink_base2(a, g * a.group_size + row / M);
-        pin_f32(sink_any);   /* loaded by every lane (no branch around the load) */
-        const float sink2 = seen ? sink_any : neg_inf();
+        const float sink2 = seen ? sink_base2(a, g * a.group_size + row / M) : neg_inf();
         const float mu = seen ? fmax(mx, sink2) : 0.f;
-        float l = seen ? exp2_fast(sink2 - mu) : 0.f;
-        for (int k = 0; k < nsplit; ++k) {
-            const float w = exp2_fast(wts[k * WR + nw] - mu);
-            l += w * load_f32(grec + k * rec_floats + R + n);   /* l_k: the line pass 1 read m_k from */
-            if (mine) wts[k * WR + n] = w;
-        }
-        if (mine) inv[n] = !(l <= 0.f) ? rcp_fast(l) * v_fac : 0.f;   /* l = 0: no key (zeros); a NaN l stays NaN */
+        wsink[n] = seen ? exp2_fast(sink2 - mu) : 0.f;
+        for (int k = 0; k < nsplit; ++k) wts[k * R + n] = exp2_fast(wts[k * R + n] - mu);
     }
     block_sync();
-    float acc[CHB][4];
+    /* Pass 3: the weighted sums over the records, RB at a time (the first RB are loaded already). */
+    frag::acc o[FPW];
+    frag::colv l[FPW];
 #pragma unroll
-    for (int j = 0; j < CHB; ++j)
+    for (int j = 0; j < FPW; ++j) {
+        o[j] = frag::acc_zero();
+        l[j] = frag::colv_load(wsink + tj[j] * 16, false);
+    }
+    for (int k0 = 0; k0 < nsplit; k0 += RB) {
+        if (k0 > 0) load_records(k0);
 #pragma unroll
-        for (int q = 0; q < 4; ++q) acc[j][q] = 0.f;
-    for (int k0 = 0; k0 < nsplit; k0 += KB) {
-        if (k0 > 0) load_batch(k0);
-#pragma unroll
-        for (int r = 0; r < KB; ++r) {
+        for (int r = 0; r < RB; ++r) {
             if (k0 + r >= nsplit) break;   /* uniform */
 #pragma unroll
-            for (int j = 0; j < CHB; ++j) {
-                const float w = wts[(k0 + r) * WR + (on[j] ? cj[j] / Q4 : 0)];
+            for (int j = 0; j < FPW; ++j) {
+                const frag::colv wk = frag::colv_load(wts + (k0 + r) * R + tj[j] * 16, false);
 #pragma unroll
-                for (int q = 0; q < 4; ++q) acc[j][q] = __builtin_fmaf(w, __builtin_bit_cast(float, (u32)ld[j][r][q]), acc[j][q]);
+                for (int c = 0; c < frag::NCOL; ++c) l[j].v[c] += lk[r][j].v[c] * wk.v[c];
+#pragma unroll
+                for (int e = 0; e < frag::ACC_ELEMS; ++e) o[j].v[e] += ak[r][j].v[e] * wk.v[frag::acc_slot(e)];
             }
         }
     }
 #pragma unroll
-    for (int j = 0; j < CHB; ++j) {
-        const int v = on[j] ? cj[j] : 0, n = v / Q4, dc = (v - n * Q4) >> 2, k = v & 3, row = rg * R + n;
-        const int hl = row / M, i = row - hl * M;
-        u16 *o = (u16 *)a.out + (i64)(q0 + i) * a.o_token_stride + (i64)(g * a.group_size + hl) * a.o_head_stride + 16 * dc;
-        float f = inv[n];
-        pin_f32(f);   /* loaded by every lane, not sunk into the stores' branch */
-        if (on[j])
+    for (int j = 0; j < FPW; ++j) {
+        const int f = wave_id() + j * C::NW;
+        if (f >= nf) break;   /* uniform */
+        frag::colv inv;   /* l = 0: no key (zeros); a NaN l (a NaN sink) stays NaN */
 #pragma unroll
-            for (int q = 0; q < 4; ++q)
-                store_u16(o + C::pipe::v_d_of_m(frag::acc_native_piece_m(n & 15, k, q)), E::from_f32(acc[j][q] * f));
+        for (int c = 0; c < frag::NCOL; ++c) inv.v[c] = !(l[j].v[c] <= 0.f) ? rcp_fast(l[j].v[c]) * v_fac : 0.f;
+        store_o<E, typename C::pipe>(a, o[j], inv, tj[j], f - tj[j] * C::DC, rg, R, q0, M, g, ok[j]);
     }
-}
-
-/* Dispatches on the pieces per thread of this row group: one (few rows: many records per batch) or as
- * many as a full row group needs (two instantiations: the merge is once per split group, its code
- * size is paid in every variant and in the emulator's compile time). */
-template <class C, class E>
-R35A_DEV void merge_splits(const r35a_decode_args &a, const float *grec, i64 rec_floats, int nsplit, int rows, int rg,
-                           int q0, int M, int g, float v_fac, float *wts) {
-    constexpr int CH_MAX = (C::R * (C::HEAD / 4) + C::THREADS - 1) / C::THREADS;
-    const int nch = imin(C::R, rows - rg * C::R) * (C::HEAD / 4);
-    if constexpr (CH_MAX > 1) {
-        if (nch > C::THREADS) {   /* uniform */
-            merge_splits_chunks<C, E, CH_MAX>(a, grec, rec_floats, nsplit, rows, rg, q0, M, g, v_fac, wts);
-            return;
-        }
-    }
-    merge_splits_chunks<C, E, 1>(a, grec, rec_floats, nsplit, rows, rg, q0, M, g, v_fac, wts);
 }
 
 /* A sequence whose metadata fails its check: its rows of kv head g become NaN (all M tokens, every
@@ -846,7 +799,6 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem, int ld
         float *const grec = recs + group * a.num_splits * rec_floats;   /* planned stride; this sequence uses nsplit of them */
         if (kg == 0) {
             float *rec = grec + split * rec_floats;
-#pragma unroll
             for (int t = 0; t < T; ++t) {
                 if (rg * R + t * 16 >= rows) break;          /* a row tile of padding only */
                 if (dg == 0) {

@@ -231,11 +231,6 @@ R35A_DEV ab b_from_acc(const acc &c) {
  * accesses per lane, whole waves move contiguous 512-byte blocks. The layout is private to this
  * header; writer and reader must use the same fragment header. */
 enum { ACC_NATIVE_FLOATS = 256 };
-/* The native layout's 16-byte pieces (the split merge reads records piece by piece): piece k (0..3) of
- * column n of a fragment is float4 number acc_native_piece(n, k) of it, elements 4 (k % 2) .. + 3 of
- * lane n + 16 (k / 2); its element q (0..3) is row m = acc_native_piece_m(n, k, q). */
-R35A_DEV int acc_native_piece(int n, int k) { return 2 * (n + 16 * (k >> 1)) + (k & 1); }
-R35A_DEV int acc_native_piece_m(int n, int k, int q) { (void)n; return 8 * (k & 1) + 2 * q + (k >> 1); }
 R35A_DEV void acc_store_global(float *p, const acc &c) {
     float *q = p + 8 * lane_id();
     v8u u = __builtin_bit_cast(v8u, c.v);

@@ -189,10 +189,6 @@ R35A_DEV ab b_from_acc(const acc &c) {
 
 /* ---- native-layout storage: lane l's 8 elements at [8l, 8l + 8) ---- */
 enum { ACC_NATIVE_FLOATS = 256 };
-/* The native layout's 16-byte pieces, as fragment_gfx11.h's: piece k (0..3) of column n is float4
- * number acc_native_piece(n, k) of a fragment, its element q (0..3) row m = acc_native_piece_m(n, k, q). */
-R35A_DEV int acc_native_piece(int n, int k) { return 2 * (n + 16 * (k >> 1)) + (k & 1); }
-R35A_DEV int acc_native_piece_m(int n, int k, int q) { (void)n; return 8 * (k & 1) + 2 * q + (k >> 1); }
 R35A_DEV u32x4 word4(const acc &c, int i) {
     const u32x4 x = {__float_as_uint(c.v[4 * i]), __float_as_uint(c.v[4 * i + 1]), __float_as_uint(c.v[4 * i + 2]),
                      __float_as_uint(c.v[4 * i + 3])};

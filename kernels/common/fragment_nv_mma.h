@@ -285,11 +285,6 @@ R35A_DEV ab b_from_acc(const acc &c) {
 
 /* ---- native-layout storage: lane l's 8 floats at [8l, 8l + 8), column slot 0's 4 first ---- */
 enum { ACC_NATIVE_FLOATS = 256 };
-/* The native layout's 16-byte pieces (the split merge reads records piece by piece): piece k (0..3) of
- * column n of a fragment is float4 number acc_native_piece(n, k) of it, the lane (4 (n % 8) + k)'s
- * slot n / 8; its element q (0..3) is row m = acc_native_piece_m(n, k, q). */
-R35A_DEV int acc_native_piece(int n, int k) { return 2 * (4 * (n & 7) + k) + (n >> 3); }
-R35A_DEV int acc_native_piece_m(int n, int k, int q) { (void)n; return 2 * k + (q & 1) + 8 * (q >> 1); }
 R35A_DEV u32x4 slot_words(const acc &c, int s) {
     const u32x4 x = {__float_as_uint(c.v[2 * s]), __float_as_uint(c.v[2 * s + 1]), __float_as_uint(c.v[4 + 2 * s]),
                      __float_as_uint(c.v[4 + 2 * s + 1])};
