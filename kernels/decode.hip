@@ -334,6 +334,40 @@ R35A_DEV seq_meta read_seq(const r35a_decode_args &a, int s) {
     return m;
 }
 
+/* R35A_DECODE_TIMING=1 (a measurement build, NVIDIA only, never the default): thread 0 of each
+ * workgroup that has tiles writes 16 u64 to the workspace past the planned bytes (the caller
+ * allocates 128 bytes per workgroup): globaltimer ns at entry, loop end and exit (the single-split
+ * path: before its O store), SM | merged << 32, then for the merging workgroup the ends of the
+ * merge's passes 1, 2 and 3 and its start. Read by tools/decode_timeline.py (NOTES_h200 version 8). */
+#if defined(R35A_DECODE_TIMING) && R35A_DECODE_TIMING && defined(R35A_TARGET_CUDA)
+struct decode_timing {
+    unsigned long long t0, t1, m[4] = {0, 0, 0, 0};
+    R35A_MEMBER static unsigned long long now() {
+        unsigned long long t;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+        return t;
+    }
+    R35A_MEMBER void mark() { t1 = now(); }
+    R35A_MEMBER void done(const r35a_decode_args &a, int rows_per_group, int head, bool merged) {
+        if (threadIdx.x != 0) return;
+        unsigned sm;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+        const long long base = r35a_decode_workspace_bytes(a.num_seqs, a.num_kv_heads, a.num_row_groups, a.num_splits,
+                                                           rows_per_group, head);
+        const long long id = ((long long)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+        unsigned long long *rec = (unsigned long long *)((char *)a.workspace + base) + 16 * id;
+        rec[0] = t0;
+        rec[1] = t1;
+        rec[2] = now();
+        rec[3] = sm | ((unsigned long long)merged << 32);
+        for (int i = 0; i < 4; ++i) rec[4 + i] = m[i];
+    }
+};
+#define R35A_TIMING(...) __VA_ARGS__
+#else
+#define R35A_TIMING(...)
+#endif
+
 /* The last workgroup of a (sequence, kv head, row group) merges the splits' records, with all its
  * waves and no serial chain of loads: (1) every thread loads some of the records' running maxima
  * into LDS (independent loads, unrolled), (2) one thread per row turns them into weights
@@ -343,7 +377,7 @@ R35A_DEV seq_meta read_seq(const r35a_decode_args &a, int s) {
  * like a record with l = 1; records never hold it). v_fac: the V scale (8-bit caches), else 1. */
 template <class C, class E>
 R35A_DEV void merge_splits(const r35a_decode_args &a, const float *grec, i64 rec_floats, int nsplit, int rows, int rg,
-                           int q0, int M, int g, float v_fac, float *wts) {
+                           int q0, int M, int g, float v_fac, float *wts R35A_TIMING(, decode_timing &tm)) {
     constexpr int R = C::R, T = R / 16;
     const int tv = imin(T, (rows - rg * R + 15) / 16);     /* row tiles with a real row (the others have no record) */
     const int nv = 16 * tv;
@@ -386,6 +420,7 @@ R35A_DEV void merge_splits(const r35a_decode_args &a, const float *grec, i64 rec
         wts[k * R + n] = load_f32(grec + k * rec_floats + n);
     }
     block_sync();
+    R35A_TIMING(tm.m[0] = decode_timing::now();)
     float *const wsink = wts + R35A_DECODE_MAX_SPLITS * R;   /* each row's sink weight */
     for (int n = thread_x(); n < nv; n += C::THREADS) {
         float mx = neg_inf();
@@ -399,6 +434,7 @@ R35A_DEV void merge_splits(const r35a_decode_args &a, const float *grec, i64 rec
         for (int k = 0; k < nsplit; ++k) wts[k * R + n] = exp2_fast(wts[k * R + n] - mu);
     }
     block_sync();
+    R35A_TIMING(tm.m[1] = decode_timing::now();)
     /* Pass 3: the weighted sums over the records, RB at a time (the first RB are loaded already). */
     frag::acc o[FPW];
     frag::colv l[FPW];
@@ -422,6 +458,7 @@ R35A_DEV void merge_splits(const r35a_decode_args &a, const float *grec, i64 rec
             }
         }
     }
+    R35A_TIMING(tm.m[2] = decode_timing::now();)
 #pragma unroll
     for (int j = 0; j < FPW; ++j) {
         const int f = wave_id() + j * C::NW;
@@ -464,6 +501,7 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem, int ld
     const int w = wave_id();
     const int kg = w / DW, dg = w % DW;
     const int split = block_x(), y = block_y(), s = block_z();
+    R35A_TIMING(decode_timing tm; tm.t0 = decode_timing::now();)
     const int g = y / a.num_row_groups, rg = y - g * a.num_row_groups;
 
     const seq_meta sq = read_seq(a, s);
@@ -791,6 +829,7 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem, int ld
         }
     }
 
+    R35A_TIMING(tm.mark();)
     /* ---- splits: publish the partial, the last workgroup to arrive merges them all ---- */
     const i64 group = ((i64)s * a.num_kv_heads + g) * a.num_row_groups + rg;
     if (nsplit > 1) {
@@ -816,11 +855,17 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem, int ld
             *last_flag = atomic_inc_wrap(counter, (u32)(nsplit - 1)) == (u32)(nsplit - 1);
         }
         block_sync();
-        if (!*last_flag) return;
+        if (!*last_flag) {
+            R35A_TIMING(tm.done(a, R, D, false);)
+            return;
+        }
         fence_acquire_device();
-        merge_splits<C, E>(a, grec, rec_floats, nsplit, rows, rg, q0, M, g, v_fac, (float *)smem);
+        R35A_TIMING(tm.m[3] = decode_timing::now();)
+        merge_splits<C, E>(a, grec, rec_floats, nsplit, rows, rg, q0, M, g, v_fac, (float *)smem R35A_TIMING(, tm));
+        R35A_TIMING(block_sync(); tm.done(a, R, D, true);)
         return;
     }
+    R35A_TIMING(tm.done(a, R, D, false);)
     if (kg != 0) return;
 
     /* ---- one split: O = O^T / (l + the sink's share), zeros for rows that saw no key ---- */
