@@ -69,6 +69,9 @@ def run(lib, D, G, M, ctx, B, hkv=8, page=16, reps=7):
     spans = []
     for t in rows:
         v = t[t[:, 0] != 0]
+        if len(v) == 0:
+            sys.exit("decode_timeline: no stamps: the library was not built with R35A_DECODE_TIMING=1 "
+                     "(see this file's header)")
         spans.append(((v[:, 2].max() - v[:, 0].min()).item() / 1e3, v))
     spans.sort(key=lambda x: x[0])
     span, v = spans[len(spans) // 2]
