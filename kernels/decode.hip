@@ -191,9 +191,8 @@ struct decode_cfg {
     static constexpr int MSLOT_ACC = DW * T * NC * frag::ACC_NATIVE_FLOATS;   /* floats */
     static constexpr int MSLOT_FLOATS = MSLOT_ACC + 2 * R;
     static constexpr int MERGE_BYTES = KW > 1 ? (KW / 2) * MSLOT_FLOATS * 4 : 0;
-    /* LDS, split merge (reuses everything): a weight per record and row, each row's 1 / denominator
-     * and its offset in O (merge_splits). */
-    static constexpr int SPLIT_BYTES = (R35A_DECODE_MAX_SPLITS + 1) * R * 4 + R * 8;
+    /* LDS, split merge (reuses everything): a weight per record and row, and each row's sink weight. */
+    static constexpr int SPLIT_BYTES = (R35A_DECODE_MAX_SPLITS + 1) * R * 4;
     static constexpr int PHASE_BYTES = LOOP_BYTES > MERGE_BYTES ? LOOP_BYTES : MERGE_BYTES;
     static constexpr int LDS_BYTES = (PHASE_BYTES > SPLIT_BYTES ? PHASE_BYTES : SPLIT_BYTES) + FLAG_BYTES;
     static_assert(LDS_BYTES <= LDS_BUDGET, "LDS use breaks the variant's occupancy contract (waves)");
@@ -369,224 +368,106 @@ struct decode_timing {
 #define R35A_TIMING(...)
 #endif
 
-/* Max over the 32 lanes of a wave; every lane gets it (NaN lanes are ignored, as by fmax). */
-R35A_DEV float wave_max(float v) {
-    v = fmax(v, lane_xor_row<1>(v));
-    v = fmax(v, lane_xor_row<2>(v));
-    v = fmax(v, lane_xor_row<4>(v));
-    v = fmax(v, lane_xor_row<8>(v));
-    return fmax(v, lane_xor16(v));
-}
-
-/* A split's record in the workspace (decode_args.h gives it r35a_decode_record_floats(R, D) floats;
- * this is the one place its layout is decided): only the nv rows of the row group that exist, their
- * count rounded up to nvp = 4 x ceil(nv / 4): m[nvp], l[nvp] (base-2 running max and sum), then the
- * unnormalized f32 accumulator as [D][nvp] (element d of row n at d x nvp + n). So a 16-byte piece
- * is 4 rows of one d, the merge reads the bytes of real rows only (a batch-1 call with G x M = 4
- * reads a quarter of the 16-row fragments), and its pieces are a flat list. */
-struct split_record {
-    int nv, nvp;
-    R35A_MEMBER static split_record of(int rows, int rg, int R) {
-        split_record r;
-        r.nv = imin(R, rows - rg * R);
-        r.nvp = (r.nv + 3) & ~3;
-        return r;
-    }
-    R35A_MEMBER int m_at(int n) const { return n; }
-    R35A_MEMBER int l_at(int n) const { return nvp + n; }
-    R35A_MEMBER int acc_at(int d, int n) const { return 2 * nvp + d * nvp + n; }
-    R35A_MEMBER int pieces(int D) const { return D * (nvp >> 2); }   /* 16-byte pieces of the accumulator */
-};
-
-/* Writes a split's record (split_record): the row tiles' m, l (d slice 0's waves; all hold them) and
- * this wave's O^T fragments, the rows that exist only. */
-template <class C>
-R35A_DEV void store_record(float *rec, const split_record &sr, const row_state<C::NC> *st, int dg) {
-    constexpr int T = C::R / 16;
-#pragma unroll
-    for (int t = 0; t < T; ++t) {
-        if (t * 16 >= sr.nv) break;   /* a row tile of padding only */
-#pragma unroll
-        for (int c = 0; c < frag::NCOL; ++c) {
-            const int n = t * 16 + frag::acc_n_of_slot(c);
-            if (dg == 0 && n < sr.nv) {
-                store_f32(rec + sr.m_at(n), st[t].m.v[c]);
-                store_f32(rec + sr.l_at(n), st[t].l.v[c]);
-            }
-        }
-#pragma unroll
-        for (int ch = 0; ch < C::NC; ++ch)
-#pragma unroll
-            for (int e = 0; e < frag::ACC_ELEMS; ++e) {
-                const int n = t * 16 + frag::acc_n(e);
-                const int d = 16 * (dg * C::NC + ch) + C::pipe::v_d_of_m(frag::acc_m(e));
-                if (n < sr.nv) store_f32(rec + sr.acc_at(d, n), st[t].o[ch].v[e]);
-            }
-    }
-}
-
-/* The merge's load stream of one thread (merge_splits (2)): job (slot, k) is record k's copy of the
- * thread's piece slot (piece thread + slot x THREADS); past the last job it reloads the last one
- * (a valid address, unused). (Member functions, not lambdas: a lambda called from every step of an
- * unrolled loop may be left out of line, which on gfx11 costs a call and scratch.) */
-template <int THREADS>
-struct piece_stream {
-    const float *grec;
-    i64 rec_floats;
-    split_record sr;
-    int nsplit, pieces, ppt, q4;
-    int ik, islot;      /* the next job to issue */
-    const float *ip;    /* its address: one add per job, the piece's place only per slot */
-    R35A_MEMBER int piece_of(int slot) const { return imin(thread_x_late() + imin(slot, ppt - 1) * THREADS, pieces - 1); }
-    R35A_MEMBER const float *slot_base(int slot) const {
-        const int p = piece_of(slot), d = p / q4;
-        return grec + sr.acc_at(d, 4 * (p - d * q4));
-    }
-    R35A_MEMBER void issue(u32x4 &dst) {
-        dst = load_b128(ip);
-        ip += rec_floats;
-        if (++ik == nsplit) {   /* uniform */
-            ik = 0;
-            ++islot;
-            ip = slot_base(islot);
-        }
-    }
-};
-
-/* The last workgroup of a (sequence, kv head, row group) merges the splits' records (split_record),
- * bounded by their bytes, in few round trips:
- *   (1) weights: wave w takes rows w, w + NW, ... (RPW of them per round, up to 4: all rows in one
- *       round for R = 16 and 4 waves), its lanes the
- *       records (lane k and k + 32): each lane loads record k's m and l of the wave's rows, a wave
- *       max gives the row's max, w_k = 2^(m_k - max(max, sink)) goes to LDS and a wave sum gives the
- *       row's denominator sum_k w_k l_k + the sink's weight (a row's sink joins it here, once;
- *       records never hold it); LDS gets the row's 1 / denominator (0 for a row that saw no key).
- *   (2) the weighted sums: thread i owns pieces i, i + THREADS, ... of the accumulator (16 bytes:
- *       4 rows of one d); the (piece, record) loads are one stream per thread with KB of them in
- *       flight at all times (a ring of registers: each load consumed is replaced by the one KB
- *       later), the first KB issued before (1), whose round trip they share. A piece's sum is
- *       scaled and written to O when its last record is in.
- * Every load's address is valid (indices clamped; clamped loads are not used): the ISA emulator
- * reads memory for the inactive lanes of a load too. v_fac: the V scale (8-bit caches), else 1. */
+/* The last workgroup of a (sequence, kv head, row group) merges the splits' records, with all its
+ * waves and no serial chain of loads: (1) every thread loads some of the records' running maxima
+ * into LDS (independent loads, unrolled), (2) one thread per row turns them into weights
+ * 2^(m_k - max_k m_k), (3) the waves take the accumulator fragments (row tile x d chunk) in turn and
+ * sum w_k x acc_k and w_k x l_k over the records, several records' loads of all of a wave's
+ * fragments in flight at a time. A row's sink joins its denominator here, once (pass 2 weighs it
+ * like a record with l = 1; records never hold it). v_fac: the V scale (8-bit caches), else 1. */
 template <class C, class E>
 R35A_DEV void merge_splits(const r35a_decode_args &a, const float *grec, i64 rec_floats, int nsplit, int rows, int rg,
                            int q0, int M, int g, float v_fac, float *wts R35A_TIMING(, decode_timing &tm)) {
-    constexpr int R = C::R, D = C::HEAD, NW = C::NW, THREADS = C::THREADS;
-    /* loads in flight per thread: up to 24 (96 registers), at most 40 % of the occupancy contract's
-     * register budget (the loop's registers are free by now) */
-    constexpr int KB_FIT = C::REG_BUDGET / 10;
-#ifdef R35A_DECODE_MERGE_KB
-    constexpr int KB = R35A_DECODE_MERGE_KB;
-#else
-    constexpr int KB = KB_FIT < 4 ? 4 : KB_FIT > 24 ? 24 : KB_FIT;
-#endif
-#ifndef R35A_DECODE_MERGE_BATCH
-#define R35A_DECODE_MERGE_BATCH 0
-#endif
-    constexpr int RPW = R / NW < 1 ? 1 : R / NW > 4 ? 4 : R / NW;   /* rows per wave and round in (1) */
-    constexpr int ROUND = NW * RPW;                                /* rows per round */
-    static_assert(R35A_DECODE_MAX_SPLITS <= 64, "(1) gives each record a lane of two");
-    const split_record sr = split_record::of(rows, rg, R);
-    const int pieces = sr.pieces(D), q4 = sr.nvp >> 2;
-    const int ppt = (pieces + THREADS - 1) / THREADS;   /* piece slots per thread (uniform) */
-    const int jobs = ppt * nsplit;
-    piece_stream<THREADS> ps{grec, rec_floats, sr, nsplit, pieces, ppt, q4, 0, 0, nullptr};
-    ps.ip = ps.slot_base(0);
-    u32x4 ld[KB];
+    constexpr int R = C::R, T = R / 16;
+    const int tv = imin(T, (rows - rg * R + 15) / 16);     /* row tiles with a real row (the others have no record) */
+    const int nv = 16 * tv;
+    /* Pass 3's fragments: wave w owns fragments w, w + NW, ... (FPW of them); RB records' loads of all
+     * of them are issued before any is used (as many as half the register budget holds), so the
+     * records cost nsplit / RB round trips, not nsplit x FPW; the first RB are issued before passes
+     * 1-2, whose round trip they share. Records past nsplit re-read the last one (a valid address;
+     * their weight is not applied). */
+    constexpr int NF = T * C::DC, FPW = (NF + C::NW - 1) / C::NW;
+    constexpr int RB_FIT = (C::REG_BUDGET / 2) / (FPW * (frag::ACC_ELEMS + 2));
+    constexpr int RB = RB_FIT < 1 ? 1 : RB_FIT > 8 ? 8 : RB_FIT;
+    const int nf = tv * C::DC;
+    bool ok[FPW][frag::NCOL];   /* the rows that exist, per fragment and column slot */
+    int tj[FPW];
 #pragma unroll
-    for (int r = 0; r < KB; ++r) ps.issue(ld[r]);
-    block_sync();   /* the LDS of the loop and of the key-group merge is free */
-    R35A_TIMING(tm.m[0] = decode_timing::now();)
-    float *const inv = wts + R35A_DECODE_MAX_SPLITS * R;   /* each row's 1 / denominator, times v_fac */
-    i64 *const orow = (i64 *)(inv + R);                     /* each row's element offset in O */
-    {
-        const int lane = thread_x_late() & 31;
-        for (int n0 = wave_id(); n0 < sr.nvp; n0 += ROUND) {   /* rows n0 + i x NW: uniform per wave */
-            float mk[RPW][2], lk[RPW][2];
+    for (int j = 0; j < FPW; ++j) {
+        const int f = imin(wave_id() + j * C::NW, NF - 1);
+        tj[j] = f / C::DC;
 #pragma unroll
-            for (int i = 0; i < RPW; ++i)
+        for (int c = 0; c < frag::NCOL; ++c) ok[j][c] = rg * R + tj[j] * 16 + frag::acc_n_of_slot(c) < rows;
+    }
+    frag::acc ak[RB][FPW];
+    frag::colv lk[RB][FPW];
+    auto load_records = [&](int k0) {
 #pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const float *rec = grec + (i64)imin(lane + 32 * h, nsplit - 1) * rec_floats;
-                    const int n = imin(n0 + i * NW, sr.nv - 1);
-                    mk[i][h] = load_f32(rec + sr.m_at(n));
-                    lk[i][h] = load_f32(rec + sr.l_at(n));
-                }
+        for (int r = 0; r < RB; ++r)
 #pragma unroll
-            for (int i = 0; i < RPW; ++i) {
-                const int n = n0 + i * NW;
-                if (n >= sr.nvp) break;   /* uniform */
-                const bool real = n < sr.nv;   /* padding rows (n >= nv): weights 0 */
-                float m[2];
-#pragma unroll
-                for (int h = 0; h < 2; ++h) m[h] = real && lane + 32 * h < nsplit ? mk[i][h] : neg_inf();
-                const float mx = wave_max(fmax(m[0], m[1]));
-                /* a row that saw a key: weights relative to max(its max, its sink) (see row_inv); else 0s */
-                const bool seen = mx != neg_inf();
-                const int row = rg * R + imin(n, sr.nv - 1);
-                const float sink_any = sink_base2(a, g * a.group_size + row / M);
-                const float sink2 = seen ? sink_any : neg_inf();
-                const float mu = seen ? fmax(mx, sink2) : 0.f;
-                float part = 0.f;
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const int k = lane + 32 * h;
-                    const float wk = exp2_fast(m[h] - mu);   /* 0 for m = -inf: no key, padding, k >= nsplit */
-                    if (k < nsplit) {
-                        part += wk * lk[i][h];
-                        wts[k * R + n] = wk;
-                    }
-                }
-                const float l = wave_sum(part) + (seen ? exp2_fast(sink2 - mu) : 0.f);
-                /* every lane writes the same values (no branch on the lane: clang sank the wave sum's
-                 * last cross-lane step into a lane-0 branch, where the lanes it reads are off) */
-                const int hl = row / M, qi = row - hl * M;
-                inv[n] = !(l <= 0.f) ? rcp_fast(l) * v_fac : 0.f;   /* a NaN l stays NaN */
-                orow[n] = (i64)(q0 + qi) * a.o_token_stride + (i64)(g * a.group_size + hl) * a.o_head_stride;
+            for (int j = 0; j < FPW; ++j) {
+                const int f = imin(wave_id() + j * C::NW, NF - 1);
+                const float *rec = grec + imin(k0 + r, nsplit - 1) * rec_floats;
+                ak[r][j] = frag::acc_load_global_if(rec + 2 * R + f * frag::ACC_NATIVE_FLOATS, ok[j]);
+                lk[r][j] = frag::colv_load(rec + R + tj[j] * 16, true);
             }
-        }
+    };
+    load_records(0);
+    block_sync();   /* the LDS of the loop and of the key-group merge is free */
+#pragma unroll 4
+    for (int idx = thread_x(); idx < nsplit * nv; idx += C::THREADS) {
+        const int k = idx / nv, n = idx - k * nv;
+        wts[k * R + n] = load_f32(grec + k * rec_floats + n);
+    }
+    block_sync();
+    R35A_TIMING(tm.m[0] = decode_timing::now();)
+    float *const wsink = wts + R35A_DECODE_MAX_SPLITS * R;   /* each row's sink weight */
+    for (int n = thread_x(); n < nv; n += C::THREADS) {
+        float mx = neg_inf();
+        for (int k = 0; k < nsplit; ++k) mx = fmax(mx, wts[k * R + n]);
+        /* a row that saw a key: weights relative to max(its max, its sink) (see row_inv); else 0s */
+        const int row = imin(rg * R + n, rows - 1);
+        const bool seen = mx != neg_inf();
+        const float sink2 = seen ? sink_base2(a, g * a.group_size + row / M) : neg_inf();
+        const float mu = seen ? fmax(mx, sink2) : 0.f;
+        wsink[n] = seen ? exp2_fast(sink2 - mu) : 0.f;
+        for (int k = 0; k < nsplit; ++k) wts[k * R + n] = exp2_fast(wts[k * R + n] - mu);
     }
     block_sync();
     R35A_TIMING(tm.m[1] = decode_timing::now();)
-    /* (2): consume job j from ld[j % KB], issue job j + KB into it */
-    float acc[4] = {0.f, 0.f, 0.f, 0.f};
-    int ck = 0, cslot = 0;
-    int cp = ps.piece_of(0), cd = cp / q4, cn = 4 * (cp - cd * q4);
-    for (int j0 = 0; j0 < jobs; j0 += KB) {
-        if (R35A_DECODE_MERGE_BATCH && j0 > 0)
+    /* Pass 3: the weighted sums over the records, RB at a time (the first RB are loaded already). */
+    frag::acc o[FPW];
+    frag::colv l[FPW];
 #pragma unroll
-            for (int r = 0; r < KB; ++r) ps.issue(ld[r]);
+    for (int j = 0; j < FPW; ++j) {
+        o[j] = frag::acc_zero();
+        l[j] = frag::colv_load(wsink + tj[j] * 16, false);
+    }
+    for (int k0 = 0; k0 < nsplit; k0 += RB) {
+        if (k0 > 0) load_records(k0);
 #pragma unroll
-        for (int r = 0; r < KB; ++r) {
-            const bool live = j0 + r < jobs;   /* uniform */
-            const float *w = wts + ck * R + cn;
+        for (int r = 0; r < RB; ++r) {
+            if (k0 + r >= nsplit) break;   /* uniform */
 #pragma unroll
-            for (int q = 0; q < 4; ++q) acc[q] = __builtin_fmaf(w[q], __builtin_bit_cast(float, (u32)ld[r][q]), acc[q]);
-            if (!R35A_DECODE_MERGE_BATCH) ps.issue(ld[r]);
-            if (live && ++ck == nsplit) {   /* the piece's last record: to O (uniform) */
-                /* every lane reads its rows' scale and offset (valid indices), then stores where real */
-                float f[4];
-                i64 at[4];
+            for (int j = 0; j < FPW; ++j) {
+                const frag::colv wk = frag::colv_load(wts + (k0 + r) * R + tj[j] * 16, false);
 #pragma unroll
-                for (int q = 0; q < 4; ++q) {
-                    f[q] = inv[cn + q];
-                    at[q] = orow[cn + q];
-                }
-                const bool mine = thread_x_late() + cslot * THREADS < pieces;
+                for (int c = 0; c < frag::NCOL; ++c) l[j].v[c] += lk[r][j].v[c] * wk.v[c];
 #pragma unroll
-                for (int q = 0; q < 4; ++q)
-                    if (mine && cn + q < sr.nv) store_u16((u16 *)a.out + at[q] + cd, E::from_f32(acc[q] * f[q]));
-#pragma unroll
-                for (int q = 0; q < 4; ++q) acc[q] = 0.f;
-                ck = 0;
-                ++cslot;
-                cp = ps.piece_of(cslot);
-                cd = cp / q4;
-                cn = 4 * (cp - cd * q4);
+                for (int e = 0; e < frag::ACC_ELEMS; ++e) o[j].v[e] += ak[r][j].v[e] * wk.v[frag::acc_slot(e)];
             }
         }
     }
     R35A_TIMING(tm.m[2] = decode_timing::now();)
+#pragma unroll
+    for (int j = 0; j < FPW; ++j) {
+        const int f = wave_id() + j * C::NW;
+        if (f >= nf) break;   /* uniform */
+        frag::colv inv;   /* l = 0: no key (zeros); a NaN l (a NaN sink) stays NaN */
+#pragma unroll
+        for (int c = 0; c < frag::NCOL; ++c) inv.v[c] = !(l[j].v[c] <= 0.f) ? rcp_fast(l[j].v[c]) * v_fac : 0.f;
+        store_o<E, typename C::pipe>(a, o[j], inv, tj[j], f - tj[j] * C::DC, rg, R, q0, M, g, ok[j]);
+    }
 }
 
 /* A sequence whose metadata fails its check: its rows of kv head g become NaN (all M tokens, every
@@ -955,10 +836,21 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem, int ld
         float *const recs = (float *)((char *)a.workspace + r35a_decode_counters_bytes(a.num_seqs, a.num_kv_heads, a.num_row_groups));
         const i64 rec_floats = r35a_decode_record_floats(R, D);
         float *const grec = recs + group * a.num_splits * rec_floats;   /* planned stride; this sequence uses nsplit of them */
-        if (kg == 0) store_record<C>(grec + split * rec_floats, split_record::of(rows, rg, R), st, dg);
+        if (kg == 0) {
+            float *rec = grec + split * rec_floats;
+            for (int t = 0; t < T; ++t) {
+                if (rg * R + t * 16 >= rows) break;          /* a row tile of padding only */
+                if (dg == 0) {
+                    frag::colv_store(rec + t * 16, st[t].m, true);
+                    frag::colv_store(rec + R + t * 16, st[t].l, true);
+                }
+                for (int c = 0; c < NC; ++c)
+                    frag::acc_store_global_if(rec + 2 * R + (t * C::DC + dg * NC + c) * frag::ACC_NATIVE_FLOATS, st[t].o[c], row_ok[t]);
+            }
+        }
         fence_release_device();
         block_sync();
-        if (thread_x_late() == 0) {
+        if (thread_x() == 0) {
             u32 *counter = (u32 *)a.workspace + group;
             *last_flag = atomic_inc_wrap(counter, (u32)(nsplit - 1)) == (u32)(nsplit - 1);
         }

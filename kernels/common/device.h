@@ -97,14 +97,6 @@ R35A_DEV int block_z() { return (int)__builtin_amdgcn_workgroup_id_z(); }
 R35A_DEV int lane_id() { return (int)__builtin_amdgcn_mbcnt_lo(~0u, 0u); }
 /* Wave index within the workgroup, known uniform to the compiler (scalar registers). */
 R35A_DEV int wave_id() { return __builtin_amdgcn_readfirstlane(thread_x() / R35A_WAVE); }
-/* thread_x() recomputed where it is used (wave id x 32 + v_mbcnt in a volatile asm, which the
- * compiler neither merges with an earlier one nor hoists): code after a kernel's main loop that asks
- * for the thread index otherwise keeps the work-item id live in a VGPR across the loop. */
-R35A_DEV int thread_x_late() {
-    int l;
-    __asm__ volatile("v_mbcnt_lo_u32_b32 %0, -1, 0" : "=v"(l));
-    return wave_id() * R35A_WAVE + l;
-}
 /* Makes a value the compiler cannot prove uniform live in a scalar register. Only for values that
  * ARE uniform across the wave. */
 R35A_DEV int uniform(int v) { return __builtin_amdgcn_readfirstlane(v); }
@@ -327,7 +319,6 @@ R35A_DEV int block_y() { return (int)blockIdx.y; }
 R35A_DEV int block_z() { return (int)blockIdx.z; }
 R35A_DEV int lane_id() { return (int)(threadIdx.x & 31u); }
 R35A_DEV int wave_id() { return (int)(threadIdx.x >> 5); }
-R35A_DEV int thread_x_late() { return (int)threadIdx.x; }
 /* Uniformity is a hint for the AMDGPU compiler only. */
 R35A_DEV int uniform(int v) { return v; }
 
