@@ -24,9 +24,10 @@
  * softmax; the DW waves of a key group split the head dimension into DW slices of DS = D / DW
  * (each owns its slice of Q, K, V and O) and add their partial S^T tiles through LDS by
  * reduce-scatter (two LDS-only barriers per tile). Key groups merge through LDS at the end of the
- * split; splits merge through the workspace, done by the last workgroup of the (sequence, kv head,
- * row group) to arrive (wrapping atomic counter, device-scope release/acquire fences). A sequence
- * uses r35a_decode_seq_splits() of the planned splits (fewer when it is short).
+ * split; splits write partial records to the workspace, and the merge kernel (decode_merge_<dtype>,
+ * at the end of this file), launched next on the same stream, combines them, all rows and d of all
+ * groups in parallel (decode_args.h "the split merge"). A sequence uses r35a_decode_seq_splits() of
+ * the planned splits (fewer when it is short), each a balanced share of its tiles.
  *
  * Model features (decode_args.h): the logit transform (softcap, then ALiBi) runs in the loop only when
  * the call has one (a uniform branch per tile); attention sinks join each row's denominator once,
@@ -124,7 +125,6 @@ struct decode_cfg {
     static constexpr int PX_WAVE = DW > 1 ? T * frag::ACC_NATIVE_FLOATS * 4 : 0;
     static constexpr int SR_BYTES = DW > 1 ? KW * T * frag::ACC_NATIVE_FLOATS * 4 : 0;
     static constexpr int EXCH_BYTES = NW * PX_WAVE + SR_BYTES;
-    static constexpr int FLAG_BYTES = 16;
     /* Pipeline: shared-memory stages filled by asynchronous copies where the fragment layer has them
      * (NVIDIA) and at least two fit the LDS left, as many as fit up to R35A_DECODE_LDS_STAGES_MAX
      * (R35A_DECODE_LDS_STAGES_MAX_8BIT for 8-bit tiles);
@@ -164,9 +164,9 @@ struct decode_cfg {
     static constexpr bool Q_LDS_WANTED = T >= 2 || (!HAS_LDS_PIPE && REG_FIT_QREG < 2);
     static constexpr bool Q_LDS =
         Q_LDS_WANTED &&
-        (HAS_LDS_PIPE ? lds_stages_fit<DS, E, KV>((LDS_BUDGET - FLAG_BYTES - EXCH_BYTES - Q_BYTES) / NW) >= 2
-                      : NW * (REGION_1 > PX_WAVE ? REGION_1 : PX_WAVE) + SR_BYTES + Q_BYTES + FLAG_BYTES <= LDS_BUDGET);
-    static constexpr int FREE = LDS_BUDGET - FLAG_BYTES - EXCH_BYTES - (Q_LDS ? Q_BYTES : 0);
+        (HAS_LDS_PIPE ? lds_stages_fit<DS, E, KV>((LDS_BUDGET - EXCH_BYTES - Q_BYTES) / NW) >= 2
+                      : NW * (REGION_1 > PX_WAVE ? REGION_1 : PX_WAVE) + SR_BYTES + Q_BYTES <= LDS_BUDGET);
+    static constexpr int FREE = LDS_BUDGET - EXCH_BYTES - (Q_LDS ? Q_BYTES : 0);
     static constexpr int LDS_FIT = lds_stages_fit<DS, E, KV>(FREE / NW);
     static constexpr bool USE_LDS = LDS_FIT >= 2;
     static constexpr int REG_FIT = Q_LDS ? REG_FIT_QLDS : REG_FIT_QREG;
@@ -191,10 +191,7 @@ struct decode_cfg {
     static constexpr int MSLOT_ACC = DW * T * NC * frag::ACC_NATIVE_FLOATS;   /* floats */
     static constexpr int MSLOT_FLOATS = MSLOT_ACC + 2 * R;
     static constexpr int MERGE_BYTES = KW > 1 ? (KW / 2) * MSLOT_FLOATS * 4 : 0;
-    /* LDS, split merge (reuses everything): a weight per record and row, and each row's sink weight. */
-    static constexpr int SPLIT_BYTES = (R35A_DECODE_MAX_SPLITS + 1) * R * 4;
-    static constexpr int PHASE_BYTES = LOOP_BYTES > MERGE_BYTES ? LOOP_BYTES : MERGE_BYTES;
-    static constexpr int LDS_BYTES = (PHASE_BYTES > SPLIT_BYTES ? PHASE_BYTES : SPLIT_BYTES) + FLAG_BYTES;
+    static constexpr int LDS_BYTES = LOOP_BYTES > MERGE_BYTES ? LOOP_BYTES : MERGE_BYTES;
     static_assert(LDS_BYTES <= LDS_BUDGET, "LDS use breaks the variant's occupancy contract (waves)");
 };
 
@@ -336,31 +333,33 @@ R35A_DEV seq_meta read_seq(const r35a_decode_args &a, int s) {
 
 /* R35A_DECODE_TIMING=1 (a measurement build, NVIDIA only, never the default): thread 0 of each
  * workgroup that has tiles writes 16 u64 to the workspace past the planned bytes (the caller
- * allocates 128 bytes per workgroup): globaltimer ns at entry, loop end and exit (the single-split
- * path: before its O store), SM | merged << 32, then for the merging workgroup the ends of the
- * merge's passes 1, 2 and 3 and its start. Read by tools/decode_timeline.py (NOTES_h200 version 8). */
+ * allocates 128 bytes per workgroup of both launches): globaltimer ns at entry, loop end and exit
+ * (the single-split path: before its O store), SM | kind << 32 (kind 0: a decode workgroup, 1: a
+ * merge workgroup, whose slots follow the decode grid's and whose loop end is its exit). Read by
+ * tools/decode_timeline.py (NOTES_h200 version 8). */
 #if defined(R35A_DECODE_TIMING) && R35A_DECODE_TIMING && defined(R35A_TARGET_CUDA)
 struct decode_timing {
-    unsigned long long t0, t1, m[4] = {0, 0, 0, 0};
+    unsigned long long t0, t1;
     R35A_MEMBER static unsigned long long now() {
         unsigned long long t;
         asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
         return t;
     }
     R35A_MEMBER void mark() { t1 = now(); }
-    R35A_MEMBER void done(const r35a_decode_args &a, int rows_per_group, int head, bool merged) {
+    /* id: the workgroup's slot (decode: its grid index; merge: the decode grid's size + its index) */
+    R35A_MEMBER void done(const r35a_decode_args &a, int rows_per_group, int head, bool merge) {
         if (threadIdx.x != 0) return;
         unsigned sm;
         asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
         const long long base = r35a_decode_workspace_bytes(a.num_seqs, a.num_kv_heads, a.num_row_groups, a.num_splits,
                                                            rows_per_group, head);
-        const long long id = ((long long)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+        long long id = ((long long)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+        if (merge) id += (long long)a.num_splits * gridDim.y * gridDim.z;
         unsigned long long *rec = (unsigned long long *)((char *)a.workspace + base) + 16 * id;
         rec[0] = t0;
-        rec[1] = t1;
+        rec[1] = merge ? now() : t1;
         rec[2] = now();
-        rec[3] = sm | ((unsigned long long)merged << 32);
-        for (int i = 0; i < 4; ++i) rec[4 + i] = m[i];
+        rec[3] = sm | ((unsigned long long)merge << 32);
     }
 };
 #define R35A_TIMING(...) __VA_ARGS__
@@ -368,106 +367,92 @@ struct decode_timing {
 #define R35A_TIMING(...)
 #endif
 
-/* The last workgroup of a (sequence, kv head, row group) merges the splits' records, with all its
- * waves and no serial chain of loads: (1) every thread loads some of the records' running maxima
- * into LDS (independent loads, unrolled), (2) one thread per row turns them into weights
- * 2^(m_k - max_k m_k), (3) the waves take the accumulator fragments (row tile x d chunk) in turn and
- * sum w_k x acc_k and w_k x l_k over the records, several records' loads of all of a wave's
- * fragments in flight at a time. A row's sink joins its denominator here, once (pass 2 weighs it
- * like a record with l = 1; records never hold it). v_fac: the V scale (8-bit caches), else 1. */
-template <class C, class E>
-R35A_DEV void merge_splits(const r35a_decode_args &a, const float *grec, i64 rec_floats, int nsplit, int rows, int rg,
-                           int q0, int M, int g, float v_fac, float *wts R35A_TIMING(, decode_timing &tm)) {
-    constexpr int R = C::R, T = R / 16;
-    const int tv = imin(T, (rows - rg * R + 15) / 16);     /* row tiles with a real row (the others have no record) */
-    const int nv = 16 * tv;
-    /* Pass 3's fragments: wave w owns fragments w, w + NW, ... (FPW of them); RB records' loads of all
-     * of them are issued before any is used (as many as half the register budget holds), so the
-     * records cost nsplit / RB round trips, not nsplit x FPW; the first RB are issued before passes
-     * 1-2, whose round trip they share. Records past nsplit re-read the last one (a valid address;
-     * their weight is not applied). */
-    constexpr int NF = T * C::DC, FPW = (NF + C::NW - 1) / C::NW;
-    constexpr int RB_FIT = (C::REG_BUDGET / 2) / (FPW * (frag::ACC_ELEMS + 2));
-    constexpr int RB = RB_FIT < 1 ? 1 : RB_FIT > 8 ? 8 : RB_FIT;
-    const int nf = tv * C::DC;
-    bool ok[FPW][frag::NCOL];   /* the rows that exist, per fragment and column slot */
-    int tj[FPW];
+/* Writes one accumulator fragment of a split's partial O (row tile t, 16-wide d chunk ch of the head)
+ * into its record's accumulator (decode_args.h: R x D f32, row-major, natural d order), times v_fac
+ * (the V scale of an 8-bit cache, else 1), only the rows that exist. */
+template <class P>
+R35A_DEV void store_record(float *acc_rows, const frag::acc &o, float v_fac, int t, int ch, int D,
+                           const bool (&ok)[frag::NCOL]) {
 #pragma unroll
-    for (int j = 0; j < FPW; ++j) {
-        const int f = imin(wave_id() + j * C::NW, NF - 1);
-        tj[j] = f / C::DC;
-#pragma unroll
-        for (int c = 0; c < frag::NCOL; ++c) ok[j][c] = rg * R + tj[j] * 16 + frag::acc_n_of_slot(c) < rows;
+    for (int e = 0; e < frag::ACC_ELEMS; ++e) {
+        const int sl = frag::acc_slot(e);
+        const int row = t * 16 + frag::acc_n_of_slot(sl);
+        if (ok[sl]) store_f32(acc_rows + (i64)row * D + 16 * ch + P::v_d_of_m(frag::acc_m(e)), o.v[e] * v_fac);
     }
-    frag::acc ak[RB][FPW];
-    frag::colv lk[RB][FPW];
-    auto load_records = [&](int k0) {
-#pragma unroll
-        for (int r = 0; r < RB; ++r)
-#pragma unroll
-            for (int j = 0; j < FPW; ++j) {
-                const int f = imin(wave_id() + j * C::NW, NF - 1);
-                const float *rec = grec + imin(k0 + r, nsplit - 1) * rec_floats;
-                ak[r][j] = frag::acc_load_global_if(rec + 2 * R + f * frag::ACC_NATIVE_FLOATS, ok[j]);
-                lk[r][j] = frag::colv_load(rec + R + tj[j] * 16, true);
-            }
-    };
-    load_records(0);
-    block_sync();   /* the LDS of the loop and of the key-group merge is free */
-#pragma unroll 4
-    for (int idx = thread_x(); idx < nsplit * nv; idx += C::THREADS) {
-        const int k = idx / nv, n = idx - k * nv;
-        wts[k * R + n] = load_f32(grec + k * rec_floats + n);
-    }
-    block_sync();
-    R35A_TIMING(tm.m[0] = decode_timing::now();)
-    float *const wsink = wts + R35A_DECODE_MAX_SPLITS * R;   /* each row's sink weight */
-    for (int n = thread_x(); n < nv; n += C::THREADS) {
-        float mx = neg_inf();
-        for (int k = 0; k < nsplit; ++k) mx = fmax(mx, wts[k * R + n]);
-        /* a row that saw a key: weights relative to max(its max, its sink) (see row_inv); else 0s */
-        const int row = imin(rg * R + n, rows - 1);
-        const bool seen = mx != neg_inf();
-        const float sink2 = seen ? sink_base2(a, g * a.group_size + row / M) : neg_inf();
-        const float mu = seen ? fmax(mx, sink2) : 0.f;
-        wsink[n] = seen ? exp2_fast(sink2 - mu) : 0.f;
-        for (int k = 0; k < nsplit; ++k) wts[k * R + n] = exp2_fast(wts[k * R + n] - mu);
-    }
-    block_sync();
-    R35A_TIMING(tm.m[1] = decode_timing::now();)
-    /* Pass 3: the weighted sums over the records, RB at a time (the first RB are loaded already). */
-    frag::acc o[FPW];
-    frag::colv l[FPW];
-#pragma unroll
-    for (int j = 0; j < FPW; ++j) {
-        o[j] = frag::acc_zero();
-        l[j] = frag::colv_load(wsink + tj[j] * 16, false);
-    }
+}
+
+/* The split merge (decode_args.h "the split merge"): thread (block x, thread) of (kv head x row
+ * group y, sequence z) owns row n = item / (D / 4) of the row group and its 4 consecutive d values
+ * 4 (item % (D / 4)). It runs an online softmax merge over the sequence's records, RB records' loads
+ * in flight at a time (m, l and the 16-byte accumulator piece of each: independent loads), then
+ * normalizes once with the row's sink (row_inv) and writes the 4 outputs. No LDS, no barrier. */
+template <class E>
+R35A_DEV void decode_merge(const r35a_decode_args &a) {
+    constexpr int RB = 8;
+    R35A_TIMING(decode_timing tm; tm.t0 = decode_timing::now();)
+    const int s = block_z(), y = block_y();
+    const int g = y / a.num_row_groups, rg = y - g * a.num_row_groups;
+    const seq_meta sq = read_seq(a, s);
+    const int q0 = sq.q0, M = sq.M, L = sq.L;
+    /* the decode launch wrote these rows (NaN for bad metadata, directly for one split) or skips them */
+    if (r35a_paged_sequence_error(s, a.num_seqs, q0, q0 + M, L, a.num_tokens, a.query_len_bound, a.max_seq_len) !=
+        R35A_DEVICE_ERROR_NONE)
+        return;
+    if (M <= 0 || M > a.max_query_len) return;
+    const int nsplit = r35a_decode_seq_splits(a.num_splits, r35a_decode_seq_ntiles(L, M, a.window), a.min_split_tiles);
+    if (nsplit <= 1) return;
+    const int R = a.rows_per_group, D = a.head_size, G = a.group_size, rows = G * M;
+    const int item = block_x() * R35A_DECODE_MERGE_THREADS + thread_x();
+    const int n = item / (D / 4), d = 4 * (item - n * (D / 4));
+    const int row = rg * R + n;
+    if (n >= R || row >= rows) return;
+
+    const i64 rec_floats = r35a_decode_record_floats(R, D);
+    const float *const grec = (const float *)a.workspace + (((i64)s * a.num_kv_heads + g) * a.num_row_groups + rg) *
+                                                               a.num_splits * rec_floats;
+    float m_run = neg_inf(), l_run = 0.f, o[4] = {0.f, 0.f, 0.f, 0.f};
     for (int k0 = 0; k0 < nsplit; k0 += RB) {
-        if (k0 > 0) load_records(k0);
+        float mk[RB], lk[RB];
+        u32x4 ak[RB];
+#pragma unroll
+        for (int r = 0; r < RB; ++r) {   /* records past nsplit re-read the last one (never weighed) */
+            const float *rec = grec + imin(k0 + r, nsplit - 1) * rec_floats;
+            mk[r] = load_f32(rec + n);
+            lk[r] = load_f32(rec + R + n);
+            ak[r] = load_b128(rec + 2 * R + (i64)n * D + d);
+        }
+        /* branch-free (a record past nsplit weighs 0), so no load is sunk to its use: all RB records'
+         * loads are in flight together */
+        float mb = m_run;
+#pragma unroll
+        for (int r = 0; r < RB; ++r) mb = k0 + r < nsplit ? fmax(mb, mk[r]) : mb;
+        const float mu = mb == neg_inf() ? 0.f : mb;
+        const float c = exp2_fast(m_run - mu);   /* 0 while no record had a key; NaN state stays NaN */
+        l_run *= c;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) o[j] *= c;
 #pragma unroll
         for (int r = 0; r < RB; ++r) {
-            if (k0 + r >= nsplit) break;   /* uniform */
+            const float w = k0 + r < nsplit ? exp2_fast(mk[r] - mu) : 0.f;
+            l_run = __builtin_fmaf(w, lk[r], l_run);
+            const u32x4 x = ak[r];
 #pragma unroll
-            for (int j = 0; j < FPW; ++j) {
-                const frag::colv wk = frag::colv_load(wts + (k0 + r) * R + tj[j] * 16, false);
-#pragma unroll
-                for (int c = 0; c < frag::NCOL; ++c) l[j].v[c] += lk[r][j].v[c] * wk.v[c];
-#pragma unroll
-                for (int e = 0; e < frag::ACC_ELEMS; ++e) o[j].v[e] += ak[r][j].v[e] * wk.v[frag::acc_slot(e)];
+            for (int j = 0; j < 4; ++j) {   /* (clang-19 for gfx11 read element 0 for every j of
+                                             * __builtin_bit_cast(float, ak[r][j]): the element is copied first) */
+                const u32 bits = x[j];
+                o[j] = __builtin_fmaf(w, __builtin_bit_cast(float, bits), o[j]);
             }
         }
+        m_run = mb;
     }
-    R35A_TIMING(tm.m[2] = decode_timing::now();)
+    /* l_run > 0 whenever a record saw a key (its max contributes 1); row_inv gives 0 for a row that
+     * saw none and joins the sink */
+    const int hl = row / M, i = row - hl * M;
+    const float inv = row_inv(m_run, l_run, sink_base2(a, g * G + hl));
+    u16 *const out = (u16 *)a.out + (i64)(q0 + i) * a.o_token_stride + (i64)(g * G + hl) * a.o_head_stride + d;
 #pragma unroll
-    for (int j = 0; j < FPW; ++j) {
-        const int f = wave_id() + j * C::NW;
-        if (f >= nf) break;   /* uniform */
-        frag::colv inv;   /* l = 0: no key (zeros); a NaN l (a NaN sink) stays NaN */
-#pragma unroll
-        for (int c = 0; c < frag::NCOL; ++c) inv.v[c] = !(l[j].v[c] <= 0.f) ? rcp_fast(l[j].v[c]) * v_fac : 0.f;
-        store_o<E, typename C::pipe>(a, o[j], inv, tj[j], f - tj[j] * C::DC, rg, R, q0, M, g, ok[j]);
-    }
+    for (int j = 0; j < 4; ++j) store_u16(out + j, E::from_f32(o[j] * inv));
+    R35A_TIMING(tm.done(a, R, D, true);)
 }
 
 /* A sequence whose metadata fails its check: its rows of kv head g become NaN (all M tokens, every
@@ -487,16 +472,14 @@ R35A_DEV void bad_sequence(const r35a_decode_args &a, u32 code, int s, int g, in
     if (g == 0 && thread_x() == 0) report_bad_data(a.error, code, (u32)s);
 }
 
-/* The kernel body (C: decode_cfg<E, KV, ...>); smem: the kernel's LDS, lds_bytes of it (the split
- * arrival flag sits at its end). */
+/* The kernel body (C: decode_cfg<E, KV, ...>); smem: the kernel's LDS (C::LDS_BYTES). */
 template <class C, class E, class KV>
-R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem, int lds_bytes) {
+R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
     constexpr int NC = C::NC, DS = C::DS, R = C::R, S = C::STAGES, T = C::R / 16, KW = C::KGROUPS,
                   DW = C::DSLICES, D = C::HEAD;
     constexpr bool B8 = kv_is_8bit<KV>::value;
     constexpr int EB = B8 ? 1 : 2;   /* bytes per K/V element */
     typedef typename C::pipe P;
-    int *const last_flag = (int *)(smem + lds_bytes - C::FLAG_BYTES);
 
     const int w = wave_id();
     const int kg = w / DW, dg = w % DW;
@@ -522,13 +505,11 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem, int ld
      * this sequence uses (the planned count or fewer: decode_args.h). */
     const int W = a.window;
     const int lo = (int)r35a_window_first_key(L - M, W);
-    const int tile_lo = lo >> 4, tile_hi = (imax(L, 0) + 15) >> 4;
-    const int ntiles = imax(tile_hi - tile_lo, 0);
-    const int nsplit = r35a_decode_seq_splits(a.num_splits, ntiles);
-    if (split >= nsplit) return;                          /* before the arrival counter: not counted */
-    const int per = (ntiles + nsplit - 1) / nsplit;
-    const int t_begin = tile_lo + split * per;
-    const int t_end = imin(t_begin + per, tile_hi);
+    const int tile_lo = r35a_decode_seq_tile_lo(L, M, W), ntiles = r35a_decode_seq_ntiles(L, M, W);
+    const int nsplit = r35a_decode_seq_splits(a.num_splits, ntiles, a.min_split_tiles);
+    if (split >= nsplit) return;                          /* the merge kernel reads nsplit records */
+    const int t_begin = tile_lo + r35a_decode_split_first_tile(split, nsplit, ntiles);
+    const int t_end = tile_lo + r35a_decode_split_first_tile(split + 1, nsplit, ntiles);
     const int niter = t_end > t_begin ? (t_end - t_begin + KW - 1) / KW : 0;
     /* Tiles inside [full_lo, full_hi] are visible to every row: no mask needed. */
     const int full_lo = (int)r35a_window_first_key(L - 1, W), full_hi = L - M;
@@ -830,14 +811,12 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem, int ld
     }
 
     R35A_TIMING(tm.mark();)
-    /* ---- splits: publish the partial, the last workgroup to arrive merges them all ---- */
-    const i64 group = ((i64)s * a.num_kv_heads + g) * a.num_row_groups + rg;
+    /* ---- splits: publish the partial record; the merge kernel, launched next, combines them ---- */
     if (nsplit > 1) {
-        float *const recs = (float *)((char *)a.workspace + r35a_decode_counters_bytes(a.num_seqs, a.num_kv_heads, a.num_row_groups));
-        const i64 rec_floats = r35a_decode_record_floats(R, D);
-        float *const grec = recs + group * a.num_splits * rec_floats;   /* planned stride; this sequence uses nsplit of them */
         if (kg == 0) {
-            float *rec = grec + split * rec_floats;
+            const i64 group = ((i64)s * a.num_kv_heads + g) * a.num_row_groups + rg;
+            const i64 rec_floats = r35a_decode_record_floats(R, D);
+            float *const rec = (float *)a.workspace + (group * a.num_splits + split) * rec_floats;
             for (int t = 0; t < T; ++t) {
                 if (rg * R + t * 16 >= rows) break;          /* a row tile of padding only */
                 if (dg == 0) {
@@ -845,24 +824,10 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem, int ld
                     frag::colv_store(rec + R + t * 16, st[t].l, true);
                 }
                 for (int c = 0; c < NC; ++c)
-                    frag::acc_store_global_if(rec + 2 * R + (t * C::DC + dg * NC + c) * frag::ACC_NATIVE_FLOATS, st[t].o[c], row_ok[t]);
+                    store_record<P>(rec + 2 * R, st[t].o[c], v_fac, t, dg * NC + c, D, row_ok[t]);
             }
         }
-        fence_release_device();
-        block_sync();
-        if (thread_x() == 0) {
-            u32 *counter = (u32 *)a.workspace + group;
-            *last_flag = atomic_inc_wrap(counter, (u32)(nsplit - 1)) == (u32)(nsplit - 1);
-        }
-        block_sync();
-        if (!*last_flag) {
-            R35A_TIMING(tm.done(a, R, D, false);)
-            return;
-        }
-        fence_acquire_device();
-        R35A_TIMING(tm.m[3] = decode_timing::now();)
-        merge_splits<C, E>(a, grec, rec_floats, nsplit, rows, rg, q0, M, g, v_fac, (float *)smem R35A_TIMING(, tm));
-        R35A_TIMING(block_sync(); tm.done(a, R, D, true);)
+        R35A_TIMING(tm.done(a, R, D, false);)
         return;
     }
     R35A_TIMING(tm.done(a, R, D, false);)
@@ -893,7 +858,7 @@ struct kv_type<E, kv_kv16_t> {
     typedef E type;
 };
 
-/* The kernel of one variant: one body, its LDS declared here (the split arrival flag at its end).
+/* The kernel of one variant: one body, its LDS declared here.
  * NVIDIA: dynamic shared memory, launched with exactly C::LDS_BYTES (<name>_lds_bytes below; at most
  * r35a_decode_nv_smem_bytes(), the contract's share; the static 48 KiB would cap the cp.async stages). */
 template <class E, class KV, int D, int T, int KW, int DW, int WAVES>
@@ -905,7 +870,7 @@ R35A_DEV void decode_kernel(const r35a_decode_args &a) {
 #else
     __shared__ __attribute__((aligned(16))) unsigned char smem[C::LDS_BYTES];
 #endif
-    decode_body<C, E, KV>(a, smem, C::LDS_BYTES);
+    decode_body<C, E, KV>(a, smem);
 }
 
 } /* namespace r35a */
@@ -938,3 +903,13 @@ R35A_DEV void decode_kernel(const r35a_decode_args &a) {
 #undef R35A_DECODE_VARIANT
 #undef R35A_DECODE_KV_TYPE
 #undef R35A_DECODE_LDS_SYMBOL
+
+/* The split merge of every variant of a Q/O dtype (decode_args.h "the split merge"): launched after a
+ * decode kernel whose plan has more than one split, with the same argument struct. No LDS; 8 waves
+ * per SIMD at least (a handful of registers: records' loads in flight and a row's state). */
+R35A_KERNEL R35A_KERNEL_BOUNDS(R35A_DECODE_MERGE_THREADS, 8) void decode_merge_f16(r35a_decode_args a) {
+    r35a::decode_merge<r35a::f16_t>(a);
+}
+R35A_KERNEL R35A_KERNEL_BOUNDS(R35A_DECODE_MERGE_THREADS, 8) void decode_merge_bf16(r35a_decode_args a) {
+    r35a::decode_merge<r35a::bf16_t>(a);
+}

@@ -57,7 +57,6 @@ typedef struct cuda_api {
     cu_result (*LaunchKernel)(cu_function f, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x,
                               unsigned block_y, unsigned block_z, unsigned shared_bytes, cu_stream stream,
                               void **params, void **extra);
-    cu_result (*MemsetD8Async)(cu_deviceptr dst, unsigned char value, size_t bytes, cu_stream stream);
     cu_result (*FuncSetAttribute)(cu_function f, int attribute, int value);
     cu_result (*MemHostAlloc)(void **ptr, size_t bytes, unsigned flags);
     cu_result (*MemHostGetDevicePointer)(cu_deviceptr *device_ptr, void *host_ptr, unsigned flags);
@@ -120,7 +119,6 @@ static void load_driver(void)
         SYM(ModuleGetGlobal, "cuModuleGetGlobal_v2"),
         SYM(MemcpyDtoH, "cuMemcpyDtoH_v2"),
         SYM(LaunchKernel, "cuLaunchKernel"),
-        SYM(MemsetD8Async, "cuMemsetD8Async"),
         SYM(FuncSetAttribute, "cuFuncSetAttribute"),
         SYM(MemHostAlloc, "cuMemHostAlloc"),
         SYM(MemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2"),
@@ -272,22 +270,13 @@ static void context_release(r35a_context *ctx)
 /* ---- launches (the runtime of the shared entries, gpu_impls.c) ---- */
 
 static r35a_status launch(const r35a_context *ctx, void *f, const char *name, const uint32_t grid[3],
-                          const uint32_t block[3], void *arg, uint32_t shared_bytes, void *clear, size_t clear_bytes,
-                          void *stream)
+                          const uint32_t block[3], void *arg, uint32_t shared_bytes, void *stream)
 {
     /* cuLaunchKernel takes the struct's address; its size is the kernel's */
     const cuda_state *st = state_of(ctx);
     cu_result e = enter(st);
     if (e != 0)
         return r35a_fail(R35A_ERR_DEVICE, "cuCtxPushCurrent failed: %s (%d)", cu_error_text(e), e);
-    if (clear_bytes > 0) {
-        e = driver.api.MemsetD8Async((cu_deviceptr)(uintptr_t)clear, 0, clear_bytes, stream);
-        if (e != 0) {
-            leave();
-            return r35a_fail(R35A_ERR_DEVICE, "cuMemsetD8Async of %zu workspace bytes for %s failed: %s (%d)",
-                             clear_bytes, name, cu_error_text(e), e);
-        }
-    }
     void *params[] = {arg};
     e = driver.api.LaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes, stream,
                                 params, NULL);

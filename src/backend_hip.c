@@ -52,7 +52,6 @@ typedef struct hip_api {
     hip_error (*ModuleLaunchKernel)(hip_function f, unsigned grid_x, unsigned grid_y, unsigned grid_z,
                                     unsigned block_x, unsigned block_y, unsigned block_z,
                                     unsigned shared_bytes, hip_stream stream, void **params, void **extra);
-    hip_error (*MemsetAsync)(void *dst, int value, size_t bytes, hip_stream stream);
     hip_error (*HostMalloc)(void **ptr, size_t bytes, unsigned flags);
     hip_error (*HostGetDevicePointer)(void **device_ptr, void *host_ptr, unsigned flags);
     hip_error (*HostFree)(void *ptr);
@@ -116,7 +115,7 @@ static void load_runtime(void)
 #define SYM(field) {"hip" #field, offsetof(hip_api, field)}
         SYM(GetDeviceCount),    SYM(GetDevicePropertiesR0600), SYM(GetDevice),
         SYM(SetDevice),         SYM(ModuleLoadData),           SYM(ModuleUnload),
-        SYM(ModuleGetFunction), SYM(ModuleLaunchKernel),       SYM(MemsetAsync),
+        SYM(ModuleGetFunction), SYM(ModuleLaunchKernel),
         SYM(HostMalloc),        SYM(HostGetDevicePointer),     SYM(HostFree),
         SYM(GetErrorString),
 #undef SYM
@@ -240,11 +239,9 @@ static void context_release(r35a_context *ctx)
 
 /* ---- launches (the runtime of the shared entries, gpu_impls.c) ---- */
 
-/* Launches f with its one by-value argument struct on stream; first, when clear_bytes > 0, zeroes
- * clear_bytes at clear on the same stream. */
+/* Launches f with its one by-value argument struct on stream. */
 static r35a_status launch(const r35a_context *ctx, void *f, const char *name, const uint32_t grid[3],
-                          const uint32_t block[3], void *arg, uint32_t shared_bytes, void *clear, size_t clear_bytes,
-                          void *stream)
+                          const uint32_t block[3], void *arg, uint32_t shared_bytes, void *stream)
 {
     /* hipModuleLaunchKernel takes the struct's address; its size is the kernel's */
     const hip_state *st = state_of(ctx);
@@ -252,14 +249,6 @@ static r35a_status launch(const r35a_context *ctx, void *f, const char *name, co
     hip_error e = enter_device(st->device, &previous);
     if (e != 0)
         return r35a_fail(R35A_ERR_DEVICE, "hipSetDevice(%d) failed: %s (%d)", st->device, hip_error_text(e), e);
-    if (clear_bytes > 0) {
-        e = runtime.api.MemsetAsync(clear, 0, clear_bytes, stream);
-        if (e != 0) {
-            leave_device(previous);
-            return r35a_fail(R35A_ERR_DEVICE, "hipMemsetAsync of %zu workspace bytes for %s failed: %s (%d)",
-                             clear_bytes, name, hip_error_text(e), e);
-        }
-    }
     void *params[] = {arg};
     e = runtime.api.ModuleLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes, stream,
                                        params, NULL);

@@ -11,8 +11,20 @@ static struct {
     bool log;
     char force[128];
     int decode_splits;
+    int decode_min_split_tiles;
 } knobs;
 static pthread_once_t knobs_once = PTHREAD_ONCE_INIT;
+
+/* A positive integer up to max from the environment variable name, or 0 (unset or not such a number). */
+static int positive_knob(const char *name, long max)
+{
+    const char *text = getenv(name);
+    if (!text)
+        return 0;
+    char *end = NULL;
+    const long n = strtol(text, &end, 10);
+    return end != text && *end == '\0' && n > 0 && n <= max ? (int)n : 0;
+}
 
 static void read_knobs(void)
 {
@@ -21,12 +33,8 @@ static void read_knobs(void)
     const char *force = getenv("R35A_FORCE");
     if (force)
         snprintf(knobs.force, sizeof knobs.force, "%s", force);
-    const char *splits = getenv("R35A_DECODE_SPLITS");
-    if (splits) {
-        char *end = NULL;
-        const long n = strtol(splits, &end, 10);
-        knobs.decode_splits = end != splits && *end == '\0' && n > 0 && n <= 1024 ? (int)n : 0;
-    }
+    knobs.decode_splits = positive_knob("R35A_DECODE_SPLITS", 1024);
+    knobs.decode_min_split_tiles = positive_knob("R35A_DECODE_MIN_SPLIT_TILES", 1 << 20);
 }
 
 bool r35a_log_enabled(void)
@@ -45,6 +53,12 @@ int r35a_forced_decode_splits(void)
 {
     pthread_once(&knobs_once, read_knobs);
     return knobs.decode_splits;
+}
+
+int r35a_forced_decode_min_split_tiles(void)
+{
+    pthread_once(&knobs_once, read_knobs);
+    return knobs.decode_min_split_tiles;
 }
 
 void r35a_log(const char *fmt, ...)

@@ -25,15 +25,26 @@ static const char *forced_kernel(const char *family)
     return force && strcmp(force, family) != 0 ? force : NULL;
 }
 
+/* The kernel a launch runs, by name: its registry row's, or a decode variant's split merge. */
+static const char *launch_name(const r35a_gpu_launch *l)
+{
+    return l->split_merge ? r35a_decode_merge_name(r35a_decode_variants[l->kernel].dtype)
+                          : r35a_registry_name(l->family, l->kernel);
+}
+
 /* Sets the launch's kernel handle; false (with why) if the context has none for it. */
 static bool bind(const r35a_context *ctx, r35a_gpu_launch *l, char *reason, size_t cap)
 {
-    l->handle = r35a_gpu_kernel_handle(runtime_of(ctx), l->family, l->kernel);
-    /* NVIDIA: the kernel's own dynamic shared memory (0 on HIP and for static-LDS kernels) */
-    l->shared_bytes = r35a_gpu_kernel_shared_bytes(runtime_of(ctx), l->family, l->kernel);
+    if (l->split_merge) {   /* no LDS */
+        l->handle = r35a_gpu_decode_merge_handle(runtime_of(ctx), l->kernel);
+        l->shared_bytes = 0;
+    } else {
+        l->handle = r35a_gpu_kernel_handle(runtime_of(ctx), l->family, l->kernel);
+        /* NVIDIA: the kernel's own dynamic shared memory (0 on HIP and for static-LDS kernels) */
+        l->shared_bytes = r35a_gpu_kernel_shared_bytes(runtime_of(ctx), l->family, l->kernel);
+    }
     if (!l->handle)
-        r35a_text_append(reason, cap, ", ", "kernel %s has no handle on this context",
-                         r35a_registry_name(l->family, l->kernel));
+        r35a_text_append(reason, cap, ", ", "kernel %s has no handle on this context", launch_name(l));
     return l->handle != NULL;
 }
 
@@ -52,8 +63,7 @@ static bool keep_launches(const r35a_context *ctx, r35a_plan *plan, const r35a_g
         g->launches[i] = launches[i];
         if (!bind(ctx, &g->launches[i], reason, cap))
             return false;
-        r35a_text_append(info->implementation, sizeof info->implementation, "+", "%s",
-                         r35a_registry_name(launches[i].family, launches[i].kernel));
+        r35a_text_append(info->implementation, sizeof info->implementation, "+", "%s", launch_name(&launches[i]));
         if (launches[i].workspace_bytes > info->workspace_bytes)
             info->workspace_bytes = launches[i].workspace_bytes;
     }
@@ -104,29 +114,35 @@ static bool encoder_try_plan(const r35a_context *ctx, r35a_plan *plan, char *rea
     return true;
 }
 
-/* A call with max_query_len <= 8 is one decode launch. A mixed batch (max_query_len > 8) is two
- * launches on the caller's stream: the decode variant for the sequences with M <= 8 (it skips the
- * others), then the generic kernel for the rest (it skips the decode kernel's). */
+/* A call with max_query_len <= 8 is one decode launch, followed by its split merge when it has
+ * more than one split. A mixed batch (max_query_len > 8) adds the generic kernel for the rest (it
+ * skips the decode kernel's sequences), all on the caller's stream. */
 static bool decode_try_plan(const r35a_context *ctx, r35a_plan *plan, char *reason, size_t cap)
 {
     const r35a_gpu_runtime *rt = runtime_of(ctx);
     const r35a_paged_attention_desc *d = &plan->desc.paged;
-    r35a_gpu_launch l[2], fallback;
+    r35a_gpu_launch l[R35A_MAX_LAUNCHES], generic, fallback;
     const bool mixed = d->max_query_len > R35A_DECODE_MAX_QUERY_LEN;
     if (!mixed) {
         if (!r35a_plan_decode(d, rt->arch->tuning, rt->planner_cus, forced_kernel("decode"), &l[0], reason, cap))
             return false;
-    } else if (!r35a_plan_mixed(d, rt->arch->tuning, rt->planner_cus, forced_kernel("decode"), &l[0], &l[1], reason,
+    } else if (!r35a_plan_mixed(d, rt->arch->tuning, rt->planner_cus, forced_kernel("decode"), &l[0], &generic, reason,
                                 cap)) {
         return false;
     }
-    if (!keep_launches(ctx, plan, l, mixed ? 2 : 1, reason, cap))
+    int n = 1;
+    const r35a_paged_attention_desc part = r35a_decode_part(d);   /* what the decode launch was planned on */
+    if (r35a_plan_decode_merge(&part, &l[0], &l[n]))
+        ++n;
+    if (mixed)
+        l[n++] = generic;
+    if (!keep_launches(ctx, plan, l, n, reason, cap))
         return false;
     if (mixed) /* dispatch.c adds this note to the plan's fallback_reason */
         snprintf(plan->info.fallback_reason, sizeof plan->info.fallback_reason,
-                 "max_query_len %d > %d: the sequences with M > %d run on %s in a second launch",
+                 "max_query_len %d > %d: the sequences with M > %d run on %s in a separate launch",
                  (int)d->max_query_len, R35A_DECODE_MAX_QUERY_LEN, R35A_DECODE_MAX_QUERY_LEN,
-                 r35a_registry_name(l[1].family, l[1].kernel));
+                 r35a_registry_name(generic.family, generic.kernel));
     char ignored[256];
     keep_fallback(ctx, plan, r35a_plan_generic_paged(d, rt->arch->tuning, NULL, &fallback, ignored, sizeof ignored),
                   &fallback);
@@ -158,7 +174,7 @@ static bool nothing_to_launch(const r35a_plan *plan, const uint32_t grid[3])
     return num_tokens == 0 || grid[0] == 0 || grid[1] == 0 || grid[2] == 0;
 }
 
-/* Fills launch l's argument struct and launches it (and its workspace clear) on stream. */
+/* Fills launch l's argument struct and launches it on stream. */
 static r35a_status launch_one(const r35a_context *ctx, const r35a_plan *plan, const r35a_gpu_launch *l,
                               const void *args, void *workspace, void *stream)
 {
@@ -193,8 +209,7 @@ static r35a_status launch_one(const r35a_context *ctx, const r35a_plan *plan, co
     case R35A_GPU_NUM_FAMILIES:
         return r35a_fail(R35A_ERR_INTERNAL, "plan holds a launch of no kernel family");
     }
-    return runtime_of(ctx)->launch(ctx, l->handle, r35a_registry_name(l->family, l->kernel), l->grid, l->block, &ka,
-                                   l->shared_bytes, l->clear_bytes ? workspace : NULL, l->clear_bytes, stream);
+    return runtime_of(ctx)->launch(ctx, l->handle, launch_name(l), l->grid, l->block, &ka, l->shared_bytes, stream);
 }
 
 static r35a_status gpu_run(const r35a_context *ctx, const r35a_plan *plan, const void *args, void *workspace,

@@ -84,6 +84,13 @@ void *r35a_gpu_kernel_handle(const r35a_gpu_runtime *rt, r35a_gpu_family family,
     return handles_of((r35a_gpu_runtime *)rt, family)[index];
 }
 
+void *r35a_gpu_decode_merge_handle(const r35a_gpu_runtime *rt, int index)
+{
+    if (index < 0 || index >= R35A_NUM_DECODE_VARIANTS)
+        return NULL;
+    return rt->decode_merge[r35a_decode_merge_index(r35a_decode_variants[index].dtype)];
+}
+
 uint32_t r35a_gpu_kernel_shared_bytes(const r35a_gpu_runtime *rt, r35a_gpu_family family, int index)
 {
     const uint32_t *bytes = shared_bytes_of((r35a_gpu_runtime *)rt, family);
@@ -99,6 +106,7 @@ void r35a_gpu_unload_kernels(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader
             (void)loader->module_unload(rt->modules[f]);
         rt->modules[f] = NULL;
     }
+    memset(rt->decode_merge, 0, sizeof rt->decode_merge);
     memset(rt->decode_shared_bytes, 0, sizeof rt->decode_shared_bytes);
     memset(rt->encoder_shared_bytes, 0, sizeof rt->encoder_shared_bytes);
 }
@@ -177,9 +185,11 @@ bool r35a_gpu_load_kernels(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader, 
             return false;
         }
         void **handles = handles_of(rt, family);
+        bool any = false;
         for (int i = 0; i < r35a_registry_count(family); ++i) {
             if (!r35a_same_name(r35a_registry_tuning(family, i), rt->arch->tuning))
                 continue;
+            any = true;
             const char *name = r35a_registry_name(family, i);
             handles[i] = module_function(loader, rt->modules[f], name);
             if (!handles[i]) {
@@ -189,6 +199,16 @@ bool r35a_gpu_load_kernels(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader, 
             }
             const int32_t budget = loader->set_max_dynamic_shared ? dynamic_shared_budget(family, i) : 0;
             if (budget > 0 && !load_shared_bytes(rt, loader, family, i, name, budget, why, cap)) {
+                r35a_gpu_unload_kernels(rt, loader);
+                return false;
+            }
+        }
+        /* the decode variants' split merge kernels live in the decode module */
+        for (int k = 0; family == R35A_GPU_DECODE && any && k < R35A_NUM_DECODE_MERGE_KERNELS; ++k) {
+            const char *name = r35a_decode_merge_name(k == 1 ? R35A_DTYPE_BF16 : R35A_DTYPE_F16);
+            rt->decode_merge[k] = module_function(loader, rt->modules[f], name);
+            if (!rt->decode_merge[k]) {
+                snprintf(why, cap, "kernel %s is missing from the %s code objects", name, rt->arch->arch);
                 r35a_gpu_unload_kernels(rt, loader);
                 return false;
             }

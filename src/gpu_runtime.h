@@ -17,6 +17,9 @@ struct r35a_gpu_runtime {
     void *decode[R35A_HANDLES(R35A_NUM_DECODE_VARIANTS)];
     void *generic[R35A_HANDLES(R35A_NUM_GENERIC_KERNELS)];
     void *encoder[R35A_HANDLES(R35A_NUM_ENCODER_VARIANTS)];
+    /* The decode variants' split merge kernels (r35a_decode_merge_index), from the decode module;
+     * NULL when the device's tuning has no decode variant. */
+    void *decode_merge[R35A_NUM_DECODE_MERGE_KERNELS];
     void *modules[R35A_GPU_NUM_FAMILIES];   /* the loaded module of each family (NULL: none) */
     /* NVIDIA: each decode and encoder kernel's dynamic shared memory, read from its code object at
      * load (<name>_lds_bytes of kernels/decode.hip, kernels/encoder.hip), indexed like the handles;
@@ -30,12 +33,10 @@ struct r35a_gpu_runtime {
      * argument struct. */
     uint64_t *error_host;
     uint32_t *error_device;
-    /* On stream: zeroes clear_bytes at clear first when clear_bytes > 0, then launches kernel
-     * (named name in messages) with its one by-value argument struct args and shared_bytes of dynamic
+    /* On stream: launches kernel (named name in messages) with its one by-value argument struct args and shared_bytes of dynamic
      * shared memory per workgroup. Returns R35A_OK, or the failure through r35a_fail. */
     r35a_status (*launch)(const r35a_context *ctx, void *kernel, const char *name, const uint32_t grid[3],
-                          const uint32_t block[3], void *args, uint32_t shared_bytes, void *clear, size_t clear_bytes,
-                          void *stream);
+                          const uint32_t block[3], void *args, uint32_t shared_bytes, void *stream);
     /* Unloads the modules and frees the backend state ctx->gpu (which holds this runtime). */
     void (*release)(r35a_context *ctx);
 };
@@ -47,6 +48,8 @@ r35a_status r35a_gpu_take_device_error(const r35a_gpu_runtime *rt);
 
 /* The handle of kernel `index` of `family` (NULL if it is not one of the device's). */
 void *r35a_gpu_kernel_handle(const r35a_gpu_runtime *rt, r35a_gpu_family family, int index);
+/* The handle of the split merge kernel of decode variant `index` (its dtype's), or NULL. */
+void *r35a_gpu_decode_merge_handle(const r35a_gpu_runtime *rt, int index);
 /* The dynamic shared memory kernel `index` of `family` is launched with (0: static LDS only). */
 uint32_t r35a_gpu_kernel_shared_bytes(const r35a_gpu_runtime *rt, r35a_gpu_family family, int index);
 

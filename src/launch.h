@@ -19,15 +19,17 @@ typedef enum r35a_gpu_family {
 typedef struct r35a_gpu_launch {
     r35a_gpu_family family;
     int kernel;                  /* index into the family's registry table */
+    bool split_merge;            /* decode: the split merge of variant `kernel` (decode_merge_<its dtype>,
+                                    kernels/common/decode_args.h), not the variant itself */
     void *handle;                /* the context's handle of that kernel (set when a plan is made) */
     uint32_t grid[3], block[3];  /* a 0 in grid means there is nothing to launch */
     int32_t num_row_groups;      /* decode: row groups of R rows per kv head */
     int32_t num_splits;          /* decode: KV splits; 1 for the other families */
+    int32_t min_split_tiles;     /* decode: the fewest 16-key tiles a split takes */
     int32_t max_query_len;       /* decode: the largest M it serves (capped at 8 in a mixed batch) */
     int32_t min_query_len;       /* generic paged: serves only sequences with M > this (0: all) */
     size_t workspace_bytes;      /* workspace the launch uses, from offset 0 */
     uint32_t shared_bytes;       /* dynamic shared memory per workgroup (0: the kernel's static LDS only) */
-    size_t clear_bytes;          /* workspace bytes cleared on the stream right before the launch */
 } r35a_gpu_launch;
 
 /* A launch of kernel `kernel` of family, everything else zero (one split, no workspace). */
@@ -37,8 +39,9 @@ static inline void r35a_launch_init(r35a_gpu_launch *l, r35a_gpu_family family, 
 }
 
 /* The GPU part of a plan: its launches in stream order (0 when the call has nothing to do), and the
- * portable launch that replaces them when a run's pointers miss the fast kernels' alignment. */
-#define R35A_MAX_LAUNCHES 2
+ * portable launch that replaces them when a run's pointers miss the fast kernels' alignment. At most:
+ * a decode variant, its split merge and the portable kernel of a mixed batch. */
+#define R35A_MAX_LAUNCHES 3
 typedef struct r35a_gpu_plan {
     int num_launches;
     r35a_gpu_launch launches[R35A_MAX_LAUNCHES];

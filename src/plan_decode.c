@@ -123,9 +123,12 @@ bool r35a_plan_decode(const r35a_paged_attention_desc *d, const char *arch, int 
      * for more workgroups than the device holds at once (decode_args.h). On NVIDIA a "CU" is an SM. */
     const int32_t simds = r35a_tuning_simds_per_cu(arch);
     const int cus = num_cus > 0 ? num_cus : R35A_GFX1151_DEFAULT_CUS;
+    const int forced_min_tiles = r35a_forced_decode_min_split_tiles();
+    out->min_split_tiles = forced_min_tiles > 0 ? forced_min_tiles : R35A_DECODE_MIN_TILES_PER_SPLIT;
     out->num_splits = r35a_decode_num_splits(d->num_seqs, d->num_kv_heads, best_groups, d->max_seq_len,
                                              d->max_query_len, d->window, cus,
-                                             r35a_decode_resident_wgs_per_cu(simds, v->waves, v->kw * v->dw));
+                                             r35a_decode_resident_wgs_per_cu(simds, v->waves, v->kw * v->dw),
+                                             out->min_split_tiles);
     if (r35a_tuning_is_nvidia(arch) && nv_single_split(d, best_groups, cus))
         out->num_splits = 1;
     /* measurement only (README: environment): the split count the user forces, within the kernels' limit */
@@ -141,10 +144,21 @@ bool r35a_plan_decode(const r35a_paged_attention_desc *d, const char *arch, int 
      * object's <name>_lds_bytes, read at load: gpu_runtime.h decode_shared_bytes), set by the GPU
      * entry that binds the kernel (gpu_impls.c). 0 here: static LDS only. */
     out->shared_bytes = 0;
-    /* the split-counter protocol of decode_args.h: cleared right before every launch that uses them */
-    out->clear_bytes = out->num_splits > 1 ? (size_t)r35a_decode_counters_bytes(d->num_seqs, d->num_kv_heads,
-                                                                                best_groups)
-                                           : 0;
+    return true;
+}
+
+bool r35a_plan_decode_merge(const r35a_paged_attention_desc *d, const r35a_gpu_launch *decode, r35a_gpu_launch *out)
+{
+    if (decode->num_splits <= 1)
+        return false;
+    const r35a_decode_variant *v = &r35a_decode_variants[decode->kernel];
+    *out = *decode;
+    out->split_merge = true;
+    r35a_decode_merge_grid(d->num_seqs, d->num_kv_heads, decode->num_row_groups, v->rows,
+                           d->num_q_heads / d->num_kv_heads, decode->max_query_len, v->head_size, out->grid);
+    out->block[0] = R35A_DECODE_MERGE_THREADS;
+    out->block[1] = out->block[2] = 1;
+    out->shared_bytes = 0;
     return true;
 }
 
@@ -218,6 +232,9 @@ void r35a_fill_decode_args(const r35a_paged_attention_desc *d, const r35a_paged_
     out->kv_scale_per_head = kv ? d->kv_scale_per_head : 0;
     out->k_scale = kv ? a->k_scale : NULL;
     out->v_scale = kv ? a->v_scale : NULL;
+    out->rows_per_group = r35a_decode_variants[launch->kernel].rows;
+    out->head_size = d->head_size;
+    out->min_split_tiles = launch->min_split_tiles;
 }
 
 bool r35a_decode_pointers_aligned(const r35a_paged_attention_args *a, const void *workspace, int32_t num_splits,

@@ -23,6 +23,12 @@
  * kernel of that name; num_cus is the compute-unit count the split planner fills. */
 bool r35a_plan_decode(const r35a_paged_attention_desc *desc, const char *arch, int num_cus, const char *only,
                       r35a_gpu_launch *out, char *reason, size_t reason_len);
+/* The split merge launch that follows decode launch `decode` (planned by r35a_plan_decode for desc)
+ * when it has more than one split: true and *out filled (decode_merge_<dtype>, its grid from
+ * r35a_decode_merge_grid, the decode launch's splits and workspace); false when one split needs no
+ * merge. */
+bool r35a_plan_decode_merge(const r35a_paged_attention_desc *desc, const r35a_gpu_launch *decode,
+                            r35a_gpu_launch *out);
 bool r35a_plan_generic_paged(const r35a_paged_attention_desc *desc, const char *arch, const char *only,
                              r35a_gpu_launch *out, char *reason, size_t reason_len);
 bool r35a_plan_generic_varlen(const r35a_varlen_attention_desc *desc, const char *arch, const char *only,

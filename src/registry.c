@@ -69,6 +69,14 @@ const r35a_gpu_arch *r35a_find_gpu_arch(const char *arch)
     return NULL;
 }
 
+int r35a_decode_merge_index(r35a_dtype dtype) { return dtype == R35A_DTYPE_BF16 ? 1 : 0; }
+
+const char *r35a_decode_merge_name(r35a_dtype dtype)
+{
+    static const char *const names[R35A_NUM_DECODE_MERGE_KERNELS] = {"decode_merge_f16", "decode_merge_bf16"};
+    return names[r35a_decode_merge_index(dtype)];
+}
+
 int r35a_registry_count(r35a_gpu_family family)
 {
     switch (family) {

@@ -85,6 +85,13 @@ bool r35a_tuning_is_nvidia(const char *tuning);
 /* The row of arch (a base name such as "gfx1151", without ':' features), or NULL. */
 const r35a_gpu_arch *r35a_find_gpu_arch(const char *arch);
 
+/* The split merge kernel of the decode variants of dtype (f16 or bf16): "decode_merge_f16",
+ * "decode_merge_bf16" (kernels/decode.hip; every decode code object has both). */
+const char *r35a_decode_merge_name(r35a_dtype dtype);
+#define R35A_NUM_DECODE_MERGE_KERNELS 2
+/* Index of dtype's merge kernel among the R35A_NUM_DECODE_MERGE_KERNELS (0 f16, 1 bf16). */
+int r35a_decode_merge_index(r35a_dtype dtype);
+
 /* Family-generic views of the three tables (index < r35a_registry_count(family)). */
 int r35a_registry_count(r35a_gpu_family family);
 const char *r35a_registry_name(r35a_gpu_family family, int index);

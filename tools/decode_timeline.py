@@ -3,8 +3,8 @@
 not part of the library or its tests).
 
 Needs a measurement build of the library whose decode kernels record globaltimer stamps
-(kernels/decode.hip, R35A_DECODE_TIMING): entry, loop end, exit and SM of every workgroup, and for the
-workgroup that merges the splits the ends of the merge's passes:
+(kernels/decode.hip, R35A_DECODE_TIMING): entry, loop end, exit and SM of every workgroup of the decode
+launch, and entry and exit of every workgroup of its split merge launch (decode_merge_<dtype>):
 
     cmake -S . -B build-tm -DCMAKE_BUILD_TYPE=Release -DR35A_NVIDIA_TARGETS=sm_90 -DR35A_GPU_TARGETS= \
         -DR35A_NVIDIA_EMULATION_CUBINS=OFF -DR35A_BUILD_TESTS=OFF -DR35A_KERNEL_DEFINES=R35A_DECODE_TIMING=1
@@ -12,8 +12,8 @@ workgroup that merges the splits the ends of the merge's passes:
     python3 tools/decode_timeline.py build-tm/librdna35attn.so.0 [D:G:M:B:CTX,...]
 
 f16, 8 kv heads, page 16, shuffled pages, >= 1 GiB of disjoint copies rotated (cold L2); each launch is
-timed alone with events (launch and counter clear included, so 'event' is above a graph's time) and the
-launch with the median span (first entry to last exit) is printed: min / p10 / median / max over the
+timed alone with events (both launches included, so 'event' is above a graph's time) and the call with
+the median span (first entry to last exit) is printed: min / p10 / median / max over the
 workgroups, in us. R35A_DECODE_SPLITS=n (read once per process) overrides the planner's splits.
 The figures in bench/NOTES_h200.md version 8 came from this tool.
 """
@@ -45,6 +45,9 @@ def run(lib, D, G, M, ctx, B, hkv=8, page=16, reps=7):
     pi = lib.plan_info(plan)
     grid = list(pi.grid)
     nblk = grid[0] * grid[1] * grid[2]
+    # the split merge's workgroups follow the decode grid's: at most 32 rows x 512 d / 4 / 128 threads = 32
+    # per (kv head x row group, sequence)
+    nblk += 32 * grid[1] * grid[2]
     extra = 128 * nblk
     ws = torch.zeros(pi.workspace_bytes + extra + 256, dtype=torch.uint8, device="cuda")
     wsbytes = pi.workspace_bytes + extra + 256
@@ -78,16 +81,16 @@ def run(lib, D, G, M, ctx, B, hkv=8, page=16, reps=7):
     t0 = v[:, 0].min().item()
     st = (v[:, 0] - t0).double() / 1e3; lp = (v[:, 1] - v[:, 0]).double() / 1e3; en = (v[:, 2] - t0).double() / 1e3
     tail = (v[:, 2] - v[:, 1]).double() / 1e3
-    sm = (v[:, 3] & 0xffffffff); merged = (v[:, 3] >> 32) != 0
+    sm = (v[:, 3] & 0xffffffff); merged = (v[:, 3] >> 32) != 0   # merged: a workgroup of the split merge
     q = lambda x: "%6.1f %6.1f %6.1f %6.1f" % (x.min().item(), x.quantile(0.1).item(), x.median().item(), x.max().item())
     print(f"D{D} G{G} M{M} B{B} ctx{ctx}: impl {pi.implementation.decode()} splits {pi.num_splits} grid {grid} "
           f"blocks-with-work {len(v)}; event {statistics.median(evt):.1f} us (min {min(evt):.1f}); span {span:.1f} us")
     print("   (us; min p10 median max)   start " + q(st) + " | loop " + q(lp) + " | after-loop " + q(tail) + " | end " + q(en))
     if merged.any():
-        mv = v[merged]
-        d = lambda a, b: (mv[:, a] - mv[:, b]).double() / 1e3
-        print("   merging blocks: after-loop " + q(tail[merged]) + "  end " + q(en[merged]))
-        print("     publish+elect " + q(d(7, 1)) + " | pass1 " + q(d(4, 7)) + " | pass2 " + q(d(5, 4)) + " | pass3 " + q(d(6, 5)) + " | store " + q(d(2, 6)))
+        dec = ~merged
+        print(f"   decode blocks {int(dec.sum())}: end " + q(en[dec]) + f"; split merge blocks {int(merged.sum())}: start "
+              + q(st[merged]) + " | duration " + q(en[merged] - st[merged]) + " | end " + q(en[merged]))
+        print(f"   gap from the last decode exit to the first merge entry {st[merged].min().item() - en[dec].max().item():.1f} us")
     # per SM: first start, last end, busy (sum of block durations / 2 slots)
     smend = {}; smstart = {}; smn = {}
     for i in range(len(v)):

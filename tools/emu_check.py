@@ -112,7 +112,9 @@ class DecodeArgs(ctypes.Structure):   # mirrors r35a_decode_args (checked agains
                 ("num_row_groups", ctypes.c_int32), ("num_splits", ctypes.c_int32),
                 ("num_tokens", ctypes.c_int32), ("num_pages", ctypes.c_int32), ("max_seq_len", ctypes.c_int32),
                 ("query_len_bound", ctypes.c_int32), ("scale_log2", ctypes.c_float),
-                ("logit_softcap", ctypes.c_float), ("kv_scale_per_head", ctypes.c_int32), ("reserved", ctypes.c_int32)]
+                ("logit_softcap", ctypes.c_float), ("kv_scale_per_head", ctypes.c_int32),
+                ("rows_per_group", ctypes.c_int32), ("head_size", ctypes.c_int32), ("min_split_tiles", ctypes.c_int32),
+                ("reserved", ctypes.c_int32)]
 
 
 class GenericPagedArgs(ctypes.Structure):   # mirrors r35a_generic_paged_args
@@ -183,11 +185,10 @@ class HostFormulas:
     def __init__(self, build_dir):
         fns = {  # name: (restype, argtypes)
             "r35a_decode_num_row_groups": (ctypes.c_int32, [ctypes.c_int32] * 3),
-            "r35a_decode_num_splits": (ctypes.c_int32, [ctypes.c_int32] * 8),
-            "r35a_decode_seq_splits": (ctypes.c_int32, [ctypes.c_int32, ctypes.c_int64]),
+            "r35a_decode_num_splits": (ctypes.c_int32, [ctypes.c_int32] * 9),
+            "r35a_decode_seq_splits": (ctypes.c_int32, [ctypes.c_int32, ctypes.c_int64, ctypes.c_int32]),
             "r35a_decode_resident_wgs_per_cu": (ctypes.c_int32, [ctypes.c_int32] * 3),
             "r35a_decode_workspace_bytes": (ctypes.c_int64, [ctypes.c_int32] * 6),
-            "r35a_decode_counters_bytes": (ctypes.c_int64, [ctypes.c_int32] * 3),
             "r35a_decode_block_threads": (ctypes.c_uint32, [ctypes.c_int32] * 2),
         }
         src = os.path.join(build_dir, "host_formulas.c")
@@ -200,6 +201,10 @@ class HostFormulas:
             lines.append(f"{ctype[res]} x_{name}({params}) {{ return {name}({call}); }}")
         lines.append("void x_r35a_decode_grid(int32_t a, int32_t b, int32_t c, int32_t d, uint32_t g[3]) "
                      "{ r35a_decode_grid(a, b, c, d, g); }")
+        lines.append("void x_r35a_decode_merge_grid(int32_t a, int32_t b, int32_t c, int32_t d, int32_t e, int32_t f, "
+                     "int32_t h, uint32_t g[3]) { r35a_decode_merge_grid(a, b, c, d, e, f, h, g); }")
+        lines.append("uint32_t x_merge_threads(void) { return R35A_DECODE_MERGE_THREADS; }")
+        lines.append("int32_t x_min_tiles(void) { return R35A_DECODE_MIN_TILES_PER_SPLIT; }")
         open(src, "w").write("\n".join(lines) + "\n")
         cc = shutil.which("cc") or shutil.which("gcc") or find_clang()
         subprocess.run([cc, "-std=c11", "-O2", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror",
@@ -214,6 +219,19 @@ class HostFormulas:
         g = (ctypes.c_uint32 * 3)()
         self.lib.x_r35a_decode_grid(nseq, hkv, rg, splits, g)
         return tuple(g)
+
+    def merge_grid(self, nseq, hkv, rg, R, G, M, D):
+        g = (ctypes.c_uint32 * 3)()
+        self.lib.x_r35a_decode_merge_grid(nseq, hkv, rg, R, G, M, D, g)
+        return tuple(g)
+
+    def merge_threads(self):
+        self.lib.x_merge_threads.restype = ctypes.c_uint32
+        return self.lib.x_merge_threads()
+
+    def min_tiles(self):
+        self.lib.x_min_tiles.restype = ctypes.c_int32
+        return self.lib.x_min_tiles()
 
 
 HOST = None   # HostFormulas, set in main()
@@ -583,6 +601,7 @@ def decode_args(P, v, num_splits, fast_max_m, workspace_ptr, scale, feats=None):
     a.max_seq_len = max([L for L, _, _ in P.seqs] + [0])
     a.query_len_bound = max([M for _, M, _ in P.seqs] + [0])
     a.scale_log2 = scale * LOG2E
+    a.rows_per_group, a.head_size, a.min_split_tiles = R, v["D"], HOST.min_tiles()
     return a, rg
 
 
@@ -648,13 +667,19 @@ def count_default(G_, co, dec, co_path, kv8=None):
             L, Hkv, G = 4096, 8, 4
             P = PagedProblem(mem, rng, "f16", 128, Hkv=Hkv, G=G, B=16, seqs=[(L, M)], kv8=kv8)
             rg = HOST.num_row_groups(G, M, v["R"])
-            splits = HOST.num_splits(1, Hkv, rg, L, M, 0, 40, resident_per_cu(v))   # the planner's choice for 40 CUs
+            splits = HOST.num_splits(1, Hkv, rg, L, M, 0, 40, resident_per_cu(v), HOST.min_tiles())   # the planner's, 40 CUs
             wsb = HOST.workspace_bytes(1, Hkv, rg, splits, v["R"], 128)
             ws = mem.buf(wsb, "workspace") if wsb else None
             a, rg = decode_args(P, v, splits, M, ws.ptr if ws else 0, 1 / math.sqrt(128))
             P.poison_out()
             st = G_.launch(co.kernels[v["name"]], grid=HOST.grid(1, Hkv, rg, splits),
                            block=(HOST.block_threads(v["KW"], v["DW"]),), args=[bytes(a)], count=True)
+            if splits > 1:   # the split merge, launched after it (decode_args.h): counted with it
+                sm = G_.launch(co.kernels["decode_merge_f16"], grid=HOST.merge_grid(1, Hkv, rg, v["R"], G, M, 128),
+                               block=(HOST.merge_threads(),), args=[bytes(a)], count=True)
+                st = type(st)(st.seconds + sm.seconds, st.instructions + sm.instructions,
+                              {k: st.by_class[k] + sm.by_class[k] for k in st.by_class},
+                              st.bytes_loaded + sm.bytes_loaded, st.bytes_stored + sm.bytes_stored)
             ref = P.reference(1 / math.sqrt(128))
             ok, err, msg = compare(P.out_rows(), ref, "f16", np.ones(M, dtype=bool), TOL["f16"])
             kv_bytes = L * Hkv * 128 * 2 * (1 if kv8 else 2)
@@ -665,7 +690,7 @@ def count_default(G_, co, dec, co_path, kv8=None):
             mem.close()
     print(f"\ndefault bench problem: variant {v['name']}, 1 sequence, L=4096, Hkv=8, G=4, D=128, f16, page 16"
           + (f", {kv8} KV cache" if kv8 else ""))
-    b16_splits = HOST.num_splits(16, 8, 1, 8192, 1, 0, 40, resident_per_cu(v))
+    b16_splits = HOST.num_splits(16, 8, 1, 8192, 1, 0, 40, resident_per_cu(v), HOST.min_tiles())
     pipeline_summary(co_path, v, results[0][1], 16 * 8 * b16_splits)
     for M, splits, st, est, kv, must, ok, err in results:
         c = st.by_class

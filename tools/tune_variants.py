@@ -187,6 +187,7 @@ class DecodeArgs(ctypes.Structure):   # r35a_decode_args (kernels/common/decode_
                                                 "max_query_len", "num_row_groups", "num_splits", "num_tokens",
                                                 "num_pages", "max_seq_len", "query_len_bound")]
                 + [("scale_log2", ctypes.c_float), ("logit_softcap", ctypes.c_float), ("kv_scale_per_head", ctypes.c_int32),
+                   ("rows_per_group", ctypes.c_int32), ("head_size", ctypes.c_int32), ("min_split_tiles", ctypes.c_int32),
                    ("reserved", ctypes.c_int32)])
 
 
@@ -214,8 +215,12 @@ def num_splits(seqs, hkv, groups, max_seq, max_q, cus, resident, wgs_per_cu=WGS_
     return max(1, min(want, by_len, MAX_SPLITS))
 
 
-def counters_bytes(seqs, hkv, groups):
-    return (seqs * hkv * groups * 4 + 255) // 256 * 256
+MERGE_THREADS = 128   # decode_args.h R35A_DECODE_MERGE_THREADS
+
+
+def merge_grid(seqs, hkv, groups, rows, G, M, D):
+    """decode_args.h r35a_decode_merge_grid: the split merge launched after a decode kernel with splits."""
+    return (-(-min(rows, G * M) * (D // 4) // MERGE_THREADS), hkv * groups, seqs)
 
 
 # ------------------------------------------------------------------------------------------ runtime
@@ -240,15 +245,15 @@ class Runtime:
             self.mods[path] = (m, data)
         return self.mods[path][0]
 
-    def function(self, path, name):
+    def function(self, path, name, dynamic_shared=True):
         """(function, dynamic shared memory): NVIDIA decode kernels are launched with exactly the bytes their
         layout uses (kernels/decode.hip's <name>_lds_bytes device global), their limit raised to it, as the
-        library's loader (src/gpu_runtime.c) does; 0 elsewhere (static LDS)."""
+        library's loader (src/gpu_runtime.c) does; 0 elsewhere (static LDS, the split merge)."""
         f = ctypes.c_void_p()
         if self.get(ctypes.byref(f), self.module(path), name.encode()) != 0:
             raise RuntimeError(f"no {name} in {path}")
         shared = 0
-        if self.cuda:
+        if self.cuda and dynamic_shared:
             dptr, size, value = ctypes.c_uint64(), ctypes.c_size_t(), ctypes.c_int()
             if (self.lib.cuModuleGetGlobal_v2(ctypes.byref(dptr), ctypes.byref(size), self.module(path),
                                               f"{name}_lds_bytes".encode()) != 0 or size.value != 4 or
@@ -332,7 +337,8 @@ class Shape:
                        self.ctx // page, self.B, hkv, self.G, page, 0, self.M,
                        -(-self.G * self.M // rows), splits,
                        self.B * self.M, self.npages, self.ctx, self.M,   # the bounds of the device checks
-                       (1.0 / math.sqrt(D)) * 1.4426950408889634, 0.0, 0, 0)
+                       (1.0 / math.sqrt(D)) * 1.4426950408889634, 0.0, 0,
+                       rows, D, MIN_TILES_PER_SPLIT, 0)
         return a
 
 
@@ -351,6 +357,7 @@ def unique_kernels(cands):
 
 def measure_candidate(torch, rt, path, cand, shapes, cus, wgs_per_cu=WGS_PER_CU, arch="sm_90"):
     f, shared = rt.function(path, cand["name"])
+    merge, _ = rt.function(path, "decode_merge_" + cand["name"].split("_")[1], dynamic_shared=False)   # decode_<dtype>_...
     times = []
     res = resident_per_cu(arch, cand["waves"], cand["kw"] * cand["dw"])
     for sh in shapes:
@@ -358,15 +365,16 @@ def measure_candidate(torch, rt, path, cand, shapes, cus, wgs_per_cu=WGS_PER_CU,
         splits = num_splits(sh.B, sh.hkv, groups, sh.ctx, sh.M, cus, res, wgs_per_cu, arch)
         grid = (splits, sh.hkv * groups, sh.B)
         block = 32 * cand["kw"] * cand["dw"]
-        ws_bytes = counters_bytes(sh.B, sh.hkv, groups) + sh.B * sh.hkv * groups * splits * (2 * cand["rows"] + cand["rows"] * sh.D) * 4
+        ws_bytes = sh.B * sh.hkv * groups * splits * (2 * cand["rows"] + cand["rows"] * sh.D) * 4
         ws = torch.zeros(ws_bytes // 4 + 64, dtype=torch.int32, device="cuda")
-        cb = counters_bytes(sh.B, sh.hkv, groups) // 4
         args = [sh.args(c, cand["rows"], splits, ws) for c in range(sh.copies)]
+        mgrid = merge_grid(sh.B, sh.hkv, groups, cand["rows"], sh.G, sh.M, sh.D)
 
         def call(c):
+            stream = torch.cuda.current_stream().cuda_stream
+            rt.launch(f, grid, block, args[c], stream, shared)
             if splits > 1:
-                ws[:cb].zero_()
-            rt.launch(f, grid, block, args[c], torch.cuda.current_stream().cuda_stream, shared)
+                rt.launch(merge, mgrid, MERGE_THREADS, args[c], stream, 0)
         times.append(time_graph(torch, call, sh.copies))
         if sh.M == 1 and "maxdiff" not in cand:   # the candidate's output of copy 0 against torch
             cand["maxdiff"] = sh.check(torch)

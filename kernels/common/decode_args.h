@@ -13,7 +13,9 @@
  * format (the Q/O dtype, fp8 e4m3 or int8 with scales per tensor or per kv head) is the kernel's.
  *
  * Kernels: decode_<dtype>[_<kv>]_d<D>_r<R>_kw<KW>_dw<DW>_w<waves>   (variants/variants.def,
- * R35A_DECODE_VARIANT; kv: fp8 or int8 for an 8-bit K/V cache, nothing when K and V have the dtype)
+ * R35A_DECODE_VARIANT; kv: fp8 or int8 for an 8-bit K/V cache, nothing when K and V have the dtype),
+ * and per dtype the split merge decode_merge_<dtype> (every decode code object has both), launched
+ * after a decode kernel whose plan has more than one split (see "the split merge" below).
  *
  * One workgroup per (split, kv head x row group, sequence):
  *     grid = { num_splits, num_kv_heads * num_row_groups, num_seqs },  block = { 32 * KW * DW }.
@@ -85,6 +87,11 @@ typedef struct r35a_decode_args {
     float scale_log2;                /* softmax_scale * log2(e): logits are computed in base 2 */
     float logit_softcap;             /* 0 = off; > 0: cap * tanh(s / cap), then ALiBi */
     int32_t kv_scale_per_head;       /* 8-bit KV: scales indexed by kv head (1) or not (0) */
+    /* The split records' shape (the variant's R and D: the merge kernel reads records of this many
+     * rows and floats) and the fewest tiles a split may take (r35a_decode_seq_splits). */
+    int32_t rows_per_group;
+    int32_t head_size;
+    int32_t min_split_tiles;
     int32_t reserved;
 } r35a_decode_args;
 
@@ -118,9 +125,13 @@ R35A_HD int r35a_decode_pointer_ok(const void *p) { return (uintptr_t)p % R35A_D
 /* ---- launch formulas ---- */
 
 /* Tuning constants of the split planner. */
-#define R35A_DECODE_MIN_TILES_PER_SPLIT 16  /* 256 keys: a split's partial record stays <= ~2 % of its KV bytes */
 #define R35A_DECODE_MAX_SPLITS 64
 #define R35A_DECODE_WGS_PER_CU 2           /* workgroups per CU the splits aim at (bandwidth saturation) */
+/* The fewest 16-key tiles a split takes, by default (the planner's min_split_tiles; it may ask for
+ * fewer, down to one per key group, where the batch alone leaves most of the device idle). A split
+ * costs one record (rows x D floats written, then read by the merge kernel) and a workgroup's fixed
+ * latency chain; 16 tiles (256 keys) keep the record under ~2 % of a split's KV bytes. */
+#define R35A_DECODE_MIN_TILES_PER_SPLIT 16
 /* SIMDs per compute unit, for the resident-workgroup count of an occupancy contract, come from the
  * arch table (variants/archs.tsv `simds_per_cu`): a gfx11 CU has 2 SIMD32 (a WGP, which ROCm reports
  * as one multiprocessor on RDNA, has 4); an NVIDIA SM (the planner's CU there) has 4 sub-partitions. */
@@ -136,16 +147,32 @@ R35A_HD int64_t r35a_decode_max_tiles(int32_t max_seq_len, int32_t max_query_len
     return (keys + 15) / 16 + 1; /* +1: the reached range need not start on a tile boundary */
 }
 
+/* The 16-key tiles a sequence of L keys and M query tokens reaches on the device: [tile_lo,
+ * tile_lo + ntiles), from the earliest key any of its rows sees (its window) to its last key. The
+ * one formula the decode and merge kernels share. */
+R35A_HD int32_t r35a_decode_seq_tile_lo(int32_t L, int32_t M, int32_t window) {
+    return (int32_t)(r35a_window_first_key(L - M, window) >> 4);
+}
+R35A_HD int32_t r35a_decode_seq_ntiles(int32_t L, int32_t M, int32_t window) {
+    const int32_t hi = ((L > 0 ? L : 0) + 15) >> 4, n = hi - r35a_decode_seq_tile_lo(L, M, window);
+    return n > 0 ? n : 0;
+}
+
 /* Splits one sequence really uses, on the device, from its own tile count: the planned count (the
- * grid's x, made for max_seq_len) or fewer, so that every split keeps at least
- * R35A_DECODE_MIN_TILES_PER_SPLIT tiles. Workgroups with split >= this exit at once (before the
- * arrival counter), the merge waits for this many arrivals, and with 1 the only workgroup writes O
- * directly (no workspace, no counter). A plan for a long max_seq_len thus costs short sequences
- * nothing. */
-R35A_HD int32_t r35a_decode_seq_splits(int32_t planned, int64_t tiles) {
-    int64_t by_len = tiles / R35A_DECODE_MIN_TILES_PER_SPLIT;
+ * grid's x, made for max_seq_len) or fewer, so that every split keeps at least min_tiles tiles.
+ * Workgroups with split >= this exit at once, the merge kernel merges this many records, and with 1
+ * the only workgroup writes O directly (no record). A plan for a long max_seq_len thus costs short
+ * sequences nothing. */
+R35A_HD int32_t r35a_decode_seq_splits(int32_t planned, int64_t tiles, int32_t min_tiles) {
+    int64_t by_len = tiles / (min_tiles > 0 ? min_tiles : 1);
     if (by_len < 1) by_len = 1;
     return by_len < planned ? (int32_t)by_len : planned;
+}
+
+/* Split `split` of nsplit takes tiles [first, first + count) of the sequence's ntiles (relative to
+ * its tile_lo): balanced, every split ceil or floor of ntiles / nsplit tiles. */
+R35A_HD int32_t r35a_decode_split_first_tile(int32_t split, int32_t nsplit, int32_t ntiles) {
+    return (int32_t)((int64_t)split * ntiles / nsplit);
 }
 
 /* Shared memory (LDS) a decode workgroup may use, from its occupancy contract: `waves` warps per SM
@@ -175,18 +202,18 @@ R35A_HD int32_t r35a_decode_resident_wgs_per_cu(int32_t simds_per_cu, int32_t wa
  * wgs = sequences x kv heads x row groups. Aim: R35A_DECODE_WGS_PER_CU workgroups per CU, so
  * ceil(num_cus x WGS_PER_CU / wgs) splits, but never more workgroups than the CUs hold at once
  * (num_cus x resident_per_cu: a partial second round of workgroups would leave most of the machine
- * idle while it runs), at least R35A_DECODE_MIN_TILES_PER_SPLIT tiles per split and at most
- * R35A_DECODE_MAX_SPLITS. One split (no merge, no workspace) when wgs alone fills the aim. */
+ * idle while it runs), at least min_tiles tiles per split and at most R35A_DECODE_MAX_SPLITS. One
+ * split (no merge, no workspace) when wgs alone fills the aim. */
 R35A_HD int32_t r35a_decode_num_splits(int32_t num_seqs, int32_t num_kv_heads, int32_t num_row_groups,
                                        int32_t max_seq_len, int32_t max_query_len, int32_t window,
-                                       int32_t num_cus, int32_t resident_per_cu) {
+                                       int32_t num_cus, int32_t resident_per_cu, int32_t min_tiles) {
     int64_t wgs = (int64_t)num_seqs * num_kv_heads * num_row_groups;
     if (wgs <= 0) return 1;
     int64_t target = (int64_t)num_cus * R35A_DECODE_WGS_PER_CU;
     int64_t cap = (int64_t)num_cus * (resident_per_cu > R35A_DECODE_WGS_PER_CU ? resident_per_cu : R35A_DECODE_WGS_PER_CU);
     int64_t want = (target + wgs - 1) / wgs;
     if (want * wgs > cap) want = cap / wgs;
-    int64_t by_len = r35a_decode_max_tiles(max_seq_len, max_query_len, window) / R35A_DECODE_MIN_TILES_PER_SPLIT;
+    int64_t by_len = r35a_decode_max_tiles(max_seq_len, max_query_len, window) / (min_tiles > 0 ? min_tiles : 1);
     if (want > by_len) want = by_len;
     if (want > R35A_DECODE_MAX_SPLITS) want = R35A_DECODE_MAX_SPLITS;
     if (want < 1) want = 1;
@@ -202,35 +229,46 @@ R35A_HD void r35a_decode_grid(int32_t num_seqs, int32_t num_kv_heads, int32_t nu
 
 R35A_HD uint32_t r35a_decode_block_threads(int32_t kw, int32_t dw) { return 32u * (uint32_t)kw * (uint32_t)dw; }
 
+/* ---- the split merge: a second launch (only when num_splits > 1) ----
+ * With more than one planned split, every workgroup of a sequence that uses several (its
+ * r35a_decode_seq_splits) writes its partial record to the workspace and exits; the merge kernel
+ * (decode_merge_<dtype>, kernels/decode.hip), launched right after on the same stream with the same
+ * argument struct, combines each row's records and writes O. One thread per 4 consecutive d of a
+ * row, all rows and d of all (sequence, kv head, row group) at once: the merge is as parallel as the
+ * output, and it needs no arrival counters (so no clear before the launch, no atomics, no fences).
+ * Its grid is host-known: x covers the rows a row group can hold (min(R, G x max_query_len)) x D / 4
+ * in blocks of R35A_DECODE_MERGE_THREADS; y and z are the decode grid's. Sequences that use one
+ * split (written directly by the decode kernel), that the decode launch skips (M = 0 or M above its
+ * max_query_len) or whose metadata fails its check exit at once. */
+#define R35A_DECODE_MERGE_THREADS 128
+R35A_HD void r35a_decode_merge_grid(int32_t num_seqs, int32_t num_kv_heads, int32_t num_row_groups,
+                                    int32_t rows_per_group, int32_t group_size, int32_t max_query_len,
+                                    int32_t head_size, uint32_t grid[3]) {
+    const int64_t rows = (int64_t)group_size * max_query_len < rows_per_group ? (int64_t)group_size * max_query_len
+                                                                             : rows_per_group;
+    const int64_t items = rows * (head_size / 4);
+    grid[0] = (uint32_t)((items + R35A_DECODE_MERGE_THREADS - 1) / R35A_DECODE_MERGE_THREADS);
+    grid[1] = (uint32_t)num_kv_heads * (uint32_t)num_row_groups;
+    grid[2] = (uint32_t)num_seqs;
+}
+
 /* ---- workspace (only when num_splits > 1; else 0 bytes and args.workspace may be NULL) ----
- *   [0, counters_bytes)   uint32 arrival counter per (sequence, kv head, row group), index
- *                         s * num_kv_heads * num_row_groups + (g * num_row_groups + rg);
- *   [records_offset, ...) one partial record per (sequence, kv head, row group, split), index
- *                         ((s * num_kv_heads * num_row_groups) + g * num_row_groups + rg) * num_splits + split
- *                         (a sequence that uses fewer splits, r35a_decode_seq_splits(), uses the first ones),
- *                         each r35a_decode_record_floats() floats: m[R], l[R] (base-2 running max
- *                         and sum of each row) then the R x D unnormalized f32 accumulator in the
- *                         fragment header's native layout.
- * Counter protocol (the one place it is decided): the library clears the counter region on the
- * caller's stream right before every launch that uses it (num_splits > 1), so the caller's
- * workspace needs no initialization and may be shared with other work between runs. The kernel's
- * last workgroup of a group also wraps its counter back to 0 with the same atomic that elects it
- * (at the sequence's own split count); that keeps a completed run's counters clean but is not relied
- * on. A launch with one split uses no workspace and no clear; a sequence that uses one split of
- * several planned touches neither its counter nor its records. */
+ * One partial record per (sequence, kv head, row group, split), index
+ *     ((s * num_kv_heads * num_row_groups) + g * num_row_groups + rg) * num_splits + split
+ * (a sequence that uses fewer splits, r35a_decode_seq_splits(), uses the first ones), each
+ * r35a_decode_record_floats() floats: m[R], l[R] (each row's base-2 running max and sum over the
+ * split's keys), then the R x D unnormalized f32 accumulator, row-major in natural d order and
+ * already multiplied by the V scale of an 8-bit cache (the merge kernel needs no fragment layout and
+ * no scale). Only the rows that exist are written and read. The workspace needs no initialization
+ * and may be shared with other work between runs: a run writes every record it reads. */
 R35A_HD int64_t r35a_decode_record_floats(int32_t rows_per_group, int32_t head_size) {
     return 2 * (int64_t)rows_per_group + (int64_t)rows_per_group * head_size;
-}
-R35A_HD int64_t r35a_decode_counters_bytes(int32_t num_seqs, int32_t num_kv_heads, int32_t num_row_groups) {
-    int64_t b = (int64_t)num_seqs * num_kv_heads * num_row_groups * 4;
-    return (b + 255) / 256 * 256;
 }
 R35A_HD int64_t r35a_decode_workspace_bytes(int32_t num_seqs, int32_t num_kv_heads, int32_t num_row_groups,
                                             int32_t num_splits, int32_t rows_per_group, int32_t head_size) {
     if (num_splits <= 1) return 0;
-    return r35a_decode_counters_bytes(num_seqs, num_kv_heads, num_row_groups) +
-           (int64_t)num_seqs * num_kv_heads * num_row_groups * num_splits *
-               r35a_decode_record_floats(rows_per_group, head_size) * 4;
+    return (int64_t)num_seqs * num_kv_heads * num_row_groups * num_splits *
+           r35a_decode_record_floats(rows_per_group, head_size) * 4;
 }
 
 #ifdef __cplusplus

@@ -73,7 +73,7 @@ static void dev_download(void *user, void *host, const void *buffer, size_t byte
     check_cu(g_cu.MemcpyDtoH(host, (cuda_dl_ptr)(uintptr_t)buffer, bytes), "cuMemcpyDtoH");
 }
 
-/* Workspace: garbage, as a caller's scratch would hold (the backend must clear its counters). */
+/* Workspace: garbage, as a caller's scratch would hold (a run must write every record it reads). */
 static void *dev_alloc(void *user, size_t bytes)
 {
     (void)user;
@@ -708,7 +708,7 @@ static bool graph_case(r35a_context *ctx, const char *arch, int index)
         check_cu(g_cu.MemcpyHtoD((cuda_dl_ptr)(uintptr_t)dbt, p->block_table, sizeof(int32_t) * p->bt_entries),
                  "HtoD block_table");
         check_cu(g_cu.CtxSynchronize(), "cuCtxSynchronize");
-        for (int rep = 0; rep < 2; ++rep)   /* twice: the split counters must be back at zero */
+        for (int rep = 0; rep < 2; ++rep)   /* twice: the second replay finds the first one's records */
             check_cu(g_cu.GraphLaunch(exec, g_stream), "cuGraphLaunch");
         if (dev_sync(NULL, g_stream) != 0) {
             ok = false;

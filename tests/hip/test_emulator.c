@@ -14,15 +14,16 @@
  * Beyond the output, each case checks what the library did: the plan's implementation (the planner
  * must choose the variant the case is sized for), its grid, block, split count and workspace against
  * the formulas of kernels/common for the device's real CU count (the stand-in reports WGPs, as ROCm
- * does on RDNA: 20 on a 40-CU Radeon 8060S), and the launches and memsets the stand-in recorded:
- * the split counters cleared on the caller's stream before a split launch, the two launches of a
- * mixed batch, the portable kernel alone for misaligned pointers. At the end every gfx1151 kernel of
- * variants.def of the families run must have been executed at least once.
+ * does on RDNA: 20 on a 40-CU Radeon 8060S), and the launches the stand-in recorded (no memset at
+ * all): a split launch followed by its split merge (decode_merge_<dtype>, its grid by the formula),
+ * the generic launch of a mixed batch, the portable kernel alone for misaligned pointers. At the end
+ * every gfx1151 kernel of variants.def of the families run, and both split merges, must have been
+ * executed at least once.
  *
  *   decode   per 16-bit decode variant: partial last pages with L = 0 and L = 1 sequences, a window
  *            over garbage block-table entries with padded strides and sinks, split-KV with the
- *            workspace reused (two problems of one plan on one workspace: the counters must be zero
- *            after each), the same with softcap + ALiBi + sinks (decode_features), two
+ *            workspace reused (two problems of one plan on one workspace: the second run finds the
+ *            first's records), the same with softcap + ALiBi + sinks (decode_features), two
  *            row groups (R = 32), L == M, a mixed batch; misaligned K for some; pages beyond 2^32
  *            elements for D = 128; split counts that differ between the two reported CU counts
  *            for two variants. The stand-in reports 20 (a Radeon 8060S's WGPs) and then 40 units:
@@ -139,7 +140,7 @@ static void check_hip(int e, const char *what)
  * Exactly sized allocations. Two test-only twists, both set around one case:
  *   g_misalign_host: the upload of that host buffer returns a pointer `g_misalign_bytes` past a
  *     16-byte boundary (the allocation is that much larger, the tail is what the kernel may use);
- *   g_keep_workspace: the workspace outlives the run (its counters are read afterwards), and the
+ *   g_keep_workspace: the workspace outlives the run, and the
  *     next run of the same size gets it back as the previous run left it (a plan reused on one
  *     workspace). */
 
@@ -318,9 +319,12 @@ static const struct {
 #undef R35A_GENERIC_KERNEL
 };
 
+/* the split merges (kernels/decode.hip): every decode code object has both */
+static const char *const k_merge[] = {"decode_merge_f16", "decode_merge_bf16"};
+
 #define ARCH "gfx1151"
 #define NUM_KERNELS (sizeof k_decode / sizeof *k_decode + sizeof k_encoder / sizeof *k_encoder + \
-                     sizeof k_generic / sizeof *k_generic)
+                     sizeof k_generic / sizeof *k_generic + sizeof k_merge / sizeof *k_merge)
 
 /* Kernels the stand-in has launched (and the emulator has run) so far. */
 static const char *g_executed[NUM_KERNELS];
@@ -340,6 +344,9 @@ static void note_executed(const char *name)
     for (size_t i = 0; i < sizeof k_generic / sizeof *k_generic; ++i)
         if (strcmp(k_generic[i].name, name) == 0)
             g_executed[g_num_executed++] = k_generic[i].name;
+    for (size_t i = 0; i < sizeof k_merge / sizeof *k_merge; ++i)
+        if (strcmp(k_merge[i], name) == 0)
+            g_executed[g_num_executed++] = k_merge[i];
 }
 
 static bool was_executed(const char *name)
@@ -428,7 +435,8 @@ static bool check_decode_plan(const char *label, const r35a_plan_info *info, con
     const int32_t row_groups = decode_row_groups(d, v->rows);
     const int32_t splits = r35a_decode_num_splits(d->num_seqs, d->num_kv_heads, row_groups, d->max_seq_len, mql,
                                                   d->window, real_cus,
-                                                  r35a_decode_resident_wgs_per_cu(SIMDS_PER_CU, v->waves, v->kw * v->dw));
+                                                  r35a_decode_resident_wgs_per_cu(SIMDS_PER_CU, v->waves, v->kw * v->dw),
+                                                  R35A_DECODE_MIN_TILES_PER_SPLIT);
     uint32_t grid[3];
     r35a_decode_grid(d->num_seqs, d->num_kv_heads, row_groups, splits, grid);
     const int64_t ws = r35a_decode_workspace_bytes(d->num_seqs, d->num_kv_heads, row_groups, splits, v->rows,
@@ -472,11 +480,12 @@ static bool check_encoder_plan(const char *label, const r35a_plan_info *info, co
 
 /* ---- what the library launched ---- */
 
-/* The recorded calls must be `order` ("M" memset, "L" launch) with launch i of kernel prefix
- * kernels[i], all on the test's stream; the first launch's grid and block are the plan's unless it
- * is a fallback; a memset clears the workspace's split counters. Marks the kernels as executed. */
-static bool check_records(const char *label, const char *order, const char *const kernels[2],
-                          const r35a_plan_info *info, bool fallback, int64_t counters_bytes)
+/* The recorded calls must be `order` ("M" memset, "L" launch: the library issues no memset) with
+ * launch i of kernel prefix kernels[i], all on the test's stream; the first launch's grid and block
+ * are the plan's unless it is a fallback, a decode split merge's are its formula's (merge_grid).
+ * Marks the kernels as executed. */
+static bool check_records(const char *label, const char *order, const char *const kernels[3],
+                          const r35a_plan_info *info, bool fallback, const uint32_t merge_grid[3])
 {
     bool ok = strcmp(hip.call_order(), order) == 0;
     if (!ok)
@@ -493,39 +502,13 @@ static bool check_records(const char *label, const char *order, const char *cons
             const uint32_t grid[3] = {l->grid[0], l->grid[1], l->grid[2]};
             ok = same_launch_shape(label, "launch", grid, info->grid, l->block[0], info->block[0]);
         }
+        if (ok && strncmp(l->kernel, "decode_merge_", 13) == 0) {
+            const uint32_t grid[3] = {l->grid[0], l->grid[1], l->grid[2]};
+            ok = same_launch_shape(label, "split merge launch", grid, merge_grid, l->block[0], R35A_DECODE_MERGE_THREADS);
+        }
         if (ok)
             note_executed(l->kernel);
     }
-    for (int i = 0; ok && i < hip.num_memsets(); ++i) {
-        const fake_memset *m = hip.memset(i);
-        if (m->dst != g_workspace || m->value != 0 || (int64_t)m->bytes != counters_bytes || m->stream != g_stream) {
-            printf("FAIL %s: memset of %zu B to %d at %p on %p; the counters are %lld B at the workspace %p on %p\n",
-                   label, m->bytes, m->value, m->dst, m->stream, (long long)counters_bytes, g_workspace, g_stream);
-            ok = false;
-        }
-    }
-    return ok;
-}
-
-/* The split counters (the workspace's first counters_bytes) must be zero after a run: the kernels
- * leave them so. */
-static bool counters_zero(const char *label, int64_t counters_bytes)
-{
-    if (counters_bytes <= 0 || !g_workspace)
-        return true;
-    unsigned char *copy = malloc((size_t)counters_bytes);
-    if (!copy)
-        return false;
-    dev_download(NULL, copy, g_workspace, (size_t)counters_bytes);
-    bool ok = true;
-    for (int64_t i = 0; i < counters_bytes; ++i)
-        if (copy[i] != 0) {
-            printf("FAIL %s: split counter byte %lld is 0x%02x after the run (the kernels must leave them 0)\n",
-                   label, (long long)i, copy[i]);
-            ok = false;
-            break;
-        }
-    free(copy);
     return ok;
 }
 
@@ -575,46 +558,82 @@ static void print_failure_context(const char *label, const char *what, const cha
            (unsigned long long)tu_seed(), strchr(label, '/') ? strchr(label, '/') + 1 : label);
 }
 
-/* The records a paged run must leave, from its plan and the case. */
+/* The records a paged run must leave, from its plan and the case: a decode plan launches its
+ * variant, then its split merge (decode_merge_<dtype>, exactly when it has more than one split),
+ * then the generic kernel of a mixed batch (implementation "decode_...[+decode_merge_...][+generic_...]");
+ * merge_grid gets the split merge's grid by decode_args.h's formula. */
 static void expected_paged_records(const r35a_plan_info *info, const r35a_paged_attention_desc *d, bool fallback,
-                                   char order[8], const char *kernels[2], char fallback_name[64],
-                                   int64_t *counters_bytes)
+                                   char order[8], const char *kernels[3], char fallback_name[64],
+                                   uint32_t merge_grid[3])
 {
-    *counters_bytes = 0;
     order[0] = '\0';
-    static char decode_name[128], second[128];
+    memset(merge_grid, 0, 3 * sizeof(uint32_t));
+    static char names[3][128];
     if (fallback) {
         snprintf(fallback_name, 64, "generic_paged_%s_", d->dtype == R35A_DTYPE_BF16 ? "bf16" : "f16");
         kernels[0] = fallback_name;
         strcat(order, d->num_tokens > 0 ? "L" : "");
         return;
     }
-    snprintf(decode_name, sizeof decode_name, "%s", info->implementation);
-    char *plus = strchr(decode_name, '+');
-    if (plus) {
-        *plus = '\0';
-        snprintf(second, sizeof second, "%s", plus + 1);
+    int nn = 0;
+    for (const char *p = info->implementation; nn < 3 && *p;) {
+        const char *plus = strchr(p, '+');
+        size_t len = plus ? (size_t)(plus - p) : strlen(p);
+        const size_t keep = len < sizeof names[0] - 1 ? len : sizeof names[0] - 1;
+        memcpy(names[nn], p, keep);
+        names[nn++][keep] = '\0';
+        p += len + (plus ? 1 : 0);
     }
-    if (strncmp(decode_name, "decode_", 7) != 0) { /* a generic plan: one launch */
-        kernels[0] = decode_name;
+    if (strncmp(names[0], "decode_", 7) != 0) { /* a generic plan: one launch */
+        kernels[0] = names[0];
         strcat(order, info->grid[0] ? "L" : "");
         return;
     }
+    /* the decode plan's launches: the variant, its merge with splits, the generic kernel last */
+    static char expected[3][128];
+    const bool merge = info->num_splits > 1, generic = strncmp(names[nn - 1], "generic_", 8) == 0;
+    snprintf(expected[0], sizeof expected[0], "%s", names[0]);
+    snprintf(expected[1], sizeof expected[1], "%s", d->dtype == R35A_DTYPE_BF16 ? "decode_merge_bf16" : "decode_merge_f16");
+    snprintf(expected[2], sizeof expected[2], "%s", generic ? names[nn - 1] : "");
+    const decode_variant *v = decode_variant_named(names[0], strlen(names[0]));
+    if (merge && v) {
+        const int32_t mql = d->max_query_len < R35A_DECODE_MAX_QUERY_LEN ? d->max_query_len : R35A_DECODE_MAX_QUERY_LEN;
+        r35a_decode_merge_grid(d->num_seqs, d->num_kv_heads, decode_row_groups(d, v->rows), v->rows,
+                               d->num_q_heads / d->num_kv_heads, mql, v->head, merge_grid);
+    }
     int n = 0;
-    if (info->grid[0] && info->grid[1] && info->grid[2]) {
-        if (info->num_splits > 1) {
-            const decode_variant *v = decode_variant_named(decode_name, strlen(decode_name));
-            if (v)
-                *counters_bytes = r35a_decode_counters_bytes(d->num_seqs, d->num_kv_heads, decode_row_groups(d, v->rows));
-            strcat(order, "M");
-        }
-        strcat(order, "L");
-        kernels[n++] = decode_name;
+    if (info->grid[0] && info->grid[1] && info->grid[2] && d->num_tokens > 0) {
+        strcat(order, merge ? "LL" : "L");
+        kernels[n++] = expected[0];
+        if (merge)
+            kernels[n++] = expected[1];
     }
-    if (plus) {
+    if (generic) {
         strcat(order, "L");
-        kernels[n++] = second;
+        kernels[n++] = expected[2];
     }
+}
+
+/* The plan's implementation names its launches: the decode variant, then decode_merge_<dtype>
+ * exactly when it has more than one split, then the generic kernel of a mixed batch. */
+static bool check_decode_implementation(const char *label, const r35a_plan_info *info, const r35a_paged_attention_desc *d,
+                                        bool mixed)
+{
+    char want[sizeof info->implementation + 64] = "";
+    const char *plus = strchr(info->implementation, '+');
+    const size_t len = plus ? (size_t)(plus - info->implementation) : strlen(info->implementation);
+    const char *last = strrchr(info->implementation, '+');
+    memcpy(want, info->implementation, len);
+    want[len] = '\0';
+    if (info->num_splits > 1)
+        strcat(want, d->dtype == R35A_DTYPE_BF16 ? "+decode_merge_bf16" : "+decode_merge_f16");
+    if (mixed && last)
+        strcat(want, last);
+    if (strcmp(want, info->implementation) == 0)
+        return true;
+    printf("FAIL %s: the plan's implementation is %s, with %d splits%s it should be %s\n", label, info->implementation,
+           info->num_splits, mixed ? " in a mixed batch" : "", want);
+    return false;
 }
 
 static bool run_paged(const paged_spec *spec, const char *group, int index, const case_opts *o)
@@ -661,7 +680,9 @@ static bool run_paged(const paged_spec *spec, const char *group, int index, cons
     g_last_info = info;
     if (ok)
         ok = strncmp(info.implementation, "decode_", 7) == 0
-                 ? check_decode_plan(label, &info, &p[0].desc)
+                 ? check_decode_plan(label, &info, &p[0].desc) &&
+                       check_decode_implementation(label, &info, &p[0].desc,
+                                                   p[0].desc.max_query_len > R35A_DECODE_MAX_QUERY_LEN)
                  : check_generic_plan(label, &info, p[0].desc.num_tokens, p[0].desc.num_q_heads);
     if (g_plan_only) {
         char plan_group[64];
@@ -678,7 +699,7 @@ static bool run_paged(const paged_spec *spec, const char *group, int index, cons
     }
 
     const int errors_before = hip.emulator_errors();
-    g_keep_workspace = true; /* for the counter check after each run, and the second run's reuse */
+    g_keep_workspace = true; /* for the second run's reuse (the records it finds are the first run's) */
     double worst = 0.0;
     for (int r = 0; runnable && r < runs; ++r) {
         char run_label[176];
@@ -692,11 +713,10 @@ static bool run_paged(const paged_spec *spec, const char *group, int index, cons
         if (tu_last_error() > worst)
             worst = tu_last_error();
         char order[8], fallback_name[64];
-        const char *kernels[2] = {"", ""};
-        int64_t counters = 0;
-        expected_paged_records(&info, &p[r].desc, o->misalign_k, order, kernels, fallback_name, &counters);
-        ok = check_records(run_label, order, kernels, &info, o->misalign_k, counters) && ok;
-        ok = counters_zero(run_label, counters) && ok;
+        const char *kernels[3] = {"", "", ""};
+        uint32_t merge_grid[3];
+        expected_paged_records(&info, &p[r].desc, o->misalign_k, order, kernels, fallback_name, merge_grid);
+        ok = check_records(run_label, order, kernels, &info, o->misalign_k, merge_grid) && ok;
     }
     release_kept_workspace();
     memset(&g_big, 0, sizeof g_big);
@@ -766,9 +786,10 @@ static bool run_varlen(const varlen_spec *spec, const char *group, int index, co
         char fallback_name[64];
         snprintf(fallback_name, sizeof fallback_name, "generic_varlen_%s_",
                  spec->dtype == R35A_DTYPE_BF16 ? "bf16" : "f16");
-        const char *kernels[2] = {o->misalign_k ? fallback_name : info.implementation, ""};
+        const char *kernels[3] = {o->misalign_k ? fallback_name : info.implementation, "", ""};
         const bool launches = o->misalign_k ? p.num_tokens > 0 : info.grid[0] > 0;
-        ok = check_records(label, launches ? "L" : "", kernels, &info, o->misalign_k, 0) && ok;
+        const uint32_t no_merge[3] = {0, 0, 0};
+        ok = check_records(label, launches ? "L" : "", kernels, &info, o->misalign_k, no_merge) && ok;
     }
     if (hip.emulator_errors() != errors_before || hip.emulator_pending() != 0) {
         printf("FAIL %s: %d emulator errors, %d operations left queued (last error: %s)\n", label,
@@ -1329,6 +1350,11 @@ static int check_coverage(const char *only)
         if (family_selected(only, decode_family(&k_decode[i])) && strcmp(k_decode[i].arch, ARCH) == 0 &&
             !was_executed(k_decode[i].name)) {
             printf("FAIL: decode variant %s was never executed\n", k_decode[i].name);
+            ++missing;
+        }
+    for (size_t i = 0; i < sizeof k_merge / sizeof *k_merge; ++i)
+        if ((family_selected(only, "decode") || family_selected(only, "decode8")) && !was_executed(k_merge[i])) {
+            printf("FAIL: split merge %s was never executed\n", k_merge[i]);
             ++missing;
         }
     for (size_t i = 0; i < sizeof k_generic / sizeof *k_generic; ++i)

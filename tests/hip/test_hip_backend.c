@@ -250,14 +250,14 @@ static void test_gpu_decode_plan_and_run(void **state)
     r35a_paged_attention_desc_init(&d, R35A_DTYPE_F16, 1, 1, 1, 4096, 32, 8, 128, 16, 256);
     r35a_plan *plan = plan_paged(ctx, &d, R35A_OK);
     r35a_plan_info pi = plan_info_of(plan);
-    assert_string_equal(pi.implementation, "decode_f16_d128_r16_kw2_dw2_w6");
+    assert_string_equal(pi.implementation, "decode_f16_d128_r16_kw2_dw2_w6+decode_merge_f16");
     assert_string_equal(pi.fallback_reason, "");
     assert_int_equal(pi.num_splits, 10);
     assert_int_equal(pi.grid[0], 10);
     assert_int_equal(pi.grid[1], 8);
     assert_int_equal(pi.grid[2], 1);
     assert_int_equal(pi.block[0], 128);
-    assert_int_equal(pi.workspace_bytes, 256 + 80 * 2080 * 4);
+    assert_int_equal(pi.workspace_bytes, 80 * 2080 * 4);
 
     /* Too small a workspace is refused before anything is launched. */
     fake.reset();
@@ -267,12 +267,7 @@ static void test_gpu_decode_plan_and_run(void **state)
     assert_int_equal(fake.num_launches(), 0);
 
     assert_int_equal(r35a_paged_attention_run(ctx, plan, &a, ws_buf, sizeof ws_buf, &stream_token), R35A_OK);
-    assert_string_equal(fake.order(), "ML"); /* counters cleared, then the kernel, on one stream */
-    const fake_memset *m = fake.memset(0);
-    assert_ptr_equal(m->dst, ws_buf);
-    assert_int_equal(m->value, 0);
-    assert_int_equal(m->bytes, 256);
-    assert_ptr_equal(m->stream, &stream_token);
+    assert_string_equal(fake.order(), "LL"); /* the kernel, then its split merge, on one stream; no memset */
     const fake_launch *l = fake.launch(0);
     assert_string_equal(l->kernel, "decode_f16_d128_r16_kw2_dw2_w6");
     assert_memory_equal(l->grid, pi.grid, sizeof pi.grid);
@@ -289,6 +284,20 @@ static void test_gpu_decode_plan_and_run(void **state)
     assert_int_equal(ka.group_size, 4);
     assert_int_equal(ka.num_row_groups, 1);
     assert_int_equal(ka.page_size, 16);
+    assert_int_equal(ka.rows_per_group, 16);
+    assert_int_equal(ka.head_size, 128);
+    assert_int_equal(ka.min_split_tiles, 16);
+    /* the merge: the same argument struct, 4 rows x 128 d / 4 = 128 threads per kv head */
+    const fake_launch *merge = fake.launch(1);
+    assert_string_equal(merge->kernel, "decode_merge_f16");
+    assert_int_equal(merge->grid[0], 1);
+    assert_int_equal(merge->grid[1], 8);
+    assert_int_equal(merge->grid[2], 1);
+    assert_int_equal(merge->block[0], 128);
+    assert_int_equal(merge->shared_bytes, 0);
+    assert_ptr_equal(merge->stream, &stream_token);
+    assert_int_equal(merge->args_size, sizeof(r35a_decode_args));
+    assert_memory_equal(merge->args, l->args, sizeof(r35a_decode_args));
 
     /* A Q pointer off 16-byte alignment: the generic kernel serves this run, no workspace used. */
     fake.reset();
@@ -333,7 +342,10 @@ static void expect_decode_features(r35a_context *ctx, const r35a_paged_attention
 {
     r35a_plan *plan = plan_paged(ctx, d, R35A_OK);
     r35a_plan_info pi = plan_info_of(plan);
-    assert_string_equal(pi.implementation, kernel);
+    char implementation[160];
+    snprintf(implementation, sizeof implementation, "%s+decode_merge_%s", kernel,
+             d->dtype == R35A_DTYPE_BF16 ? "bf16" : "f16");
+    assert_string_equal(pi.implementation, implementation);
     assert_string_equal(pi.fallback_reason, "");
     fake.reset();
     r35a_paged_attention_args a = paged_args();
@@ -346,8 +358,10 @@ static void expect_decode_features(r35a_context *ctx, const r35a_paged_attention
         a.v_scale = scales[1];
     }
     assert_int_equal(r35a_paged_attention_run(ctx, plan, &a, ws_buf, sizeof ws_buf, &stream_token), R35A_OK);
-    const fake_launch *l = fake.launch(fake.num_launches() - 1);
+    const fake_launch *l = fake.launch(0);   /* then its split merge (2 x 8 workgroups want splits) */
     assert_string_equal(l->kernel, kernel);
+    assert_int_equal(fake.num_launches(), 2);
+    assert_string_equal(fake.launch(1)->kernel, d->dtype == R35A_DTYPE_BF16 ? "decode_merge_bf16" : "decode_merge_f16");
     r35a_decode_args ka;
     memcpy(&ka, l->args, sizeof ka);
     assert_true(ka.logit_softcap == d->logit_softcap);
@@ -387,7 +401,8 @@ static void test_gpu_decode_features(void **state)
     mixed.kv_dtype = R35A_DTYPE_FP8_E4M3;
     mixed.use_sinks = 1;
     r35a_plan *plan = plan_paged(ctx, &mixed, R35A_OK);
-    assert_string_equal(plan_info_of(plan).implementation, "decode_f16_fp8_d128_r32_kw1_dw4_w8+generic_paged_f16_dmax256");
+    assert_string_equal(plan_info_of(plan).implementation,
+                        "decode_f16_fp8_d128_r32_kw1_dw4_w8+decode_merge_f16+generic_paged_f16_dmax256");
     r35a_plan_destroy(plan);
     r35a_context_destroy(ctx);
 }
@@ -518,24 +533,23 @@ static void test_gpu_mixed_batch(void **state)
     r35a_paged_attention_desc_init(&d, R35A_DTYPE_F16, 2, 13, 12, 4096, 32, 8, 128, 16, 512);
     r35a_plan *plan = plan_paged(ctx, &d, R35A_OK);
     r35a_plan_info pi = plan_info_of(plan);
-    assert_string_equal(pi.implementation, "decode_f16_d128_r32_kw1_dw4_w8+generic_paged_f16_dmax256");
+    assert_string_equal(pi.implementation, "decode_f16_d128_r32_kw1_dw4_w8+decode_merge_f16+generic_paged_f16_dmax256");
     assert_string_equal(pi.fallback_reason, "decode: max_query_len 12 > 8: the sequences with M > 8 run on "
-                                            "generic_paged_f16_dmax256 in a second launch");
+                                            "generic_paged_f16_dmax256 in a separate launch");
     assert_int_equal(pi.num_splits, 5);
     assert_int_equal(pi.grid[0], 5);
     assert_int_equal(pi.grid[1], 8);
     assert_int_equal(pi.grid[2], 2);
     assert_int_equal(pi.block[0], 128);
-    assert_int_equal(pi.workspace_bytes, 256 + 80 * 4160 * 4);
+    assert_int_equal(pi.workspace_bytes, 80 * 4160 * 4);
 
     fake.reset();
     r35a_paged_attention_args a = paged_args();
     assert_int_equal(r35a_paged_attention_run(ctx, plan, &a, ws_buf, sizeof ws_buf, &stream_token), R35A_OK);
-    /* Counters cleared, decode, generic: one stream, nothing read back (the stand-in has no copy). */
-    assert_string_equal(fake.order(), "MLL");
-    assert_ptr_equal(fake.memset(0)->dst, ws_buf);
-    assert_int_equal(fake.memset(0)->bytes, 256);
-    assert_ptr_equal(fake.memset(0)->stream, &stream_token);
+    /* Decode, its split merge, generic: one stream, nothing read back (the stand-in has no copy). */
+    assert_string_equal(fake.order(), "LLL");
+    assert_string_equal(fake.launch(1)->kernel, "decode_merge_f16");
+    assert_ptr_equal(fake.launch(1)->stream, &stream_token);
 
     const fake_launch *l = fake.launch(0);
     assert_string_equal(l->kernel, "decode_f16_d128_r32_kw1_dw4_w8");
@@ -554,7 +568,7 @@ static void test_gpu_mixed_batch(void **state)
     assert_ptr_equal(ka.q, q_buf);
     assert_ptr_equal(ka.query_start_loc, meta + 1024);
 
-    l = fake.launch(1);
+    l = fake.launch(2);
     assert_string_equal(l->kernel, "generic_paged_f16_dmax256");
     assert_int_equal(l->grid[0], 13);
     assert_int_equal(l->grid[1], 32);
@@ -654,7 +668,7 @@ static void test_gpu_device_error_record(void **state)
     r35a_paged_attention_args aligned = paged_args();
     fake.reset();
     assert_int_equal(r35a_paged_attention_run(ctx, mixed_plan, &aligned, ws_buf, sizeof ws_buf, NULL), R35A_OK);
-    assert_int_equal(fake.num_launches(), 2);
+    assert_int_equal(fake.num_launches(), 3);   /* decode, its split merge, generic */
     r35a_decode_args da;
     memcpy(&da, fake.launch(0)->args, sizeof da);
     assert_ptr_equal(da.error, rec->device);
@@ -663,7 +677,7 @@ static void test_gpu_device_error_record(void **state)
     assert_int_equal(da.num_tokens, 13);
     assert_int_equal(da.num_pages, 512);
     assert_int_equal(da.max_seq_len, 4096);
-    memcpy(&ga, fake.launch(1)->args, sizeof ga);
+    memcpy(&ga, fake.launch(2)->args, sizeof ga);
     assert_ptr_equal(ga.error, rec->device);
     assert_int_equal(ga.max_query_len, 12);
     r35a_plan_destroy(mixed_plan);
@@ -921,7 +935,9 @@ static void test_force_variant(void **state)
     r35a_paged_attention_desc d;
     r35a_paged_attention_desc_init(&d, R35A_DTYPE_F16, 1, 1, 1, 4096, 32, 8, 128, 16, 256);
     r35a_plan *plan = plan_paged(ctx, &d, R35A_OK);
-    assert_string_equal(plan_info_of(plan).implementation, getenv("R35A_FORCE"));
+    char expected[128];
+    snprintf(expected, sizeof expected, "%s+decode_merge_f16", getenv("R35A_FORCE"));   /* with splits */
+    assert_string_equal(plan_info_of(plan).implementation, expected);
     r35a_plan_destroy(plan);
     /* A shape the forced variant cannot serve is refused, not sent elsewhere. */
     r35a_paged_attention_desc d64 = d;
@@ -933,8 +949,7 @@ static void test_force_variant(void **state)
     r35a_paged_attention_desc mixed;
     r35a_paged_attention_desc_init(&mixed, R35A_DTYPE_F16, 2, 13, 12, 4096, 32, 8, 128, 16, 512);
     plan = plan_paged(ctx, &mixed, R35A_OK);
-    char expected[128];
-    snprintf(expected, sizeof expected, "%s+generic_paged_f16_dmax256", getenv("R35A_FORCE"));
+    snprintf(expected, sizeof expected, "%s+decode_merge_f16+generic_paged_f16_dmax256", getenv("R35A_FORCE"));
     assert_string_equal(plan_info_of(plan).implementation, expected);
     r35a_plan_destroy(plan);
     r35a_context_destroy(ctx);

@@ -2,9 +2,9 @@
  *
  * Expected split counts and workspace sizes are worked out by hand here from the rules stated in
  * kernels/common/decode_args.h (2 workgroups per CU, at least 16 tiles of 16 keys per split, at
- * most 64 splits; workspace = 256-byte rounded uint32 counters + one record of 2R + R*D floats per
- * (sequence, kv head, row group, split)), not by calling those formulas, so a change to either
- * side shows up. */
+ * most 64 splits; workspace = one record of 2R + R*D floats per (sequence, kv head, row group,
+ * split); the split merge launch: ceil(min(R, G x M) x D / 4 / 128) workgroups of 128 threads per
+ * (kv head x row group, sequence)), not by calling those formulas, so a change to either side shows up. */
 #include "planner.h"
 
 #include <math.h>
@@ -200,36 +200,34 @@ static void test_registry(void **state)
 }
 
 /* D=128, G=4, M=1, one sequence of 4096: 4 rows -> R=16; 8 workgroups want 80 -> 10 splits
- * (4096 keys = 257 tiles allow 16). Workspace: 8 counters -> 256 B, 8 x 10 records of
- * (2*16 + 16*128) floats = 665600 B. */
+ * (4096 keys = 257 tiles allow 16). Workspace: 8 x 10 records of (2*16 + 16*128) floats = 665600 B. */
 static void test_decode_single_sequence(void **state)
 {
     (void)state;
     r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 1, 1, 4096, 32, 8, 128, 16);
-    expect_decode(&d, 40, "decode_f16_d128_r16_kw2_dw2_w6", 10, 8, 1, 128, 256 + 80 * 2080 * 4);
+    expect_decode(&d, 40, "decode_f16_d128_r16_kw2_dw2_w6", 10, 8, 1, 128, 80 * 2080 * 4);
     /* 32 CUs (Radeon 8050S): 64 workgroups wanted -> 8 splits. */
-    expect_decode(&d, 32, "decode_f16_d128_r16_kw2_dw2_w6", 8, 8, 1, 128, 256 + 64 * 2080 * 4);
+    expect_decode(&d, 32, "decode_f16_d128_r16_kw2_dw2_w6", 8, 8, 1, 128, 64 * 2080 * 4);
     /* bf16 picks the bf16 kernel of the same shape. */
     r35a_paged_attention_desc b = paged(R35A_DTYPE_BF16, 1, 1, 4096, 32, 8, 128, 16);
-    expect_decode(&b, 40, "decode_bf16_d128_r16_kw2_dw2_w6", 10, 8, 1, 128, 256 + 80 * 2080 * 4);
+    expect_decode(&b, 40, "decode_bf16_d128_r16_kw2_dw2_w6", 10, 8, 1, 128, 80 * 2080 * 4);
 }
 
 /* G=8, M=4: 32 rows -> R=32 needs 1 row group, R=16 two: R=32. 2 seqs x 8 kv heads = 16 WGs ->
- * 5 splits (8192 keys = 513 tiles allow 32). Counters 16 -> 256 B; records 16 x 5 of
- * (64 + 32*128) floats. */
+ * 5 splits (8192 keys = 513 tiles allow 32). Records 16 x 5 of (64 + 32*128) floats. */
 static void test_decode_speculative_rows(void **state)
 {
     (void)state;
     r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 2, 4, 8192, 64, 8, 128, 32);
-    expect_decode(&d, 40, "decode_f16_d128_r32_kw1_dw4_w8", 5, 8, 2, 128, 256 + 80 * 4160 * 4);
+    expect_decode(&d, 40, "decode_f16_d128_r32_kw1_dw4_w8", 5, 8, 2, 128, 80 * 4160 * 4);
     /* G=8, M=8: 64 rows -> two row groups of 32 (four of 16 would read the KV twice as often). */
     r35a_paged_attention_desc e = paged(R35A_DTYPE_F16, 2, 8, 8192, 64, 8, 128, 32);
-    expect_decode(&e, 40, "decode_f16_d128_r32_kw1_dw4_w8", 3, 16, 2, 128, 256 + 96 * 4160 * 4);
+    expect_decode(&e, 40, "decode_f16_d128_r32_kw1_dw4_w8", 3, 16, 2, 128, 96 * 4160 * 4);
     /* G=2, M=8: 16 rows fit R=16 (one group either way: the smaller tile wins). */
     r35a_paged_attention_desc f = paged(R35A_DTYPE_BF16, 1, 8, 1000, 16, 8, 64, 16);
     /* 1000 keys: (1000+15)/16 + 1 = 64 tiles allow 4 splits; 8 WGs want 10. Records 8 x 4 of
-     * (32 + 16*64) floats; the 256-byte counter block. */
-    expect_decode(&f, 40, "decode_bf16_d64_r16_kw4_dw1_w6", 4, 8, 1, 128, 256 + 32 * 1056 * 4);
+     * (32 + 16*64) floats. */
+    expect_decode(&f, 40, "decode_bf16_d64_r16_kw4_dw1_w6", 4, 8, 1, 128, 32 * 1056 * 4);
 }
 
 static void test_decode_no_split_when_busy_or_short(void **state)
@@ -243,7 +241,45 @@ static void test_decode_no_split_when_busy_or_short(void **state)
     expect_decode(&s, 40, "decode_f16_d256_r16_kw1_dw4_w6", 1, 1, 1, 128, 0);
     /* D=512: the R=16 kernel has 8 waves of 64 columns. */
     r35a_paged_attention_desc big = paged(R35A_DTYPE_F16, 40, 1, 512, 8, 1, 512, 16);
-    expect_decode(&big, 40, "decode_f16_d512_r16_kw1_dw8_w6", 2, 1, 40, 256, 256 + 80 * (32 + 16 * 512) * 4);
+    expect_decode(&big, 40, "decode_f16_d512_r16_kw1_dw8_w6", 2, 1, 40, 256, 80 * (32 + 16 * 512) * 4);
+}
+
+/* The split merge launch follows a decode launch with splits: decode_merge_<dtype>, 128 threads,
+ * x = ceil(min(R, G x M) x D / 4 / 128) workgroups per (kv head x row group, sequence). */
+static void test_decode_split_merge_launch(void **state)
+{
+    (void)state;
+    const struct {
+        r35a_dtype dtype;
+        int seqs, m, ctx, hq, hkv, d;
+        const char *merge;
+        uint32_t gx, gy;
+    } cases[] = {
+        {R35A_DTYPE_F16, 1, 1, 4096, 32, 8, 128, "decode_merge_f16", 1, 8},    /* 4 rows x 32 pieces */
+        {R35A_DTYPE_BF16, 1, 4, 4096, 32, 8, 128, "decode_merge_bf16", 4, 8},  /* 16 rows x 32 = 512 */
+        {R35A_DTYPE_F16, 2, 4, 8192, 64, 8, 128, "decode_merge_f16", 8, 8},    /* R=32: 32 rows x 32 */
+        {R35A_DTYPE_F16, 1, 1, 4096, 8, 1, 512, "decode_merge_f16", 8, 1},     /* 8 rows x 128 */
+        {R35A_DTYPE_F16, 1, 1, 4096, 8, 8, 64, "decode_merge_f16", 1, 8},      /* 1 row x 16 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i) {
+        r35a_paged_attention_desc d = paged(cases[i].dtype, cases[i].seqs, cases[i].m, cases[i].ctx, cases[i].hq,
+                                            cases[i].hkv, cases[i].d, 16);
+        r35a_gpu_launch l, m;
+        char why[256];
+        assert_true(r35a_plan_decode(&d, ARCH, 40, NULL, &l, why, sizeof why));
+        assert_true(l.num_splits > 1);
+        assert_true(r35a_plan_decode_merge(&d, &l, &m));
+        assert_true(m.split_merge);
+        assert_int_equal(m.kernel, l.kernel);   /* the variant's dtype names the merge kernel */
+        assert_string_equal(r35a_decode_merge_name(r35a_decode_variants[m.kernel].dtype), cases[i].merge);
+        assert_int_equal(m.grid[0], cases[i].gx);
+        assert_int_equal(m.grid[1], cases[i].gy);
+        assert_int_equal(m.grid[2], (uint32_t)cases[i].seqs);
+        assert_int_equal(m.block[0], 128);
+        assert_int_equal(m.num_splits, l.num_splits);
+        assert_int_equal(m.workspace_bytes, l.workspace_bytes);
+        assert_int_equal(m.min_split_tiles, 16);
+    }
 }
 
 static void test_decode_window_limits_splits(void **state)
@@ -252,12 +288,12 @@ static void test_decode_window_limits_splits(void **state)
     /* Window 512 over a 32768 context: the rows reach 512 keys = 33 tiles -> at most 2 splits. */
     r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 1, 1, 32768, 32, 8, 128, 16);
     d.window = 512;
-    expect_decode(&d, 40, "decode_f16_d128_r16_kw2_dw2_w6", 2, 8, 1, 128, 256 + 16 * 2080 * 4);
+    expect_decode(&d, 40, "decode_f16_d128_r16_kw2_dw2_w6", 2, 8, 1, 128, 16 * 2080 * 4);
     /* Page sizes of the hybrid models (multiples of 16) are served. */
     const int pages[] = {32, 528, 544, 784, 1056};
     for (size_t i = 0; i < sizeof pages / sizeof *pages; ++i) {
         r35a_paged_attention_desc p = paged(R35A_DTYPE_BF16, 1, 1, 4096, 32, 8, 128, pages[i]);
-        expect_decode(&p, 40, "decode_bf16_d128_r16_kw2_dw2_w6", 10, 8, 1, 128, 256 + 80 * 2080 * 4);
+        expect_decode(&p, 40, "decode_bf16_d128_r16_kw2_dw2_w6", 10, 8, 1, 128, 80 * 2080 * 4);
     }
 }
 
@@ -378,7 +414,7 @@ static void test_decode_model_features(void **state)
 {
     (void)state;
     r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 1, 1, 4096, 32, 8, 128, 16);
-    const size_t ws = 256 + 8 * 10 * (2 * 16 + 16 * 128) * 4;
+    const size_t ws = 8 * 10 * (2 * 16 + 16 * 128) * 4;
     expect_decode(&d, 40, "decode_f16_d128_r16_kw2_dw2_w6", 10, 8, 1, 128, ws);
     r35a_paged_attention_desc f = d;
     f.logit_softcap = 30.0f;
@@ -447,7 +483,9 @@ static void test_decode_nv_single_split(void **state)
         assert_true(r35a_plan_decode(&d, cases[i].arch, 132, NULL, &l, why, sizeof why));
         if (cases[i].splits_one) {
             assert_int_equal(l.num_splits, 1);
-            assert_int_equal(l.clear_bytes, 0);   /* no counters to clear */
+            assert_int_equal(l.workspace_bytes, 0);   /* no records, no merge launch */
+            r35a_gpu_launch m;
+            assert_false(r35a_plan_decode_merge(&d, &l, &m));
         } else {
             assert_true(l.num_splits > 1);
         }
@@ -585,30 +623,30 @@ static void test_mixed_batch(void **state)
      * group; 16 WGs want 5 splits (4096 keys = 257 tiles allow 16). Counters 16 x 4 B -> 256 B;
      * 16 x 5 records of (2*32 + 32*128) floats. The generic launch covers all 24 tokens. */
     r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 2, 12, 4096, 32, 8, 128, 16);
-    expect_mixed(&d, NULL, "decode_f16_d128_r32_kw1_dw4_w8", 5, 8, 256 + 80 * 4160 * 4, "generic_paged_f16_dmax256");
+    expect_mixed(&d, NULL, "decode_f16_d128_r32_kw1_dw4_w8", 5, 8, 80 * 4160 * 4, "generic_paged_f16_dmax256");
     /* bf16 D=256 picks the kernels of its dtype and the generic kernel that covers D. */
     r35a_paged_attention_desc b = paged(R35A_DTYPE_BF16, 3, 40, 1000, 8, 8, 256, 32);
     /* G=1, M<=8: 8 rows -> R=16; 3 x 8 = 24 WGs want 4 splits; 1000 keys: 64 tiles allow 4.
      * Counters 24 x 4 B -> 256 B; 24 x 4 records of (32 + 16*256) floats. */
-    expect_mixed(&b, NULL, "decode_bf16_d256_r16_kw1_dw4_w6", 4, 8, 256 + 96 * 4128 * 4, "generic_paged_bf16_dmax256");
+    expect_mixed(&b, NULL, "decode_bf16_d256_r16_kw1_dw4_w6", 4, 8, 96 * 4128 * 4, "generic_paged_bf16_dmax256");
     /* G=8: capped M=8 gives 64 rows, two row groups of 32 (M=12 would need three). 4 x 8 x 2 = 64
      * WGs want 2 splits (2048 keys: 129 tiles allow 8). Counters 64 x 4 B = 256 B; 128 records. */
     r35a_paged_attention_desc g8 = paged(R35A_DTYPE_F16, 4, 12, 2048, 64, 8, 128, 16);
-    expect_mixed(&g8, NULL, "decode_f16_d128_r32_kw1_dw4_w8", 2, 16, 256 + 128 * 4160 * 4,
+    expect_mixed(&g8, NULL, "decode_f16_d128_r32_kw1_dw4_w8", 2, 16, 128 * 4160 * 4,
                  "generic_paged_f16_dmax256");
     /* Window 720 with max_query_len 40: the decode part's rows reach 720 + 8 - 1 = 727 keys = 47 tiles
      * -> 2 splits (M=40 would reach 759 keys = 49 tiles -> 3). */
     r35a_paged_attention_desc w = paged(R35A_DTYPE_F16, 2, 40, 4096, 32, 8, 128, 16);
     w.window = 720;
-    expect_mixed(&w, NULL, "decode_f16_d128_r32_kw1_dw4_w8", 2, 8, 256 + 32 * 4160 * 4, "generic_paged_f16_dmax256");
+    expect_mixed(&w, NULL, "decode_f16_d128_r32_kw1_dw4_w8", 2, 8, 32 * 4160 * 4, "generic_paged_f16_dmax256");
     /* A forced decode variant serves the decode part: R=16 needs two row groups for 32 rows; 32 WGs
-     * want 3 splits. Counters 32 x 4 B -> 256 B; 96 records of (32 + 16*128) floats. */
+     * want 3 splits; 96 records of (32 + 16*128) floats. */
     expect_mixed(&d, "decode_f16_d128_r16_kw2_dw2_w6", "decode_f16_d128_r16_kw2_dw2_w6", 3, 16,
-                 256 + 96 * 2080 * 4, "generic_paged_f16_dmax256");
+                 96 * 2080 * 4, "generic_paged_f16_dmax256");
     /* One sequence whose M = num_tokens is known to be <= 8: decode serves it, generic skips it. */
     r35a_paged_attention_desc one_short = paged(R35A_DTYPE_F16, 1, 12, 4096, 32, 8, 128, 16);
     one_short.num_tokens = 5;
-    expect_mixed(&one_short, NULL, "decode_f16_d128_r32_kw1_dw4_w8", 10, 8, 256 + 80 * 4160 * 4,
+    expect_mixed(&one_short, NULL, "decode_f16_d128_r32_kw1_dw4_w8", 10, 8, 80 * 4160 * 4,
                  "generic_paged_f16_dmax256");
 }
 
@@ -916,6 +954,7 @@ int main(void)
         cmocka_unit_test(test_decode_single_sequence),
         cmocka_unit_test(test_decode_speculative_rows),
         cmocka_unit_test(test_decode_no_split_when_busy_or_short),
+        cmocka_unit_test(test_decode_split_merge_launch),
         cmocka_unit_test(test_decode_window_limits_splits),
         cmocka_unit_test(test_decode_nothing_to_launch),
         cmocka_unit_test(test_decode_declines),
