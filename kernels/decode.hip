@@ -125,6 +125,7 @@ struct decode_cfg {
     static constexpr int PX_WAVE = DW > 1 ? T * frag::ACC_NATIVE_FLOATS * 4 : 0;
     static constexpr int SR_BYTES = DW > 1 ? KW * T * frag::ACC_NATIVE_FLOATS * 4 : 0;
     static constexpr int EXCH_BYTES = NW * PX_WAVE + SR_BYTES;
+    static constexpr int SLOPE_BYTES = R * 4;   /* each row's ALiBi slope (base 2), after everything else */
     /* Pipeline: shared-memory stages filled by asynchronous copies where the fragment layer has them
      * (NVIDIA) and at least two fit the LDS left, as many as fit up to R35A_DECODE_LDS_STAGES_MAX
      * (R35A_DECODE_LDS_STAGES_MAX_8BIT for 8-bit tiles);
@@ -164,9 +165,9 @@ struct decode_cfg {
     static constexpr bool Q_LDS_WANTED = T >= 2 || (!HAS_LDS_PIPE && REG_FIT_QREG < 2);
     static constexpr bool Q_LDS =
         Q_LDS_WANTED &&
-        (HAS_LDS_PIPE ? lds_stages_fit<DS, E, KV>((LDS_BUDGET - EXCH_BYTES - Q_BYTES) / NW) >= 2
-                      : NW * (REGION_1 > PX_WAVE ? REGION_1 : PX_WAVE) + SR_BYTES + Q_BYTES <= LDS_BUDGET);
-    static constexpr int FREE = LDS_BUDGET - EXCH_BYTES - (Q_LDS ? Q_BYTES : 0);
+        (HAS_LDS_PIPE ? lds_stages_fit<DS, E, KV>((LDS_BUDGET - SLOPE_BYTES - EXCH_BYTES - Q_BYTES) / NW) >= 2
+                      : NW * (REGION_1 > PX_WAVE ? REGION_1 : PX_WAVE) + SR_BYTES + Q_BYTES + SLOPE_BYTES <= LDS_BUDGET);
+    static constexpr int FREE = LDS_BUDGET - SLOPE_BYTES - EXCH_BYTES - (Q_LDS ? Q_BYTES : 0);
     static constexpr int LDS_FIT = lds_stages_fit<DS, E, KV>(FREE / NW);
     static constexpr bool USE_LDS = LDS_FIT >= 2;
     static constexpr int REG_FIT = Q_LDS ? REG_FIT_QLDS : REG_FIT_QREG;
@@ -184,7 +185,7 @@ struct decode_cfg {
     static constexpr int WAVE_REGION = PX_OVERLAY ? (PIPE_WAVE > PX_WAVE ? PIPE_WAVE : PX_WAVE) : PIPE_WAVE + PX_WAVE;
     static constexpr int Q_OFF = NW * WAVE_REGION + SR_BYTES;   /* Q^T tiles: [DW][R][QROW] u16 */
     static constexpr int SLOPE_OFF = NW * WAVE_REGION + SR_BYTES + (Q_LDS ? Q_BYTES : 0);   /* ALiBi: R floats */
-    static constexpr int LOOP_BYTES = SLOPE_OFF + R * 4;
+    static constexpr int LOOP_BYTES = SLOPE_OFF + SLOPE_BYTES;
     /* Floats of the key group's S^T tiles each wave reduces (reduce-scatter). */
     static constexpr int SLICE = T * frag::ACC_NATIVE_FLOATS / DW;
     /* LDS, merge phase (reuses the loop's): KW/2 slots of a key group's accumulators and stats. */

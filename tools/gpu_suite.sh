@@ -16,6 +16,10 @@
 #       R35A_FORCE for it: the portable kernel only); soak = tests/gpu/soak_gpu.c (R35A_SOAK_RUNS
 #       back-to-back runs, default 1000000: memory curve, bit-identical results, host time per call).
 #       Both run after the tests + sanitizers phase, one at a time (the soak times the host).
+#   R35A_SUITE_STEPS=ab R35A_AB_CONFIGS="old=dir-a/librdna35attn.so.0 new=...,R35A_DECODE_MIN_SPLIT_TILES=4"
+#       R35A_AB_SHAPES="D:G:M:B:CTX,..." tools/gpu_suite.sh gpu-carry
+#       tools/decode_ab.py: decode configurations (builds, env knobs) side by side in one run, alternated
+#       R35A_AB_ROUNDS times (default 2), medians and ratios against the first configuration.
 #   R35A_SUITE_STEPS=checkcost tools/gpu_suite.sh gpu-carry
 #       issue 16: what the kernels' device-metadata checks cost: r35a_bench --graph on a few decode
 #       shapes (R35A_CHECKCOST_SHAPES="D:G:M:B:CTX ...") with the staged r35a_bench and with
@@ -203,11 +207,20 @@ if has r35abench; then   # the README's bench command next to tools/bench_gpu.py
     python3 bench/compare_bench_gpu.py --bench-gpu "$OUT/r35abench_pybench.json" "$OUT"/r35abench_[0-9]*.json \
         >"$OUT/r35abench_compare.txt" 2>&1 || RC[r35abench]=1
 fi
+if has ab; then   # decode configurations side by side (tools/decode_ab.py): libraries and env knobs
+    # R35A_AB_CONFIGS="name=lib[,VAR=value...] ...", R35A_AB_SHAPES="D:G:M:B:CTX,...", R35A_AB_ROUNDS (2)
+    args=()
+    for c in ${R35A_AB_CONFIGS:-"lib=$LIB"}; do args+=(--config "$c"); done
+    PYTHONUNBUFFERED=1 timeout -s INT "${R35A_AB_SECONDS:-420}" python3 tools/decode_ab.py \
+        --shapes "${R35A_AB_SHAPES:-128:4:1:1:32768,128:4:1:16:8192}" --rounds "${R35A_AB_ROUNDS:-2}" "${args[@]}" \
+        --out "$OUT" >"$OUT/ab.log" 2>&1
+    RC[ab]=$?
+fi
 t2=$(date +%s)
 
 echo "== GPU suite ($(head -2 "$OUT/env.log" | tail -1)) =="
 echo "-- tests + sanitizers: $((t1 - t0)) s (concurrent), bench: $((t2 - t1)) s"
-for s in tests memcheck racecheck synccheck fuzz soak checkcost tune bench r35abench; do
+for s in tests memcheck racecheck synccheck fuzz soak checkcost tune bench r35abench ab; do
     has $s || continue
     rc=${RC[$s]:-"-"}
     case $rc in 0) v=PASS ;; 77) v=SKIP ;; 124|130) v="TIMEOUT" ;; 9) v="ERRORS" ;; *) v="FAIL($rc)" ;; esac
@@ -245,6 +258,11 @@ if has r35abench; then
     echo "-- r35abench: tools/bench.sh --graph vs tools/bench_gpu.py (r35abench.log has both runs)"
     grep -E "^backend|^memory|^machine" "$OUT/r35abench.log" | head -3
     cat "$OUT/r35abench_compare.txt" 2>/dev/null || tail -30 "$OUT/r35abench.log"
+fi
+if has ab; then
+    echo "-- ab: decode configurations side by side (ab.log, decode_ab.json)"
+    sed -n '/^us per call/,$p' "$OUT/ab.log" | cut -c1-250
+    grep -E "exit|Error|error" "$OUT/ab.log" | head -5
 fi
 if has bench; then
     echo "-- bench (bench.log has every row)"
