@@ -2,8 +2,8 @@
  * device.h - the small portability layer every kernel of librdna35attn is written against.
  *
  * It names what a kernel needs from the machine: thread and block indices, barriers and fences,
- * wave-wide cross-lane exchanges, f16/bf16 <-> f32 conversions, exp2/rcp, 128-bit global loads and
- * the atomics of the split-KV merge. The AMDGPU implementation below uses clang builtins only (no
+ * wave-wide cross-lane exchanges, f16/bf16 <-> f32 conversions, exp2/rcp and 128-bit global loads.
+ * The AMDGPU implementation below uses clang builtins only (no
  * HIP headers, no ROCm device library), so Debian's clang-19 builds it with
  *     clang-19 -x hip --offload-arch=gfx1151 -nogpuinc -nogpulib --cuda-device-only
  * and a ROCm hipcc builds it too (the HIP keywords are only defined when nobody else did).
@@ -114,19 +114,6 @@ R35A_DEV void block_sync() {
  * drains every counter first, vmcnt included, so a tile's outstanding KV loads would stall every
  * exchange; the "memory" clobber keeps the compiler from moving memory accesses across.) */
 R35A_DEV void block_sync_lds() { __asm__ volatile("s_waitcnt lgkmcnt(0)\n\ts_barrier" ::: "memory"); }
-/* Orders this thread's earlier global writes before its later ones as seen by the whole device
- * (other workgroups): waits for the stores to reach the device-coherent level. */
-R35A_DEV void fence_release_device() { __builtin_amdgcn_fence(__ATOMIC_RELEASE, "agent"); }
-/* Makes writes released by other workgroups visible to this thread's later reads (invalidates the
- * non-coherent per-CU caches on gfx11). */
-R35A_DEV void fence_acquire_device() { __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "agent"); }
-
-/* Device-scope wrapping increment with acquire-release ordering: returns the old value and stores
- * (old >= limit ? 0 : old + 1). The split-KV arrival counter counts 0 .. num_splits-1 and wraps
- * back to 0 on the last arrival, so it needs no reset store. */
-R35A_DEV u32 atomic_inc_wrap(u32 *p, u32 limit) {
-    return __builtin_amdgcn_atomic_inc32(p, limit, __ATOMIC_ACQ_REL, "agent");
-}
 
 /* ---- cross-lane ------------------------------------------------------------------------------ */
 /* Value of lane (l ^ 16): swaps the two half-waves (v_permlanex16_b32, identity lane selects). */
@@ -327,16 +314,6 @@ R35A_DEV void block_sync() { __syncthreads(); }
 /* bar.sync orders shared memory and does not wait for outstanding global loads (they are
  * scoreboarded at their first use), which is all block_sync_lds promises. */
 R35A_DEV void block_sync_lds() { __syncthreads(); }
-R35A_DEV void fence_release_device() { __threadfence(); }
-R35A_DEV void fence_acquire_device() { __threadfence(); }
-/* atomicInc has exactly the wrap rule (old >= limit ? 0 : old + 1) but relaxed ordering: the
- * fences around it make it acquire-release at device scope. */
-R35A_DEV u32 atomic_inc_wrap(u32 *p, u32 limit) {
-    __threadfence();
-    const u32 old = atomicInc(p, limit);
-    __threadfence();
-    return old;
-}
 
 /* ---- cross-lane ------------------------------------------------------------------------------ */
 R35A_DEV u32 lane_xor16_u32(u32 v) { return __shfl_xor_sync(0xffffffffu, v, 16); }

@@ -73,14 +73,15 @@ static void dev_download(void *user, void *host, const void *buffer, size_t byte
     check_cu(g_cu.MemcpyDtoH(host, (cuda_dl_ptr)(uintptr_t)buffer, bytes), "cuMemcpyDtoH");
 }
 
-/* Workspace: garbage, as a caller's scratch would hold (a run must write every record it reads). */
+/* Workspace: garbage, as a caller's scratch would hold: 0xFF bytes, NaN as f32, so a split record read
+ * that no split wrote reaches the output (a run must write every record it reads). */
 static void *dev_alloc(void *user, size_t bytes)
 {
     (void)user;
     cuda_dl_ptr p = 0;
     check_cu(g_cu.MemAlloc(&p, bytes ? bytes : 16), "cuMemAlloc");
     if (p)
-        check_cu(g_cu.MemsetD8(p, 0xA5, bytes ? bytes : 16), "cuMemsetD8");
+        check_cu(g_cu.MemsetD8(p, 0xFF, bytes ? bytes : 16), "cuMemsetD8");   /* NaN as f32 */
     check_cu(g_cu.CtxSynchronize(), "cuCtxSynchronize");
     return (void *)(uintptr_t)p;
 }

@@ -9,7 +9,8 @@
  * guard bytes) and is compared with the float64 oracle (tests/oracle.c). Buffers are exactly sized
  * hipMalloc allocations, and every launch runs with gfx11emu's check_bounds: a read or write outside
  * them fails the launch, the stream's synchronization and so the case. The workspace starts as
- * garbage (0xA5), as a caller's scratch would.
+ * garbage, as a caller's scratch would: 0xFF bytes, NaN as f32, so a split record read that no
+ * split wrote reaches the output even with a weight of 0.
  *
  * Beyond the output, each case checks what the library did: the plan's implementation (the planner
  * must choose the variant the case is sized for), its grid, block, split count and workspace against
@@ -234,7 +235,8 @@ static void *dev_alloc(void *user, size_t bytes)
     void *p = NULL;
     check_hip(hip.Malloc(&p, bytes), "hipMalloc workspace");
     if (p)
-        check_hip(hip.Memset(p, 0xA5, bytes), "hipMemset workspace");
+        check_hip(hip.Memset(p, 0xFF, bytes), "hipMemset workspace");   /* NaN as f32: a record read
+                                                                             * that no split wrote shows */
     if (g_keep_workspace) {
         g_kept_workspace = p;
         g_kept_workspace_bytes = bytes;
