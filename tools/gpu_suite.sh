@@ -31,7 +31,7 @@
 # makes it on a machine with nvcc and cmocka, so the GPU machine needs neither). Environment:
 #   R35A_SUITE_STEPS   which steps (default "tests memcheck racecheck synccheck bench"; also fuzz, soak,
 #                      tune, r35abench)
-#   R35A_BENCH_ARGS    extra arguments for tools/bench_gpu.py (e.g. --quick)
+#   R35A_BENCH_ARGS    extra arguments for tools/bench_gpu.py (e.g. --quick); R35A_BENCH_SECONDS its time limit (300)
 #   R35A_SUITE_BUDGET  seconds for the test + sanitizer phase (default 280; they run concurrently)
 #   (step r35abench is not in the default list: it builds its own tree)
 set -uo pipefail
@@ -170,7 +170,7 @@ if has tune; then   # the tuning sweep (candidates built by tools/tune_variants.
     RC[tune]=$?
 fi
 if has bench; then
-    PYTHONUNBUFFERED=1 timeout -s INT 300 python3 tools/bench_gpu.py --lib "$LIB" --read-cubin "$CUBIN" \
+    PYTHONUNBUFFERED=1 timeout -s INT "${R35A_BENCH_SECONDS:-300}" python3 tools/bench_gpu.py --lib "$LIB" --read-cubin "$CUBIN" \
         --out "$OUT" ${R35A_BENCH_ARGS:-} >"$OUT/bench.log" 2>&1
     RC[bench]=$?
 fi
