@@ -384,13 +384,14 @@ R35A_DEV void store_record(float *acc_rows, const frag::acc &o, float v_fac, int
 
 /* The split merge (decode_args.h "the split merge"): thread (block x, thread) of (kv head x row
  * group y, sequence z) owns row n = item / (D / 4) of the row group and its 4 consecutive d values
- * 4 (item % (D / 4)). It runs an online softmax merge over the sequence's records, RB records' loads
- * in flight at a time (m, l and the 16-byte accumulator piece of each: independent loads), then
+ * 4 (item % (D / 4)). It runs an online softmax merge over the sequence's records, RB = 16 records'
+ * loads in flight at a time (m, l and the 16-byte accumulator piece of each: independent loads), then
  * normalizes once with the row's sink (row_inv) and writes the 4 outputs. No LDS, no barrier. */
 template <class E>
 R35A_DEV void decode_merge(const r35a_decode_args &a) {
-    constexpr int RB = 8;
+    constexpr int RB = 16;
     R35A_TIMING(decode_timing tm; tm.t0 = decode_timing::now();)
+    grid_dependency_wait();   /* the decode launch's records (programmatic dependent launch on NVIDIA) */
     const int s = block_z(), y = block_y();
     const int g = y / a.num_row_groups, rg = y - g * a.num_row_groups;
     const seq_meta sq = read_seq(a, s);
@@ -482,6 +483,9 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
     constexpr int EB = B8 ? 1 : 2;   /* bytes per K/V element */
     typedef typename C::pipe P;
 
+    /* the split merge launched after this kernel may get its workgroups resident now (they wait for
+     * this kernel's end in grid_dependency_wait): its launch overlaps this kernel's tail */
+    grid_launch_dependents();
     const int w = wave_id();
     const int kg = w / DW, dg = w % DW;
     const int split = block_x(), y = block_y(), s = block_z();
@@ -818,12 +822,15 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
             const i64 group = ((i64)s * a.num_kv_heads + g) * a.num_row_groups + rg;
             const i64 rec_floats = r35a_decode_record_floats(R, D);
             float *const rec = (float *)a.workspace + (group * a.num_splits + split) * rec_floats;
+            /* unrolled, no break: st[] indexed by a run-time t would go to local memory (NVIDIA) */
+#pragma unroll
             for (int t = 0; t < T; ++t) {
-                if (rg * R + t * 16 >= rows) break;          /* a row tile of padding only */
+                if (rg * R + t * 16 >= rows) continue;       /* a row tile of padding only */
                 if (dg == 0) {
                     frag::colv_store(rec + t * 16, st[t].m, true);
                     frag::colv_store(rec + R + t * 16, st[t].l, true);
                 }
+#pragma unroll
                 for (int c = 0; c < NC; ++c)
                     store_record<P>(rec + 2 * R, st[t].o[c], v_fac, t, dg * NC + c, D, row_ok[t]);
             }

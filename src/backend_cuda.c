@@ -34,6 +34,27 @@ typedef void *cu_function;              /* CUfunction */
 typedef void *cu_stream;                /* CUstream; NULL is the default stream */
 typedef unsigned long long cu_deviceptr; /* CUdeviceptr */
 
+/* cuLaunchKernelEx's configuration (cuda.h CUlaunchConfig, CUlaunchAttribute: a 4-byte id, 4 bytes of
+ * padding, a 64-byte value union), for the one attribute the backend sets. */
+#define CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION 6
+typedef struct cu_launch_attribute {
+    int id;
+    char pad[4];
+    union {
+        char bytes[64];
+        int programmatic_stream_serialization_allowed;
+        unsigned long long align;
+    } value;
+} cu_launch_attribute;
+typedef struct cu_launch_config {
+    unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes;
+    cu_stream stream;
+    cu_launch_attribute *attrs;
+    unsigned num_attrs;
+} cu_launch_config;
+_Static_assert(sizeof(cu_launch_attribute) == 72 && sizeof(cu_launch_config) == 56,
+               "cuLaunchKernelEx's structs as cuda.h lays them out (64-bit)");
+
 #define CU_ATTR_MULTIPROCESSOR_COUNT 16
 #define CU_ATTR_COMPUTE_CAPABILITY_MAJOR 75
 #define CU_ATTR_COMPUTE_CAPABILITY_MINOR 76
@@ -58,6 +79,8 @@ typedef struct cuda_api {
                               unsigned block_y, unsigned block_z, unsigned shared_bytes, cu_stream stream,
                               void **params, void **extra);
     cu_result (*FuncSetAttribute)(cu_function f, int attribute, int value);
+    /* optional (NULL when the driver lacks it: every launch is then a plain cuLaunchKernel) */
+    cu_result (*LaunchKernelEx)(const cu_launch_config *config, cu_function f, void **params, void **extra);
     cu_result (*MemHostAlloc)(void **ptr, size_t bytes, unsigned flags);
     cu_result (*MemHostGetDevicePointer)(cu_deviceptr *device_ptr, void *host_ptr, unsigned flags);
     cu_result (*MemFreeHost)(void *ptr);
@@ -137,6 +160,7 @@ static void load_driver(void)
         }
         memcpy((char *)&api + symbols[i].offset, &fn, sizeof fn);
     }
+    api.LaunchKernelEx = (cu_result(*)(const cu_launch_config *, cu_function, void **, void **))dlsym(lib, "cuLaunchKernelEx");
     cu_result e = api.Init(0);
     if (e != 0) {
         driver.api.GetErrorString = api.GetErrorString;
@@ -160,6 +184,8 @@ typedef struct cuda_state {
     cu_device device;
     cu_context primary;
     int num_sms;
+    int cc_major;                /* compute capability */
+    bool programmatic_launch;    /* programmatic dependent launches (sm_90+, cuLaunchKernelEx) */
     bool emulate_gfx11;
     char arch[32];
     r35a_gpu_runtime runtime;    /* what the shared entries (gpu_impls.c) run through; ctx->gpu_runtime */
@@ -269,8 +295,12 @@ static void context_release(r35a_context *ctx)
 
 /* ---- launches (the runtime of the shared entries, gpu_impls.c) ---- */
 
+/* programmatic: the kernel may start while the previous launch on the stream is still running
+ * (programmatic dependent launch, sm_90 and later): it waits for that launch's completion and memory
+ * itself (device.h grid_dependency_wait), so its own launch latency overlaps the previous kernel's
+ * tail. Where the driver has no cuLaunchKernelEx, or the device is older, an ordinary launch. */
 static r35a_status launch(const r35a_context *ctx, void *f, const char *name, const uint32_t grid[3],
-                          const uint32_t block[3], void *arg, uint32_t shared_bytes, void *stream)
+                          const uint32_t block[3], void *arg, uint32_t shared_bytes, bool programmatic, void *stream)
 {
     /* cuLaunchKernel takes the struct's address; its size is the kernel's */
     const cuda_state *st = state_of(ctx);
@@ -278,8 +308,18 @@ static r35a_status launch(const r35a_context *ctx, void *f, const char *name, co
     if (e != 0)
         return r35a_fail(R35A_ERR_DEVICE, "cuCtxPushCurrent failed: %s (%d)", cu_error_text(e), e);
     void *params[] = {arg};
-    e = driver.api.LaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes, stream,
-                                params, NULL);
+    if (programmatic && st->programmatic_launch) {
+        cu_launch_attribute attr;
+        memset(&attr, 0, sizeof attr);
+        attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attr.value.programmatic_stream_serialization_allowed = 1;
+        const cu_launch_config config = {grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes,
+                                         stream, &attr, 1};
+        e = driver.api.LaunchKernelEx(&config, f, params, NULL);
+    } else {
+        e = driver.api.LaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes, stream,
+                                    params, NULL);
+    }
     leave();
     if (e != 0)
         return r35a_fail(R35A_ERR_DEVICE, "cuLaunchKernel(%s, grid %ux%ux%u, block %u, %u B shared) failed: %s (%d)",
@@ -347,6 +387,10 @@ bool r35a_cuda_context_init(r35a_context *ctx, int device_index, bool *built, ch
     st->runtime.release = context_release;
     const char *frag = getenv("R35A_CUDA_FRAGMENTS");
     st->emulate_gfx11 = frag && strcmp(frag, "gfx11emu") == 0;
+    st->cc_major = major;
+    /* measurement only: R35A_CUDA_PROGRAMMATIC_LAUNCH=0 launches the split merge the ordinary way */
+    const char *pdl = getenv("R35A_CUDA_PROGRAMMATIC_LAUNCH");
+    st->programmatic_launch = major >= 9 && driver.api.LaunchKernelEx && !(pdl && strcmp(pdl, "0") == 0);
     snprintf(st->arch, sizeof st->arch, "%s", arch);
     if ((e = driver.api.DevicePrimaryCtxRetain(&st->primary, dev)) != 0) {
         snprintf(reason, reason_len, "cuDevicePrimaryCtxRetain(%d) failed: %s (%d)", device_index, cu_error_text(e), e);

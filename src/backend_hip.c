@@ -239,10 +239,11 @@ static void context_release(r35a_context *ctx)
 
 /* ---- launches (the runtime of the shared entries, gpu_impls.c) ---- */
 
-/* Launches f with its one by-value argument struct on stream. */
+/* Launches f with its one by-value argument struct on stream, after the stream's previous work. */
 static r35a_status launch(const r35a_context *ctx, void *f, const char *name, const uint32_t grid[3],
-                          const uint32_t block[3], void *arg, uint32_t shared_bytes, void *stream)
+                          const uint32_t block[3], void *arg, uint32_t shared_bytes, bool programmatic, void *stream)
 {
+    (void)programmatic;   /* HIP has no programmatic dependent launch: stream order as usual */
     /* hipModuleLaunchKernel takes the struct's address; its size is the kernel's */
     const hip_state *st = state_of(ctx);
     int previous;

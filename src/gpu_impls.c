@@ -209,7 +209,9 @@ static r35a_status launch_one(const r35a_context *ctx, const r35a_plan *plan, co
     case R35A_GPU_NUM_FAMILIES:
         return r35a_fail(R35A_ERR_INTERNAL, "plan holds a launch of no kernel family");
     }
-    return runtime_of(ctx)->launch(ctx, l->handle, launch_name(l), l->grid, l->block, &ka, l->shared_bytes, stream);
+    /* the split merge waits for its decode launch in the kernel (programmatic dependent launch) */
+    return runtime_of(ctx)->launch(ctx, l->handle, launch_name(l), l->grid, l->block, &ka, l->shared_bytes,
+                                   l->split_merge, stream);
 }
 
 static r35a_status gpu_run(const r35a_context *ctx, const r35a_plan *plan, const void *args, void *workspace,

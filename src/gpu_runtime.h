@@ -33,10 +33,13 @@ struct r35a_gpu_runtime {
      * argument struct. */
     uint64_t *error_host;
     uint32_t *error_device;
-    /* On stream: launches kernel (named name in messages) with its one by-value argument struct args and shared_bytes of dynamic
-     * shared memory per workgroup. Returns R35A_OK, or the failure through r35a_fail. */
+    /* On stream: launches kernel (named name in messages) with its one by-value argument struct args
+     * and shared_bytes of dynamic shared memory per workgroup. programmatic: the kernel waits for the
+     * stream's previous kernel itself (device.h grid_dependency_wait), so the backend may start it
+     * before that one ends (CUDA programmatic dependent launch; HIP: an ordinary launch). Returns
+     * R35A_OK, or the failure through r35a_fail. */
     r35a_status (*launch)(const r35a_context *ctx, void *kernel, const char *name, const uint32_t grid[3],
-                          const uint32_t block[3], void *args, uint32_t shared_bytes, void *stream);
+                          const uint32_t block[3], void *args, uint32_t shared_bytes, bool programmatic, void *stream);
     /* Unloads the modules and frees the backend state ctx->gpu (which holds this runtime). */
     void (*release)(r35a_context *ctx);
 };

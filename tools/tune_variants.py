@@ -191,7 +191,7 @@ class DecodeArgs(ctypes.Structure):   # r35a_decode_args (kernels/common/decode_
                    ("reserved", ctypes.c_int32)])
 
 
-MIN_TILES_PER_SPLIT, MAX_SPLITS, WGS_PER_CU = 16, 64, 2
+MIN_TILES_PER_SPLIT, MAX_SPLITS, WGS_PER_CU = 4, 64, 2   # decode_args.h
 SIMDS_PER_CU = {"sm": 4, "gfx": 2}   # variants/archs.tsv simds_per_cu
 
 

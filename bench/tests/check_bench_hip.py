@@ -9,7 +9,7 @@ objects; the bench opens device memory through the same runtime (R35A_HIP_LIBRAR
 executes, so the output stays as uploaded (poisoned). Checked, from the bench's JSON and the
 stand-in's log (FAKE_HIP_LOG):
   1. the bench runs on the HIP backend with device memory, and every launch is a planned kernel on
-     the bench's own stream, with the timed calls' argument pointers inside one buffer copy each, at
+     the bench's own stream (a decode variant, followed by its split merge when the plan has splits), with the timed calls' argument pointers inside one buffer copy each, at
      the same offsets in every copy, the copies rotating, the workspace in its own allocation;
   2. with the error check on, the never-written (poisoned) output fails the row: exit 3, max error NaN;
   3. --graph captures the calls into a graph and times its replays;
@@ -50,12 +50,25 @@ def launches_of(log):
         return json.load(f)
 
 
-def check_launches(name, data, graph):
+def check_launches(name, data, graph, splits):
+    """A call is its decode launch, followed by its split merge (decode_merge_<dtype>, the same argument
+    struct) when the plan has splits > 1."""
     stream = data["streams"]
     check(data["launches"], f"{name}: the stand-in recorded no launch (log missing?)")
     check(data.get("live_allocations") == 0, f"{name}: {data.get('live_allocations')} device allocations never freed")
     check(len(stream) == 1, f"{name}: the bench created {len(stream)} streams, expected 1")
-    launches = data["launches"]
+    launches = []
+    for i, l in enumerate(data["launches"]):
+        if l["kernel"].startswith("decode_merge_"):
+            prev = launches[-1] if launches else None
+            check(prev is not None and splits > 1 and l["pointers"] == prev["pointers"]
+                  and l["captured"] == prev["captured"] and l["stream"] == prev["stream"],
+                  f"{name}: launch {i} ({l['kernel']}) is not the split merge of the decode launch before it")
+            continue
+        launches.append(l)
+    merges = len(data["launches"]) - len(launches)
+    check(merges == (len(launches) if splits > 1 else 0),
+          f"{name}: {merges} split merge launches for {len(launches)} decode launches with {splits} splits")
     timed = [l for l in launches if not l["captured"]]
     check(len(timed) == 4, f"{name}: {len(timed)} plain launches, expected 1 warm-up + 3 timed")
     slabs, layouts = [], set()
@@ -103,7 +116,7 @@ def main():
             check(row["splits"] >= 1 and row["grid"][0] >= 1, f"plain run: splits {row['splits']} grid {row['grid']}")
             check(row["copies"] >= 4, f"plain run: {row['copies']} copies for a 3.5 MiB working set")
             check(row["graph_median_us"] is None, "plain run: a graph time without --graph")
-            check_launches("plain run", launches_of(log), graph=False)
+            check_launches("plain run", launches_of(log), graph=False, splits=row["splits"])
         # 2. the check fails on the never-written output
         rc, out, err = run(args.bench, args.fake, common)
         check(rc == 3, f"checked run: exit {rc}, expected 3 (the poisoned output must fail): {err.strip()}")
@@ -118,7 +131,7 @@ def main():
             row = json.loads(out)["rows"][0]
             check(row["graph_median_us"] is not None and row["graph_calls"] >= 16,
                   f"graph run: graph_median_us {row['graph_median_us']}, graph_calls {row.get('graph_calls')}")
-            check_launches("graph run", launches_of(log), graph=True)
+            check_launches("graph run", launches_of(log), graph=True, splits=row["splits"])
         # 4. --graph on the reference
         rc, out, err = run(args.bench, args.fake, common + ["--graph"], hip=False)
         check(rc == 2 and "--graph needs a GPU context" in err, f"reference --graph: exit {rc}: {err.strip()}")

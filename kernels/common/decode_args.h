@@ -127,11 +127,14 @@ R35A_HD int r35a_decode_pointer_ok(const void *p) { return (uintptr_t)p % R35A_D
 /* Tuning constants of the split planner. */
 #define R35A_DECODE_MAX_SPLITS 64
 #define R35A_DECODE_WGS_PER_CU 2           /* workgroups per CU the splits aim at (bandwidth saturation) */
-/* The fewest 16-key tiles a split takes, by default (the planner's min_split_tiles; it may ask for
- * fewer, down to one per key group, where the batch alone leaves most of the device idle). A split
- * costs one record (rows x D floats written, then read by the merge kernel) and a workgroup's fixed
- * latency chain; 16 tiles (256 keys) keep the record under ~2 % of a split's KV bytes. */
-#define R35A_DECODE_MIN_TILES_PER_SPLIT 16
+/* The fewest 16-key tiles a split takes (the plan's min_split_tiles). A split costs one record (rows
+ * x D floats written, then read by the merge kernel: 6 % of a 4-tile split's KV bytes at 4 rows, 25 %
+ * at 16, L2-resident) and a workgroup's fixed latency chain; more splits put more round trips in
+ * flight where the batch alone leaves the device idle. Measured on the H200 (bench/NOTES_h200.md
+ * version 10): 4 tiles (64 keys) against 16 made batch 1 at 1K keys 1.15x faster (D 128 G 4: 12.1 ->
+ * 10.4 us) and changed nothing at longer contexts, where the resident-workgroup cap sets the count.
+ * gfx11 takes the same rule (its 40 CUs are filled at short contexts the same way; not measured). */
+#define R35A_DECODE_MIN_TILES_PER_SPLIT 4
 /* SIMDs per compute unit, for the resident-workgroup count of an occupancy contract, come from the
  * arch table (variants/archs.tsv `simds_per_cu`): a gfx11 CU has 2 SIMD32 (a WGP, which ROCm reports
  * as one multiprocessor on RDNA, has 4); an NVIDIA SM (the planner's CU there) has 4 sub-partitions. */

@@ -154,6 +154,12 @@ R35A_DEV void sched_barrier() { __builtin_amdgcn_sched_barrier(0); }
 /* Orders the wave's own LDS accesses between its lanes (a lane reading what another lane of the same
  * wave wrote). A gfx11 wave issues its LDS instructions in order: nothing to do. */
 R35A_DEV void wave_sync() {}
+/* Programmatic dependent launch (NVIDIA sm_90 and later; gfx11 has none: no-ops): the next kernel of
+ * the stream, launched programmatically, may start once every workgroup of this one has called
+ * grid_launch_dependents (or exited); it must call grid_dependency_wait before reading anything this
+ * kernel wrote (that waits for this kernel's completion and its memory). */
+R35A_DEV void grid_launch_dependents() {}
+R35A_DEV void grid_dependency_wait() {}
 
 /* ---- math ------------------------------------------------------------------------------------ */
 /* 2^x in one transcendental instruction; exp2(-inf) = 0. Inputs below -126 flush to 0. */
@@ -346,6 +352,18 @@ R35A_DEV void sched_barrier() {}
 /* The CUDA memory model orders shared-memory accesses between lanes of a warp only through a
  * barrier (independent thread scheduling): __syncwarp. */
 R35A_DEV void wave_sync() { __syncwarp(); }
+/* Programmatic dependent launch (see the AMDGPU branch): griddepcontrol on sm_90 and later, no-ops
+ * before (a launch there is never programmatic: src/backend_cuda.c). */
+R35A_DEV void grid_launch_dependents() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+R35A_DEV void grid_dependency_wait() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
 
 /* ---- math ------------------------------------------------------------------------------------ */
 /* 2^x in one MUFU.EX2; exp2(-inf) = 0, inputs below -126 flush to 0 (as on gfx11). */

@@ -286,7 +286,7 @@ static void test_gpu_decode_plan_and_run(void **state)
     assert_int_equal(ka.page_size, 16);
     assert_int_equal(ka.rows_per_group, 16);
     assert_int_equal(ka.head_size, 128);
-    assert_int_equal(ka.min_split_tiles, 16);
+    assert_int_equal(ka.min_split_tiles, 4);
     /* the merge: the same argument struct, 4 rows x 128 d / 4 = 128 threads per kv head */
     const fake_launch *merge = fake.launch(1);
     assert_string_equal(merge->kernel, "decode_merge_f16");

@@ -1,7 +1,7 @@
 /* test_planner.c - the GPU planners (src/plan_*.c) and the registry called directly, on host-known descriptors.
  *
  * Expected split counts and workspace sizes are worked out by hand here from the rules stated in
- * kernels/common/decode_args.h (2 workgroups per CU, at least 16 tiles of 16 keys per split, at
+ * kernels/common/decode_args.h (2 workgroups per CU, at least 4 tiles of 16 keys per split, at
  * most 64 splits; workspace = one record of 2R + R*D floats per (sequence, kv head, row group,
  * split); the split merge launch: ceil(min(R, G x M) x D / 4 / 128) workgroups of 128 threads per
  * (kv head x row group, sequence)), not by calling those formulas, so a change to either side shows up. */
@@ -200,7 +200,7 @@ static void test_registry(void **state)
 }
 
 /* D=128, G=4, M=1, one sequence of 4096: 4 rows -> R=16; 8 workgroups want 80 -> 10 splits
- * (4096 keys = 257 tiles allow 16). Workspace: 8 x 10 records of (2*16 + 16*128) floats = 665600 B. */
+ * (4096 keys = 257 tiles allow 64). Workspace: 8 x 10 records of (2*16 + 16*128) floats = 665600 B. */
 static void test_decode_single_sequence(void **state)
 {
     (void)state;
@@ -214,7 +214,7 @@ static void test_decode_single_sequence(void **state)
 }
 
 /* G=8, M=4: 32 rows -> R=32 needs 1 row group, R=16 two: R=32. 2 seqs x 8 kv heads = 16 WGs ->
- * 5 splits (8192 keys = 513 tiles allow 32). Records 16 x 5 of (64 + 32*128) floats. */
+ * 5 splits (8192 keys = 513 tiles allow 128). Records 16 x 5 of (64 + 32*128) floats. */
 static void test_decode_speculative_rows(void **state)
 {
     (void)state;
@@ -225,9 +225,9 @@ static void test_decode_speculative_rows(void **state)
     expect_decode(&e, 40, "decode_f16_d128_r32_kw1_dw4_w8", 3, 16, 2, 128, 96 * 4160 * 4);
     /* G=2, M=8: 16 rows fit R=16 (one group either way: the smaller tile wins). */
     r35a_paged_attention_desc f = paged(R35A_DTYPE_BF16, 1, 8, 1000, 16, 8, 64, 16);
-    /* 1000 keys: (1000+15)/16 + 1 = 64 tiles allow 4 splits; 8 WGs want 10. Records 8 x 4 of
-     * (32 + 16*64) floats. */
-    expect_decode(&f, 40, "decode_bf16_d64_r16_kw4_dw1_w6", 4, 8, 1, 128, 32 * 1056 * 4);
+    /* 1000 keys: (1000+15)/16 + 1 = 64 tiles allow 16 splits; 8 WGs want 10 (3 resident per CU: the cap
+     * is 120). Records 8 x 10 of (32 + 16*64) floats. */
+    expect_decode(&f, 40, "decode_bf16_d64_r16_kw4_dw1_w6", 10, 8, 1, 128, 80 * 1056 * 4);
 }
 
 static void test_decode_no_split_when_busy_or_short(void **state)
@@ -236,9 +236,12 @@ static void test_decode_no_split_when_busy_or_short(void **state)
     /* 64 seqs x 8 kv heads = 512 WGs >= 80: one split, no workspace. */
     r35a_paged_attention_desc d = paged(R35A_DTYPE_BF16, 64, 1, 4096, 8, 8, 64, 16);
     expect_decode(&d, 40, "decode_bf16_d64_r16_kw4_dw1_w6", 1, 8, 64, 128, 0);
-    /* 100 keys: 8 tiles, fewer than the 16 a split needs: one split. */
+    /* 40 keys: (40+15)/16 + 1 = 4 tiles, one split's worth: one split. 100 keys: 8 tiles allow 2
+     * splits of 4 (the one workgroup wants 80); 2 records of (32 + 16*256) floats. */
+    r35a_paged_attention_desc t = paged(R35A_DTYPE_F16, 1, 1, 40, 8, 1, 256, 16);
+    expect_decode(&t, 40, "decode_f16_d256_r16_kw1_dw4_w6", 1, 1, 1, 128, 0);
     r35a_paged_attention_desc s = paged(R35A_DTYPE_F16, 1, 1, 100, 8, 1, 256, 16);
-    expect_decode(&s, 40, "decode_f16_d256_r16_kw1_dw4_w6", 1, 1, 1, 128, 0);
+    expect_decode(&s, 40, "decode_f16_d256_r16_kw1_dw4_w6", 2, 1, 1, 128, 2 * (32 + 16 * 256) * 4);
     /* D=512: the R=16 kernel has 8 waves of 64 columns. */
     r35a_paged_attention_desc big = paged(R35A_DTYPE_F16, 40, 1, 512, 8, 1, 512, 16);
     expect_decode(&big, 40, "decode_f16_d512_r16_kw1_dw8_w6", 2, 1, 40, 256, 80 * (32 + 16 * 512) * 4);
@@ -278,17 +281,18 @@ static void test_decode_split_merge_launch(void **state)
         assert_int_equal(m.block[0], 128);
         assert_int_equal(m.num_splits, l.num_splits);
         assert_int_equal(m.workspace_bytes, l.workspace_bytes);
-        assert_int_equal(m.min_split_tiles, 16);
+        assert_int_equal(m.min_split_tiles, 4);
     }
 }
 
 static void test_decode_window_limits_splits(void **state)
 {
     (void)state;
-    /* Window 512 over a 32768 context: the rows reach 512 keys = 33 tiles -> at most 2 splits. */
+    /* Window 512 over a 32768 context: the rows reach 512 keys = 33 tiles -> at most 8 splits (the 8
+     * workgroups want 10). */
     r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 1, 1, 32768, 32, 8, 128, 16);
     d.window = 512;
-    expect_decode(&d, 40, "decode_f16_d128_r16_kw2_dw2_w6", 2, 8, 1, 128, 16 * 2080 * 4);
+    expect_decode(&d, 40, "decode_f16_d128_r16_kw2_dw2_w6", 8, 8, 1, 128, 64 * 2080 * 4);
     /* Page sizes of the hybrid models (multiples of 16) are served. */
     const int pages[] = {32, 528, 544, 784, 1056};
     for (size_t i = 0; i < sizeof pages / sizeof *pages; ++i) {
@@ -620,25 +624,25 @@ static void test_mixed_batch(void **state)
 {
     (void)state;
     /* 2 seqs, max_query_len 12, G=4, D=128: the decode part has 4 x 8 = 32 rows -> R=32, one row
-     * group; 16 WGs want 5 splits (4096 keys = 257 tiles allow 16). Counters 16 x 4 B -> 256 B;
-     * 16 x 5 records of (2*32 + 32*128) floats. The generic launch covers all 24 tokens. */
+     * group; 16 WGs want 5 splits (4096 keys = 257 tiles allow 64); 16 x 5 records of (2*32 + 32*128)
+     * floats. The generic launch covers all 24 tokens. */
     r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 2, 12, 4096, 32, 8, 128, 16);
     expect_mixed(&d, NULL, "decode_f16_d128_r32_kw1_dw4_w8", 5, 8, 80 * 4160 * 4, "generic_paged_f16_dmax256");
     /* bf16 D=256 picks the kernels of its dtype and the generic kernel that covers D. */
     r35a_paged_attention_desc b = paged(R35A_DTYPE_BF16, 3, 40, 1000, 8, 8, 256, 32);
-    /* G=1, M<=8: 8 rows -> R=16; 3 x 8 = 24 WGs want 4 splits; 1000 keys: 64 tiles allow 4.
-     * Counters 24 x 4 B -> 256 B; 24 x 4 records of (32 + 16*256) floats. */
+    /* G=1, M<=8: 8 rows -> R=16; 3 x 8 = 24 WGs want 4 splits; 1000 keys: 64 tiles allow 16;
+     * 24 x 4 records of (32 + 16*256) floats. */
     expect_mixed(&b, NULL, "decode_bf16_d256_r16_kw1_dw4_w6", 4, 8, 96 * 4128 * 4, "generic_paged_bf16_dmax256");
     /* G=8: capped M=8 gives 64 rows, two row groups of 32 (M=12 would need three). 4 x 8 x 2 = 64
-     * WGs want 2 splits (2048 keys: 129 tiles allow 8). Counters 64 x 4 B = 256 B; 128 records. */
+     * WGs want 2 splits (2048 keys: 129 tiles allow 32); 128 records. */
     r35a_paged_attention_desc g8 = paged(R35A_DTYPE_F16, 4, 12, 2048, 64, 8, 128, 16);
     expect_mixed(&g8, NULL, "decode_f16_d128_r32_kw1_dw4_w8", 2, 16, 128 * 4160 * 4,
                  "generic_paged_f16_dmax256");
-    /* Window 720 with max_query_len 40: the decode part's rows reach 720 + 8 - 1 = 727 keys = 47 tiles
-     * -> 2 splits (M=40 would reach 759 keys = 49 tiles -> 3). */
+    /* Window 80 with max_query_len 40: the decode part's rows reach 80 + 8 - 1 = 87 keys = 7 tiles
+     * -> one split, no workspace (M=40 would reach 119 keys = 9 tiles -> 2). */
     r35a_paged_attention_desc w = paged(R35A_DTYPE_F16, 2, 40, 4096, 32, 8, 128, 16);
-    w.window = 720;
-    expect_mixed(&w, NULL, "decode_f16_d128_r32_kw1_dw4_w8", 2, 8, 32 * 4160 * 4, "generic_paged_f16_dmax256");
+    w.window = 80;
+    expect_mixed(&w, NULL, "decode_f16_d128_r32_kw1_dw4_w8", 1, 8, 0, "generic_paged_f16_dmax256");
     /* A forced decode variant serves the decode part: R=16 needs two row groups for 32 rows; 32 WGs
      * want 3 splits; 96 records of (32 + 16*128) floats. */
     expect_mixed(&d, "decode_f16_d128_r16_kw2_dw2_w6", "decode_f16_d128_r16_kw2_dw2_w6", 3, 16,
