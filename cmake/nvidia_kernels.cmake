@@ -31,7 +31,9 @@ if(R35A_NVIDIA_TARGETS)
   endif()
   message(STATUS "rdna35attn: NVIDIA kernels for ${R35A_NVIDIA_TARGETS} (${r35a_families}) with ${r35a_nvcc}")
   set(R35A_HAVE_NVIDIA_CUBINS ON)
-  set(r35a_nvcc_flags -x cu -cubin -O3 -std=c++17 -Xptxas -warn-spills ${r35a_kernel_defines}
+  # ptxas warns about spills and about any local memory (a stack array: a register array indexed
+  # at run time), which cost what spills cost
+  set(r35a_nvcc_flags -x cu -cubin -O3 -std=c++17 -Xptxas -warn-spills -Xptxas -warn-lmem-usage ${r35a_kernel_defines}
       -I ${CMAKE_CURRENT_SOURCE_DIR}/kernels -I ${CMAKE_CURRENT_SOURCE_DIR}/variants)
   foreach(arch IN LISTS R35A_NVIDIA_TARGETS)
     if(NOT arch MATCHES "^sm_[0-9]+a?$")

@@ -913,11 +913,12 @@ R35A_DEV void decode_kernel(const r35a_decode_args &a) {
 #undef R35A_DECODE_LDS_SYMBOL
 
 /* The split merge of every variant of a Q/O dtype (decode_args.h "the split merge"): launched after a
- * decode kernel whose plan has more than one split, with the same argument struct. No LDS; 8 waves
- * per SIMD at least (a handful of registers: records' loads in flight and a row's state). */
-R35A_KERNEL R35A_KERNEL_BOUNDS(R35A_DECODE_MERGE_THREADS, 8) void decode_merge_f16(r35a_decode_args a) {
+ * decode kernel whose plan has more than one split, with the same argument struct. No LDS; 4 waves
+ * per SIMD at least: 16 records' loads in flight take ~100 registers (at 8 waves, NVIDIA's 64
+ * registers spilled 392 bytes). */
+R35A_KERNEL R35A_KERNEL_BOUNDS(R35A_DECODE_MERGE_THREADS, 4) void decode_merge_f16(r35a_decode_args a) {
     r35a::decode_merge<r35a::f16_t>(a);
 }
-R35A_KERNEL R35A_KERNEL_BOUNDS(R35A_DECODE_MERGE_THREADS, 8) void decode_merge_bf16(r35a_decode_args a) {
+R35A_KERNEL R35A_KERNEL_BOUNDS(R35A_DECODE_MERGE_THREADS, 4) void decode_merge_bf16(r35a_decode_args a) {
     r35a::decode_merge<r35a::bf16_t>(a);
 }
