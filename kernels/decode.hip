@@ -382,21 +382,36 @@ R35A_DEV void store_record(float *acc_rows, const frag::acc &o, float v_fac, int
     }
 }
 
-/* The split merge (decode_args.h "the split merge"): thread (block x, thread) of (kv head x row
- * group y, sequence z) owns row n = item / (D / 4) of the row group and its 4 consecutive d values
- * 4 (item % (D / 4)). It runs an online softmax merge over the sequence's records, RB = 16 records'
- * loads in flight at a time (m, l and the 16-byte accumulator piece of each: independent loads), then
- * normalizes once with the row's sink (row_inv) and writes the 4 outputs. No LDS, no barrier. */
+/* The online merge of two partial softmax states of one row (disjoint records): (m, l, o) takes (mb,
+ * lb, ob) in. NaN state stays NaN (NaN x 0 is NaN); two states that saw no key stay (-inf, 0, 0). */
+R35A_DEV void merge_partial(float &m, float &l, float (&o)[4], float mb, float lb, const float (&ob)[4]) {
+    const float mx = fmax(m, mb), mu = mx == neg_inf() ? 0.f : mx;
+    const float ca = exp2_fast(m - mu), cb = exp2_fast(mb - mu);
+    l = l * ca + lb * cb;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) o[j] = o[j] * ca + ob[j] * cb;
+    m = mx;
+}
+
+/* The split merge (decode_args.h "the split merge"): R35A_DECODE_MERGE_PARTS adjacent lanes share one
+ * item, a row n of the row group and its 4 consecutive d values 4 (item % (D / 4)); lane `part` of
+ * them runs an online merge over the records part, part + PARTS, ... (RB = 16 records' loads in
+ * flight at a time: up to 64 records in one round trip), then the lanes combine their partial states
+ * (two cross-lane steps), normalize with the row's sink (row_inv) and each writes one of the 4
+ * outputs. No LDS, no barrier; lanes whose item has no row compute on row 0 and write nothing (the
+ * cross-lane steps need every lane of the wave). */
 template <class E>
 R35A_DEV void decode_merge(const r35a_decode_args &a) {
-    constexpr int RB = 16;
+    constexpr int RB = 16, P = R35A_DECODE_MERGE_PARTS;
+    static_assert(P == 4, "the partial states are combined by two xor steps (lanes ^ 1, ^ 2)");
     R35A_TIMING(decode_timing tm; tm.t0 = decode_timing::now();)
     grid_dependency_wait();   /* the decode launch's records (programmatic dependent launch on NVIDIA) */
     const int s = block_z(), y = block_y();
     const int g = y / a.num_row_groups, rg = y - g * a.num_row_groups;
     const seq_meta sq = read_seq(a, s);
     const int q0 = sq.q0, M = sq.M, L = sq.L;
-    /* the decode launch wrote these rows (NaN for bad metadata, directly for one split) or skips them */
+    /* the decode launch wrote these rows (NaN for bad metadata, directly for one split) or skips them:
+     * every exit here is uniform over the workgroup */
     if (r35a_paged_sequence_error(s, a.num_seqs, q0, q0 + M, L, a.num_tokens, a.query_len_bound, a.max_seq_len) !=
         R35A_DEVICE_ERROR_NONE)
         return;
@@ -404,21 +419,24 @@ R35A_DEV void decode_merge(const r35a_decode_args &a) {
     const int nsplit = r35a_decode_seq_splits(a.num_splits, r35a_decode_seq_ntiles(L, M, a.window), a.min_split_tiles);
     if (nsplit <= 1) return;
     const int R = a.rows_per_group, D = a.head_size, G = a.group_size, rows = G * M;
-    const int item = block_x() * R35A_DECODE_MERGE_THREADS + thread_x();
-    const int n = item / (D / 4), d = 4 * (item - n * (D / 4));
-    const int row = rg * R + n;
-    if (n >= R || row >= rows) return;
+    if (rg * R >= rows) return;
+    const int t = block_x() * R35A_DECODE_MERGE_THREADS + thread_x();
+    const int item = t / P, part = t - item * P;
+    const int n_item = item / (D / 4), d = 4 * (item - n_item * (D / 4));
+    const bool live = n_item < R && rg * R + n_item < rows;
+    const int n = live ? n_item : 0;   /* row 0 of the group exists (rg * R < rows) */
+    if (!wave_any(live)) return;       /* a whole wave without a row (uniform) */
 
     const i64 rec_floats = r35a_decode_record_floats(R, D);
     const float *const grec = (const float *)a.workspace + (((i64)s * a.num_kv_heads + g) * a.num_row_groups + rg) *
                                                                a.num_splits * rec_floats;
     float m_run = neg_inf(), l_run = 0.f, o[4] = {0.f, 0.f, 0.f, 0.f};
-    for (int k0 = 0; k0 < nsplit; k0 += RB) {
+    for (int k0 = 0; k0 < nsplit; k0 += RB * P) {
         float mk[RB], lk[RB];
         u32x4 ak[RB];
 #pragma unroll
         for (int r = 0; r < RB; ++r) {   /* records past nsplit re-read the last one (never weighed) */
-            const float *rec = grec + imin(k0 + r, nsplit - 1) * rec_floats;
+            const float *rec = grec + imin(k0 + r * P + part, nsplit - 1) * rec_floats;
             mk[r] = load_f32(rec + n);
             lk[r] = load_f32(rec + R + n);
             ak[r] = load_b128(rec + 2 * R + (i64)n * D + d);
@@ -427,7 +445,7 @@ R35A_DEV void decode_merge(const r35a_decode_args &a) {
          * loads are in flight together */
         float mb = m_run;
 #pragma unroll
-        for (int r = 0; r < RB; ++r) mb = k0 + r < nsplit ? fmax(mb, mk[r]) : mb;
+        for (int r = 0; r < RB; ++r) mb = k0 + r * P + part < nsplit ? fmax(mb, mk[r]) : mb;
         const float mu = mb == neg_inf() ? 0.f : mb;
         const float c = exp2_fast(m_run - mu);   /* 0 while no record had a key; NaN state stays NaN */
         l_run *= c;
@@ -435,7 +453,7 @@ R35A_DEV void decode_merge(const r35a_decode_args &a) {
         for (int j = 0; j < 4; ++j) o[j] *= c;
 #pragma unroll
         for (int r = 0; r < RB; ++r) {
-            const float w = k0 + r < nsplit ? exp2_fast(mk[r] - mu) : 0.f;
+            const float w = k0 + r * P + part < nsplit ? exp2_fast(mk[r] - mu) : 0.f;
             l_run = __builtin_fmaf(w, lk[r], l_run);
             const u32x4 x = ak[r];
 #pragma unroll
@@ -447,13 +465,26 @@ R35A_DEV void decode_merge(const r35a_decode_args &a) {
         }
         m_run = mb;
     }
+    /* the P lanes of the item combine their states: after the two steps every one holds the whole */
+    {
+        float ob[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) ob[j] = lane_xor_row<1>(o[j]);
+        merge_partial(m_run, l_run, o, lane_xor_row<1>(m_run), lane_xor_row<1>(l_run), ob);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) ob[j] = lane_xor_row<2>(o[j]);
+        merge_partial(m_run, l_run, o, lane_xor_row<2>(m_run), lane_xor_row<2>(l_run), ob);
+    }
     /* l_run > 0 whenever a record saw a key (its max contributes 1); row_inv gives 0 for a row that
      * saw none and joins the sink */
-    const int hl = row / M, i = row - hl * M;
+    const int row = rg * R + n, hl = row / M, i = row - hl * M;
     const float inv = row_inv(m_run, l_run, sink_base2(a, g * G + hl));
-    u16 *const out = (u16 *)a.out + (i64)(q0 + i) * a.o_token_stride + (i64)(g * G + hl) * a.o_head_stride + d;
+    float mine = o[0];   /* lane `part` writes element d + part (a select, no indexed register) */
 #pragma unroll
-    for (int j = 0; j < 4; ++j) store_u16(out + j, E::from_f32(o[j] * inv));
+    for (int j = 1; j < 4; ++j) mine = part == j ? o[j] : mine;
+    if (live)
+        store_u16((u16 *)a.out + (i64)(q0 + i) * a.o_token_stride + (i64)(g * G + hl) * a.o_head_stride + d + part,
+                  E::from_f32(mine * inv));
     R35A_TIMING(tm.done(a, R, D, true);)
 }
 
@@ -483,9 +514,6 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
     constexpr int EB = B8 ? 1 : 2;   /* bytes per K/V element */
     typedef typename C::pipe P;
 
-    /* the split merge launched after this kernel may get its workgroups resident now (they wait for
-     * this kernel's end in grid_dependency_wait): its launch overlaps this kernel's tail */
-    grid_launch_dependents();
     const int w = wave_id();
     const int kg = w / DW, dg = w % DW;
     const int split = block_x(), y = block_y(), s = block_z();
@@ -769,6 +797,11 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
         }
     }
     pipe.drain();
+    /* the split merge launched after this kernel may get its workgroups resident once every workgroup
+     * is past its loop (they wait for this kernel's end in grid_dependency_wait): its launch overlaps
+     * this kernel's tail (measured on the H200: triggered at the kernel's entry instead, its waiting
+     * workgroups slowed long contexts by 2-5 %) */
+    grid_launch_dependents();
 #pragma unroll
     for (int t = 0; t < T; ++t) st[t].l = frag::col_sum_finish(st[t].l);
     /* A block-table entry outside the cache: page 0 was streamed in its place; NaN state makes the

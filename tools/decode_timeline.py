@@ -45,9 +45,9 @@ def run(lib, D, G, M, ctx, B, hkv=8, page=16, reps=7):
     pi = lib.plan_info(plan)
     grid = list(pi.grid)
     nblk = grid[0] * grid[1] * grid[2]
-    # the split merge's workgroups follow the decode grid's: at most 32 rows x 512 d / 4 / 128 threads = 32
-    # per (kv head x row group, sequence)
-    nblk += 32 * grid[1] * grid[2]
+    # the split merge's workgroups follow the decode grid's: at most 32 rows x 512 d / 4 x 4 lanes / 128
+    # threads = 128 per (kv head x row group, sequence)
+    nblk += 128 * grid[1] * grid[2]
     extra = 128 * nblk
     ws = torch.zeros(pi.workspace_bytes + extra + 256, dtype=torch.uint8, device="cuda")
     wsbytes = pi.workspace_bytes + extra + 256

@@ -215,12 +215,12 @@ def num_splits(seqs, hkv, groups, max_seq, max_q, cus, resident, wgs_per_cu=WGS_
     return max(1, min(want, by_len, MAX_SPLITS))
 
 
-MERGE_THREADS = 128   # decode_args.h R35A_DECODE_MERGE_THREADS
+MERGE_THREADS, MERGE_PARTS = 128, 4   # decode_args.h R35A_DECODE_MERGE_THREADS, R35A_DECODE_MERGE_PARTS
 
 
 def merge_grid(seqs, hkv, groups, rows, G, M, D):
     """decode_args.h r35a_decode_merge_grid: the split merge launched after a decode kernel with splits."""
-    return (-(-min(rows, G * M) * (D // 4) // MERGE_THREADS), hkv * groups, seqs)
+    return (-(-min(rows, G * M) * (D // 4) * MERGE_PARTS // MERGE_THREADS), hkv * groups, seqs)
 
 
 # ------------------------------------------------------------------------------------------ runtime

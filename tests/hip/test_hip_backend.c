@@ -287,10 +287,10 @@ static void test_gpu_decode_plan_and_run(void **state)
     assert_int_equal(ka.rows_per_group, 16);
     assert_int_equal(ka.head_size, 128);
     assert_int_equal(ka.min_split_tiles, 4);
-    /* the merge: the same argument struct, 4 rows x 128 d / 4 = 128 threads per kv head */
+    /* the merge: the same argument struct, 4 rows x 128 d / 4 x 4 lanes = 512 threads per kv head */
     const fake_launch *merge = fake.launch(1);
     assert_string_equal(merge->kernel, "decode_merge_f16");
-    assert_int_equal(merge->grid[0], 1);
+    assert_int_equal(merge->grid[0], 4);
     assert_int_equal(merge->grid[1], 8);
     assert_int_equal(merge->grid[2], 1);
     assert_int_equal(merge->block[0], 128);
