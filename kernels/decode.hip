@@ -393,44 +393,11 @@ R35A_DEV void merge_partial(float &m, float &l, float (&o)[4], float mb, float l
     m = mx;
 }
 
-/* The split merge (decode_args.h "the split merge"): R35A_DECODE_MERGE_PARTS adjacent lanes share one
- * item, a row n of the row group and its 4 consecutive d values 4 (item % (D / 4)); lane `part` of
- * them runs an online merge over the records part, part + PARTS, ... (RB = 16 records' loads in
- * flight at a time: up to 64 records in one round trip), then the lanes combine their partial states
- * (two cross-lane steps), normalize with the row's sink (row_inv) and each writes one of the 4
- * outputs. No LDS, no barrier; lanes whose item has no row compute on row 0 and write nothing (the
- * cross-lane steps need every lane of the wave). */
-template <class E>
-R35A_DEV void decode_merge(const r35a_decode_args &a) {
-    constexpr int RB = 16, P = R35A_DECODE_MERGE_PARTS;
-    static_assert(P == 4, "the partial states are combined by two xor steps (lanes ^ 1, ^ 2)");
-    R35A_TIMING(decode_timing tm; tm.t0 = decode_timing::now();)
-    grid_dependency_wait();   /* the decode launch's records (programmatic dependent launch on NVIDIA) */
-    const int s = block_z(), y = block_y();
-    const int g = y / a.num_row_groups, rg = y - g * a.num_row_groups;
-    const seq_meta sq = read_seq(a, s);
-    const int q0 = sq.q0, M = sq.M, L = sq.L;
-    /* the decode launch wrote these rows (NaN for bad metadata, directly for one split) or skips them:
-     * every exit here is uniform over the workgroup */
-    if (r35a_paged_sequence_error(s, a.num_seqs, q0, q0 + M, L, a.num_tokens, a.query_len_bound, a.max_seq_len) !=
-        R35A_DEVICE_ERROR_NONE)
-        return;
-    if (M <= 0 || M > a.max_query_len) return;
-    const int nsplit = r35a_decode_seq_splits(a.num_splits, r35a_decode_seq_ntiles(L, M, a.window), a.min_split_tiles);
-    if (nsplit <= 1) return;
-    const int R = a.rows_per_group, D = a.head_size, G = a.group_size, rows = G * M;
-    if (rg * R >= rows) return;
-    const int t = block_x() * R35A_DECODE_MERGE_THREADS + thread_x();
-    const int item = t / P, part = t - item * P;
-    const int n_item = item / (D / 4), d = 4 * (item - n_item * (D / 4));
-    const bool live = n_item < R && rg * R + n_item < rows;
-    const int n = live ? n_item : 0;   /* row 0 of the group exists (rg * R < rows) */
-    if (!wave_any(live)) return;       /* a whole wave without a row (uniform) */
-
-    const i64 rec_floats = r35a_decode_record_floats(R, D);
-    const float *const grec = (const float *)a.workspace + (((i64)s * a.num_kv_heads + g) * a.num_row_groups + rg) *
-                                                               a.num_splits * rec_floats;
-    float m_run = neg_inf(), l_run = 0.f, o[4] = {0.f, 0.f, 0.f, 0.f};
+/* One lane's share of the split merge: the online merge over records part, part + P, ... of the
+ * sequence's nsplit (row n, elements d..d+3), RB records' loads in flight per round trip. */
+template <int RB, int P>
+R35A_DEV void merge_records(const float *grec, i64 rec_floats, int R, int D, int n, int d, int part, int nsplit,
+                            float &m_run, float &l_run, float (&o)[4]) {
     for (int k0 = 0; k0 < nsplit; k0 += RB * P) {
         float mk[RB], lk[RB];
         u32x4 ak[RB];
@@ -465,6 +432,55 @@ R35A_DEV void decode_merge(const r35a_decode_args &a) {
         }
         m_run = mb;
     }
+}
+
+/* The split merge (decode_args.h "the split merge"): R35A_DECODE_MERGE_PARTS adjacent lanes share one
+ * item, a row n of the row group and its 4 consecutive d values 4 (item % (D / 4)); lane `part` of
+ * them runs an online merge over the records part, part + PARTS, ... (merge_records: 1, 4 or 16
+ * records' loads in flight at a time, as the sequence's split count needs; up to 64 records in one
+ * round trip), then the lanes combine their partial states
+ * (two cross-lane steps), normalize with the row's sink (row_inv) and each writes one of the 4
+ * outputs. No LDS, no barrier; lanes whose item has no row compute on row 0 and write nothing (the
+ * cross-lane steps need every lane of the wave). */
+template <class E>
+R35A_DEV void decode_merge(const r35a_decode_args &a) {
+    constexpr int P = R35A_DECODE_MERGE_PARTS;
+    static_assert(P == 4, "the partial states are combined by two xor steps (lanes ^ 1, ^ 2)");
+    R35A_TIMING(decode_timing tm; tm.t0 = decode_timing::now();)
+    grid_dependency_wait();   /* the decode launch's records (programmatic dependent launch on NVIDIA) */
+    const int s = block_z(), y = block_y();
+    const int g = y / a.num_row_groups, rg = y - g * a.num_row_groups;
+    const seq_meta sq = read_seq(a, s);
+    const int q0 = sq.q0, M = sq.M, L = sq.L;
+    /* the decode launch wrote these rows (NaN for bad metadata, directly for one split) or skips them:
+     * every exit here is uniform over the workgroup */
+    if (r35a_paged_sequence_error(s, a.num_seqs, q0, q0 + M, L, a.num_tokens, a.query_len_bound, a.max_seq_len) !=
+        R35A_DEVICE_ERROR_NONE)
+        return;
+    if (M <= 0 || M > a.max_query_len) return;
+    const int nsplit = r35a_decode_seq_splits(a.num_splits, r35a_decode_seq_ntiles(L, M, a.window), a.min_split_tiles);
+    if (nsplit <= 1) return;
+    const int R = a.rows_per_group, D = a.head_size, G = a.group_size, rows = G * M;
+    if (rg * R >= rows) return;
+    const int t = block_x() * R35A_DECODE_MERGE_THREADS + thread_x();
+    const int item = t / P, part = t - item * P;
+    const int n_item = item / (D / 4), d = 4 * (item - n_item * (D / 4));
+    const bool live = n_item < R && rg * R + n_item < rows;
+    const int n = live ? n_item : 0;   /* row 0 of the group exists (rg * R < rows) */
+    if (!wave_any(live)) return;       /* a whole wave without a row (uniform) */
+
+    const i64 rec_floats = r35a_decode_record_floats(R, D);
+    const float *const grec = (const float *)a.workspace + (((i64)s * a.num_kv_heads + g) * a.num_row_groups + rg) *
+                                                               a.num_splits * rec_floats;
+    float m_run = neg_inf(), l_run = 0.f, o[4] = {0.f, 0.f, 0.f, 0.f};
+    /* as many loads per lane and round trip as its records need (uniform: the sequence's nsplit) */
+    const int per_lane = (nsplit + P - 1) / P;
+    if (per_lane <= 1)
+        merge_records<1, P>(grec, rec_floats, R, D, n, d, part, nsplit, m_run, l_run, o);
+    else if (per_lane <= 4)
+        merge_records<4, P>(grec, rec_floats, R, D, n, d, part, nsplit, m_run, l_run, o);
+    else
+        merge_records<16, P>(grec, rec_floats, R, D, n, d, part, nsplit, m_run, l_run, o);
     /* the P lanes of the item combine their states: after the two steps every one holds the whole */
     {
         float ob[4];
