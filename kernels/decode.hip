@@ -434,18 +434,17 @@ R35A_DEV void merge_records(const float *grec, i64 rec_floats, int R, int D, int
     }
 }
 
-/* The split merge (decode_args.h "the split merge"): R35A_DECODE_MERGE_PARTS adjacent lanes share one
- * item, a row n of the row group and its 4 consecutive d values 4 (item % (D / 4)); lane `part` of
- * them runs an online merge over the records part, part + PARTS, ... (merge_records: 1, 4 or 16
- * records' loads in flight at a time, as the sequence's split count needs; up to 64 records in one
- * round trip), then the lanes combine their partial states
- * (two cross-lane steps), normalize with the row's sink (row_inv) and each writes one of the 4
- * outputs. No LDS, no barrier; lanes whose item has no row compute on row 0 and write nothing (the
- * cross-lane steps need every lane of the wave). */
+/* The split merge (decode_args.h "the split merge"): P = r35a_decode_merge_lanes(planned splits)
+ * adjacent lanes share one item, a row n of the row group and its 4 consecutive d values
+ * 4 (item % (D / 4)). With P = 4 lane `part` runs an online merge over the records part, part + 4,
+ * ... (merge_records: 4 or 16 records' loads in flight at a time, as the sequence's split count needs;
+ * up to 64 records in one round trip), the lanes combine their partial states (two cross-lane steps),
+ * normalize with the row's sink (row_inv) and each writes one of the 4 outputs; with P = 1 (at most 8
+ * splits) one lane merges all records in one round trip and writes the 4. No LDS, no barrier; lanes
+ * whose item has no row compute on row 0 and write nothing (the cross-lane steps need every lane of
+ * the wave). */
 template <class E>
 R35A_DEV void decode_merge(const r35a_decode_args &a) {
-    constexpr int P = R35A_DECODE_MERGE_PARTS;
-    static_assert(P == 4, "the partial states are combined by two xor steps (lanes ^ 1, ^ 2)");
     R35A_TIMING(decode_timing tm; tm.t0 = decode_timing::now();)
     grid_dependency_wait();   /* the decode launch's records (programmatic dependent launch on NVIDIA) */
     const int s = block_z(), y = block_y();
@@ -462,8 +461,9 @@ R35A_DEV void decode_merge(const r35a_decode_args &a) {
     if (nsplit <= 1) return;
     const int R = a.rows_per_group, D = a.head_size, G = a.group_size, rows = G * M;
     if (rg * R >= rows) return;
+    const int P = r35a_decode_merge_lanes(a.num_splits);   /* 1 or 4, uniform */
     const int t = block_x() * R35A_DECODE_MERGE_THREADS + thread_x();
-    const int item = t / P, part = t - item * P;
+    const int item = P == 4 ? t >> 2 : t, part = t - item * P;
     const int n_item = item / (D / 4), d = 4 * (item - n_item * (D / 4));
     const bool live = n_item < R && rg * R + n_item < rows;
     const int n = live ? n_item : 0;   /* row 0 of the group exists (rg * R < rows) */
@@ -474,15 +474,20 @@ R35A_DEV void decode_merge(const r35a_decode_args &a) {
                                                                a.num_splits * rec_floats;
     float m_run = neg_inf(), l_run = 0.f, o[4] = {0.f, 0.f, 0.f, 0.f};
     /* as many loads per lane and round trip as its records need (uniform: the sequence's nsplit) */
-    const int per_lane = (nsplit + P - 1) / P;
-    if (per_lane <= 1)
-        merge_records<1, P>(grec, rec_floats, R, D, n, d, part, nsplit, m_run, l_run, o);
-    else if (per_lane <= 4)
-        merge_records<4, P>(grec, rec_floats, R, D, n, d, part, nsplit, m_run, l_run, o);
-    else
-        merge_records<16, P>(grec, rec_floats, R, D, n, d, part, nsplit, m_run, l_run, o);
-    /* the P lanes of the item combine their states: after the two steps every one holds the whole */
-    {
+    if (P == 1) {   /* at most R35A_DECODE_MERGE_FEW_SPLITS records */
+        if (nsplit <= 4)
+            merge_records<4, 1>(grec, rec_floats, R, D, n, d, 0, nsplit, m_run, l_run, o);
+        else
+            merge_records<8, 1>(grec, rec_floats, R, D, n, d, 0, nsplit, m_run, l_run, o);
+    } else {
+        const int per_lane = (nsplit + 3) / 4;
+        if (per_lane <= 4)
+            merge_records<4, 4>(grec, rec_floats, R, D, n, d, part, nsplit, m_run, l_run, o);
+        else
+            merge_records<16, 4>(grec, rec_floats, R, D, n, d, part, nsplit, m_run, l_run, o);
+    }
+    /* the 4 lanes of an item combine their states: after the two steps every one holds the whole */
+    if (P == 4) {
         float ob[4];
 #pragma unroll
         for (int j = 0; j < 4; ++j) ob[j] = lane_xor_row<1>(o[j]);
@@ -495,12 +500,16 @@ R35A_DEV void decode_merge(const r35a_decode_args &a) {
      * saw none and joins the sink */
     const int row = rg * R + n, hl = row / M, i = row - hl * M;
     const float inv = row_inv(m_run, l_run, sink_base2(a, g * G + hl));
-    float mine = o[0];   /* lane `part` writes element d + part (a select, no indexed register) */
+    u16 *const out = (u16 *)a.out + (i64)(q0 + i) * a.o_token_stride + (i64)(g * G + hl) * a.o_head_stride + d;
+    if (P == 4) {
+        float mine = o[0];   /* lane `part` writes element d + part (a select, no indexed register) */
 #pragma unroll
-    for (int j = 1; j < 4; ++j) mine = part == j ? o[j] : mine;
-    if (live)
-        store_u16((u16 *)a.out + (i64)(q0 + i) * a.o_token_stride + (i64)(g * G + hl) * a.o_head_stride + d + part,
-                  E::from_f32(mine * inv));
+        for (int j = 1; j < 4; ++j) mine = part == j ? o[j] : mine;
+        if (live) store_u16(out + part, E::from_f32(mine * inv));
+    } else if (live) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) store_u16(out + j, E::from_f32(o[j] * inv));
+    }
     R35A_TIMING(tm.done(a, R, D, true);)
 }
 

@@ -155,7 +155,8 @@ bool r35a_plan_decode_merge(const r35a_paged_attention_desc *d, const r35a_gpu_l
     *out = *decode;
     out->split_merge = true;
     r35a_decode_merge_grid(d->num_seqs, d->num_kv_heads, decode->num_row_groups, v->rows,
-                           d->num_q_heads / d->num_kv_heads, decode->max_query_len, v->head_size, out->grid);
+                           d->num_q_heads / d->num_kv_heads, decode->max_query_len, v->head_size, decode->num_splits,
+                           out->grid);
     out->block[0] = R35A_DECODE_MERGE_THREADS;
     out->block[1] = out->block[2] = 1;
     out->shared_bytes = 0;

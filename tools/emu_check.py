@@ -202,7 +202,7 @@ class HostFormulas:
         lines.append("void x_r35a_decode_grid(int32_t a, int32_t b, int32_t c, int32_t d, uint32_t g[3]) "
                      "{ r35a_decode_grid(a, b, c, d, g); }")
         lines.append("void x_r35a_decode_merge_grid(int32_t a, int32_t b, int32_t c, int32_t d, int32_t e, int32_t f, "
-                     "int32_t h, uint32_t g[3]) { r35a_decode_merge_grid(a, b, c, d, e, f, h, g); }")
+                     "int32_t h, int32_t i, uint32_t g[3]) { r35a_decode_merge_grid(a, b, c, d, e, f, h, i, g); }")
         lines.append("uint32_t x_merge_threads(void) { return R35A_DECODE_MERGE_THREADS; }")
         lines.append("int32_t x_min_tiles(void) { return R35A_DECODE_MIN_TILES_PER_SPLIT; }")
         open(src, "w").write("\n".join(lines) + "\n")
@@ -220,9 +220,9 @@ class HostFormulas:
         self.lib.x_r35a_decode_grid(nseq, hkv, rg, splits, g)
         return tuple(g)
 
-    def merge_grid(self, nseq, hkv, rg, R, G, M, D):
+    def merge_grid(self, nseq, hkv, rg, R, G, M, D, splits):
         g = (ctypes.c_uint32 * 3)()
-        self.lib.x_r35a_decode_merge_grid(nseq, hkv, rg, R, G, M, D, g)
+        self.lib.x_r35a_decode_merge_grid(nseq, hkv, rg, R, G, M, D, splits, g)
         return tuple(g)
 
     def merge_threads(self):
@@ -675,7 +675,7 @@ def count_default(G_, co, dec, co_path, kv8=None):
             st = G_.launch(co.kernels[v["name"]], grid=HOST.grid(1, Hkv, rg, splits),
                            block=(HOST.block_threads(v["KW"], v["DW"]),), args=[bytes(a)], count=True)
             if splits > 1:   # the split merge, launched after it (decode_args.h): counted with it
-                sm = G_.launch(co.kernels["decode_merge_f16"], grid=HOST.merge_grid(1, Hkv, rg, v["R"], G, M, 128),
+                sm = G_.launch(co.kernels["decode_merge_f16"], grid=HOST.merge_grid(1, Hkv, rg, v["R"], G, M, 128, splits),
                                block=(HOST.merge_threads(),), args=[bytes(a)], count=True)
                 st = type(st)(st.seconds + sm.seconds, st.instructions + sm.instructions,
                               {k: st.by_class[k] + sm.by_class[k] for k in st.by_class},

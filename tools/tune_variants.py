@@ -215,12 +215,13 @@ def num_splits(seqs, hkv, groups, max_seq, max_q, cus, resident, wgs_per_cu=WGS_
     return max(1, min(want, by_len, MAX_SPLITS))
 
 
-MERGE_THREADS, MERGE_PARTS = 128, 4   # decode_args.h R35A_DECODE_MERGE_THREADS, R35A_DECODE_MERGE_PARTS
+MERGE_THREADS, MERGE_FEW_SPLITS = 128, 8   # decode_args.h R35A_DECODE_MERGE_THREADS, _FEW_SPLITS
 
 
-def merge_grid(seqs, hkv, groups, rows, G, M, D):
+def merge_grid(seqs, hkv, groups, rows, G, M, D, splits):
     """decode_args.h r35a_decode_merge_grid: the split merge launched after a decode kernel with splits."""
-    return (-(-min(rows, G * M) * (D // 4) * MERGE_PARTS // MERGE_THREADS), hkv * groups, seqs)
+    lanes = 4 if splits > MERGE_FEW_SPLITS else 1
+    return (-(-min(rows, G * M) * (D // 4) * lanes // MERGE_THREADS), hkv * groups, seqs)
 
 
 # ------------------------------------------------------------------------------------------ runtime
@@ -368,7 +369,7 @@ def measure_candidate(torch, rt, path, cand, shapes, cus, wgs_per_cu=WGS_PER_CU,
         ws_bytes = sh.B * sh.hkv * groups * splits * (2 * cand["rows"] + cand["rows"] * sh.D) * 4
         ws = torch.zeros(ws_bytes // 4 + 64, dtype=torch.int32, device="cuda")
         args = [sh.args(c, cand["rows"], splits, ws) for c in range(sh.copies)]
-        mgrid = merge_grid(sh.B, sh.hkv, groups, cand["rows"], sh.G, sh.M, sh.D)
+        mgrid = merge_grid(sh.B, sh.hkv, groups, cand["rows"], sh.G, sh.M, sh.D, splits)
 
         def call(c):
             stream = torch.cuda.current_stream().cuda_stream

@@ -236,22 +236,27 @@ R35A_HD uint32_t r35a_decode_block_threads(int32_t kw, int32_t dw) { return 32u 
  * With more than one planned split, every workgroup of a sequence that uses several (its
  * r35a_decode_seq_splits) writes its partial record to the workspace and exits; the merge kernel
  * (decode_merge_<dtype>, kernels/decode.hip), launched right after on the same stream with the same
- * argument struct, combines each row's records and writes O. R35A_DECODE_MERGE_PARTS lanes per 4
- * consecutive d of a row (each merges every PARTS-th record, then they combine), all rows and d of all
- * (sequence, kv head, row group) at once: the merge is as parallel as the output times PARTS, and it
- * needs no arrival counters (so no clear before the launch, no atomics, no fences). Its grid is
- * host-known: x covers the rows a row group can hold (min(R, G x max_query_len)) x D / 4 x PARTS
- * lanes in blocks of R35A_DECODE_MERGE_THREADS; y and z are the decode grid's. Sequences that use one
+ * argument struct, combines each row's records and writes O. r35a_decode_merge_lanes() lanes per 4
+ * consecutive d of a row (with 4, each merges every 4th record, then they combine), all rows and d of
+ * all (sequence, kv head, row group) at once: the merge is as parallel as the output (times the
+ * lanes), and it needs no arrival counters (so no clear before the launch, no atomics, no fences).
+ * Its grid is host-known: x covers the rows a row group can hold (min(R, G x max_query_len)) x D / 4
+ * x lanes in blocks of R35A_DECODE_MERGE_THREADS; y and z are the decode grid's. Sequences that use one
  * split (written directly by the decode kernel), that the decode launch skips (M = 0 or M above its
  * max_query_len) or whose metadata fails its check exit at once. */
 #define R35A_DECODE_MERGE_THREADS 128
-#define R35A_DECODE_MERGE_PARTS 4   /* lanes per (row, 4 d): each merges a quarter of the records */
+/* Lanes per (row, 4 d): 4 (each merges every 4th record) when the planned splits are more than
+ * R35A_DECODE_MERGE_FEW_SPLITS, else 1 (a lane merges them all: with 2-8 records, 4 lanes would
+ * quadruple a batch-16 merge's workgroups for nothing; H200, NOTES_h200 version 10). From the
+ * planned count, so the host's grid and the kernel agree. */
+#define R35A_DECODE_MERGE_FEW_SPLITS 8
+R35A_HD int32_t r35a_decode_merge_lanes(int32_t num_splits) { return num_splits > R35A_DECODE_MERGE_FEW_SPLITS ? 4 : 1; }
 R35A_HD void r35a_decode_merge_grid(int32_t num_seqs, int32_t num_kv_heads, int32_t num_row_groups,
                                     int32_t rows_per_group, int32_t group_size, int32_t max_query_len,
-                                    int32_t head_size, uint32_t grid[3]) {
+                                    int32_t head_size, int32_t num_splits, uint32_t grid[3]) {
     const int64_t rows = (int64_t)group_size * max_query_len < rows_per_group ? (int64_t)group_size * max_query_len
                                                                              : rows_per_group;
-    const int64_t items = rows * (head_size / 4) * R35A_DECODE_MERGE_PARTS;
+    const int64_t items = rows * (head_size / 4) * r35a_decode_merge_lanes(num_splits);
     grid[0] = (uint32_t)((items + R35A_DECODE_MERGE_THREADS - 1) / R35A_DECODE_MERGE_THREADS);
     grid[1] = (uint32_t)num_kv_heads * (uint32_t)num_row_groups;
     grid[2] = (uint32_t)num_seqs;

@@ -601,7 +601,7 @@ static void expected_paged_records(const r35a_plan_info *info, const r35a_paged_
     if (merge && v) {
         const int32_t mql = d->max_query_len < R35A_DECODE_MAX_QUERY_LEN ? d->max_query_len : R35A_DECODE_MAX_QUERY_LEN;
         r35a_decode_merge_grid(d->num_seqs, d->num_kv_heads, decode_row_groups(d, v->rows), v->rows,
-                               d->num_q_heads / d->num_kv_heads, mql, v->head, merge_grid);
+                               d->num_q_heads / d->num_kv_heads, mql, v->head, info->num_splits, merge_grid);
     }
     int n = 0;
     if (info->grid[0] && info->grid[1] && info->grid[2] && d->num_tokens > 0) {

@@ -248,7 +248,8 @@ static void test_decode_no_split_when_busy_or_short(void **state)
 }
 
 /* The split merge launch follows a decode launch with splits: decode_merge_<dtype>, 128 threads,
- * x = ceil(min(R, G x M) x D / 4 x 4 lanes / 128) workgroups per (kv head x row group, sequence). */
+ * x = ceil(min(R, G x M) x D / 4 x lanes / 128) workgroups per (kv head x row group, sequence), 4
+ * lanes per item above 8 planned splits, else 1. */
 static void test_decode_split_merge_launch(void **state)
 {
     (void)state;
@@ -260,7 +261,7 @@ static void test_decode_split_merge_launch(void **state)
     } cases[] = {
         {R35A_DTYPE_F16, 1, 1, 4096, 32, 8, 128, "decode_merge_f16", 4, 8},    /* 4 rows x 32 pieces x 4 */
         {R35A_DTYPE_BF16, 1, 4, 4096, 32, 8, 128, "decode_merge_bf16", 16, 8}, /* 16 rows x 32 x 4 = 2048 */
-        {R35A_DTYPE_F16, 2, 4, 8192, 64, 8, 128, "decode_merge_f16", 32, 8},   /* R=32: 32 rows x 32 x 4 */
+        {R35A_DTYPE_F16, 2, 4, 8192, 64, 8, 128, "decode_merge_f16", 8, 8},    /* R=32, 5 splits: 1 lane, 32 x 32 */
         {R35A_DTYPE_F16, 1, 1, 4096, 8, 1, 512, "decode_merge_f16", 32, 1},    /* 8 rows x 128 x 4 */
         {R35A_DTYPE_F16, 1, 1, 4096, 8, 8, 64, "decode_merge_f16", 1, 8},      /* 1 row x 16 x 4 = 64 */
     };
