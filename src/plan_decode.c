@@ -28,7 +28,7 @@ static r35a_dtype decode_kv_format(const r35a_paged_attention_desc *d)
 }
 
 /* NVIDIA (measured on the H200 only, bench/NOTES_h200.md version 6): a batch whose workgroups alone
- * give at least half the SMs one (wgs >= SMs / 2) runs one split, with no counter clear and no merge,
+ * give at least half the SMs one (wgs >= SMs / 2) runs one split, with no records and no merge launch,
  * when the keys a sequence reaches are at most this many. At 1K keys and batch 16 one split was 0-19 %
  * faster than the planner's 2-3 for every head size (one row 0.6 % slower); at 2K-4K it still won for
  * D 64 and 128 (4-12 %) but lost 3-18 % for D 256, D 512 and the D 64 rows-32 kernel, whose

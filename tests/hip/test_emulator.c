@@ -822,10 +822,12 @@ static int32_t group_for(int rows, int m)
 /* ---- decode ---- */
 
 /* Split-KV with the workspace reused: sequences of very different lengths under a larger
- * max_seq_len, two problems on one plan. 4 splits are planned (1200 keys); each sequence uses what
- * its own length allows (decode_args.h r35a_decode_seq_splits, 16 tiles a split): 1000 keys 4,
- * 520 keys 2 (the merge of fewer records than planned), 33 keys 1 (written directly, no counter),
- * an empty sequence none. */
+ * max_seq_len, two problems on one plan. 19 splits are planned (1200 keys, 4 workgroups wanting 80),
+ * so the split merge runs 4 lanes per item; each sequence uses what its own length allows
+ * (decode_args.h r35a_decode_seq_splits, 4 tiles a split): 1000 keys ~15, 520 keys ~8 (fewer
+ * records than planned), 33 keys 1 (written directly, no record), an empty sequence none. The
+ * merge's one-lane form (<= 8 planned splits) runs in decode_cu_splits (5 splits for 40 CUs) and the
+ * mixed batches. */
 static void decode_split_case(const decode_variant *v, int m, int index, bool features)
 {
     paged_spec s;
