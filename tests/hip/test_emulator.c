@@ -854,7 +854,8 @@ static void decode_split_case(const decode_variant *v, int m, int index, bool fe
 }
 
 /* A split count the CU count decides: 16 (sequence, kv head) workgroups want 80 / 16 = 5 splits on
- * 40 CUs and 10 on 80, and 1600 keys allow 6 (about the least work that shows the difference). */
+ * 40 CUs and 10 on 80, and 1600 keys allow 25 (4 tiles a split): 5 splits merge with one lane per
+ * item, 10 with four (decode_args.h r35a_decode_merge_lanes). */
 static void decode_cu_split_case(const decode_variant *v, int index)
 {
     paged_spec s;
