@@ -205,12 +205,22 @@ struct row_state {
 };
 
 /* Merges state b into a: both are partial softmaxes of disjoint key sets. */
+/* Merging two partial softmax states of one row whose base-2 maxima are ma and mb: returns the
+ * merged max and sets the factors 2^(ma - mu), 2^(mb - mu) that rescale each side (mu: the max, or 0
+ * where neither saw a key, so never -inf - -inf). A NaN state stays NaN. The key-group merge and
+ * the split merge's cross-lane combine both use it. */
+R35A_DEV float merge_scales(float ma, float mb, float &ca, float &cb) {
+    const float mx = fmax(ma, mb), mu = mx == neg_inf() ? 0.f : mx;
+    ca = exp2_fast(ma - mu);
+    cb = exp2_fast(mb - mu);
+    return mx;
+}
+
 template <int NC>
 R35A_DEV void merge_state(row_state<NC> &a, const frag::colv &mb, const frag::colv &lb, const frag::acc *ob) {
     for (int c = 0; c < frag::NCOL; ++c) {
-        float mx = fmax(a.m.v[c], mb.v[c]);
-        float mu = mx == neg_inf() ? 0.f : mx;
-        float ca = exp2_fast(a.m.v[c] - mu), cb = exp2_fast(mb.v[c] - mu);
+        float ca, cb;
+        const float mx = merge_scales(a.m.v[c], mb.v[c], ca, cb);
         a.l.v[c] = a.l.v[c] * ca + lb.v[c] * cb;
         a.m.v[c] = mx;
         for (int k = 0; k < NC; ++k)
@@ -383,10 +393,10 @@ R35A_DEV void store_record(float *acc_rows, const frag::acc &o, float v_fac, int
 }
 
 /* The online merge of two partial softmax states of one row (disjoint records): (m, l, o) takes (mb,
- * lb, ob) in. NaN state stays NaN (NaN x 0 is NaN); two states that saw no key stay (-inf, 0, 0). */
+ * lb, ob) in (merge_scales). Two states that saw no key stay (-inf, 0, 0). */
 R35A_DEV void merge_partial(float &m, float &l, float (&o)[4], float mb, float lb, const float (&ob)[4]) {
-    const float mx = fmax(m, mb), mu = mx == neg_inf() ? 0.f : mx;
-    const float ca = exp2_fast(m - mu), cb = exp2_fast(mb - mu);
+    float ca, cb;
+    const float mx = merge_scales(m, mb, ca, cb);
     l = l * ca + lb * cb;
 #pragma unroll
     for (int j = 0; j < 4; ++j) o[j] = o[j] * ca + ob[j] * cb;

@@ -184,7 +184,6 @@ typedef struct cuda_state {
     cu_device device;
     cu_context primary;
     int num_sms;
-    int cc_major;                /* compute capability */
     bool programmatic_launch;    /* programmatic dependent launches (sm_90+, cuLaunchKernelEx) */
     bool emulate_gfx11;
     char arch[32];
@@ -387,7 +386,6 @@ bool r35a_cuda_context_init(r35a_context *ctx, int device_index, bool *built, ch
     st->runtime.release = context_release;
     const char *frag = getenv("R35A_CUDA_FRAGMENTS");
     st->emulate_gfx11 = frag && strcmp(frag, "gfx11emu") == 0;
-    st->cc_major = major;
     /* measurement only: R35A_CUDA_PROGRAMMATIC_LAUNCH=0 launches the split merge the ordinary way */
     const char *pdl = getenv("R35A_CUDA_PROGRAMMATIC_LAUNCH");
     st->programmatic_launch = major >= 9 && driver.api.LaunchKernelEx && !(pdl && strcmp(pdl, "0") == 0);
