@@ -20,10 +20,14 @@
  * in registers (K as operand fragments, V transposed through LDS right before use); NVIDIA in shared
  * memory by cp.async (K by ldmatrix, V by ldmatrix.trans).
  *
- * Waves: NW = KW x DW. The KW key groups take 16-key tiles round-robin, each with its own online
+ * Waves: NW = KW x DW x RW. The KW key groups take 16-key tiles round-robin, each with its own online
  * softmax; the DW waves of a key group split the head dimension into DW slices of DS = D / DW
  * (each owns its slice of Q, K, V and O) and add their partial S^T tiles through LDS by
- * reduce-scatter (two LDS-only barriers per tile). Key groups merge through LDS at the end of the
+ * reduce-scatter (two LDS-only barriers per tile). The RW row waves (RW > 1: DW = 1) split the R
+ * rows into RW parts of T / RW row tiles on the same keys; where the stages are in shared memory
+ * (NVIDIA) they share one pipeline (each copies its share of a tile; a named barrier per tile), so
+ * a rows-32 workgroup reads its KV once with the registers of a rows-16 wave (two rows-16 row
+ * groups read it twice). Key groups merge through LDS at the end of the
  * split; splits write partial records to the workspace, and the merge kernel (decode_merge_<dtype>,
  * at the end of this file), launched next on the same stream, combines them, all rows and d of all
  * groups in parallel (decode_args.h "the split merge"). A sequence uses r35a_decode_seq_splits() of
@@ -38,7 +42,7 @@
  * the output normalization (V). (One kernel body per format: two bodies in one kernel made clang
  * spill SGPRs in every variant.)
  *
- * Compile-time: element type, K/V element format, D, T (rows R = 16T), KW, DW, WAVES (the occupancy
+ * Compile-time: element type, K/V element format, D, T (rows R = 16T), KW, DW, RW, WAVES (the occupancy
  * contract): they size registers and LDS, and the LDS left decides the pipeline depth.
  * Run-time: page size (any multiple of 16), strides, G, M (per sequence), window, scale, splits,
  * softcap, ALiBi, sinks, the 8-bit scales (per tensor or per kv head).
@@ -74,14 +78,14 @@ namespace r35a {
 
 /* The KV pipeline of a tiling: registers (every fragment layer), or shared-memory stages filled by
  * asynchronous copies (layers that define R35A_FRAG_HAS_KV_PIPE_LDS). KV: the element format. */
-template <bool LDS, int DS, int S, class E, class KV>
+template <bool LDS, int DS, int S, class E, class KV, int RW>
 struct pick_pipe {
-    typedef frag::kv_pipe_regs<DS, S, E, KV> type;
+    typedef frag::kv_pipe_regs<DS, S, E, KV> type;   /* private to its wave whatever RW */
 };
 #if defined(R35A_FRAG_HAS_KV_PIPE_LDS)
-template <int DS, int S, class E, class KV>
-struct pick_pipe<true, DS, S, E, KV> {
-    typedef frag::kv_pipe_lds<DS, S, E, KV> type;
+template <int DS, int S, class E, class KV, int RW>
+struct pick_pipe<true, DS, S, E, KV, RW> {
+    typedef frag::kv_pipe_lds<DS, S, E, KV, RW> type;   /* shared by the RW row waves */
 };
 template <int DS, class E, class KV>
 constexpr int lds_stages_fit(int bytes_per_wave) { return bytes_per_wave / frag::kv_pipe_lds<DS, 1, E, KV>::LDS_PER_STAGE; }
@@ -99,17 +103,20 @@ constexpr float LOG2E_F = 1.4426950408889634f;
 #define R35A_DECODE_CHUNK_FENCE() sched_barrier()
 #endif
 
-template <class E, class KV, int D, int T, int KW, int DW, int WAVES>
+template <class E, class KV, int D, int T, int KW, int DW, int RW, int WAVES>
 struct decode_cfg {
-    static constexpr int HEAD = D, KGROUPS = KW, DSLICES = DW;
-    static constexpr int NW = KW * DW;        /* waves per workgroup */
+    static constexpr int HEAD = D, KGROUPS = KW, DSLICES = DW, ROWWAVES = RW;
+    static constexpr int NW = KW * DW * RW;   /* waves per workgroup */
     static constexpr int THREADS = 32 * NW;
     static constexpr int DS = D / DW;         /* head-dim slice per wave */
     static constexpr int NC = DS / 16;        /* 16-wide d chunks per wave */
     static constexpr int DC = D / 16;         /* d chunks of the whole head */
     static constexpr int R = 16 * T;          /* query rows per workgroup */
+    static constexpr int TW = T / RW;         /* row tiles per wave: row wave rw has tiles rw x TW .. */
     static_assert(D % (16 * DW) == 0, "each wave needs whole 16-wide d chunks");
     static_assert(KW == 1 || KW == 2 || KW == 4 || KW == 8, "key groups merge in a binary tree");
+    static_assert(T % RW == 0, "row waves: whole row tiles each");
+    static_assert(NW <= 16 && (RW == 1 || KW * DW <= 15), "a workgroup of at most 16 waves; a named barrier per shared pipeline");
     /* LDS budget from the occupancy contract: WAVES waves on each of 4 SIMDs share a pool of LDS
      * (gfx11: a WGP's 128 KiB, at most 64 KiB per workgroup, static; NVIDIA: decode_args.h's
      * r35a_decode_nv_smem_bytes, dynamic shared memory the host launches with). */
@@ -120,10 +127,10 @@ struct decode_cfg {
 #else
     static constexpr int LDS_BUDGET = r35a_decode_nv_smem_bytes(WAVES, NW);
 #endif
-    /* LDS, loop phase: each wave's pipeline region, the partial S^T tile of every wave (DW > 1) and
-     * one reduced S^T per key group. */
-    static constexpr int PX_WAVE = DW > 1 ? T * frag::ACC_NATIVE_FLOATS * 4 : 0;
-    static constexpr int SR_BYTES = DW > 1 ? KW * T * frag::ACC_NATIVE_FLOATS * 4 : 0;
+    /* LDS, loop phase: each pipeline's region, the partial S^T tiles of every wave (DW > 1) and
+     * one reduced S^T per key group and row wave. */
+    static constexpr int PX_WAVE = DW > 1 ? TW * frag::ACC_NATIVE_FLOATS * 4 : 0;
+    static constexpr int SR_BYTES = DW > 1 ? KW * RW * TW * frag::ACC_NATIVE_FLOATS * 4 : 0;
     static constexpr int EXCH_BYTES = NW * PX_WAVE + SR_BYTES;
     static constexpr int SLOPE_BYTES = R * 4;   /* each row's ALiBi slope (base 2), after everything else */
     /* Pipeline: shared-memory stages filled by asynchronous copies where the fragment layer has them
@@ -140,6 +147,9 @@ struct decode_cfg {
      * without a partial-S^T exchange); gfx11 where the LDS budget holds it (the registers buy the
      * second KV stage of the 48-wide slices). Rows padded by 16 bytes. */
     static constexpr bool HAS_LDS_PIPE = lds_stages_fit<DS, E, KV>(1 << 30) > 0;
+    /* Pipelines: one per wave, except that the RW row waves of a (key group, d slice) share one
+     * where the stages are in shared memory (kv_pipe_lds: each copies its share of a tile). */
+    static constexpr int PIPES = HAS_LDS_PIPE ? NW / RW : NW;
     static constexpr int QROW = DS + 8;
     static constexpr int Q_BYTES = DW * R * QROW * 2;
     static constexpr int REGION_1 = (frag::kv_pipe_regs<DS, 1, E, KV>::LDS_BYTES + 15) / 16 * 16;   /* gfx11's region */
@@ -156,38 +166,46 @@ struct decode_cfg {
     typedef frag::kv_pipe_regs<DS, 1, E, KV> REG_PIPE_1;
     static constexpr int REG_STAGE = NC * (int)(sizeof(typename REG_PIPE_1::kraw) / 4) +
                                      REG_PIPE_1::VCH * (int)(sizeof(typename REG_PIPE_1::vraw) / 4);
-    static constexpr int REG_REST = T * NC * frag::ACC_ELEMS + T * (frag::ACC_ELEMS + AB_WORDS / 2) + 32;
-    static constexpr int REG_Q = T * NC * AB_WORDS;   /* Q^T fragments held in registers */
+    static constexpr int REG_REST = TW * NC * frag::ACC_ELEMS + TW * (frag::ACC_ELEMS + AB_WORDS / 2) + 32;
+    static constexpr int REG_Q = TW * NC * AB_WORDS;   /* Q^T fragments held in registers */
     static constexpr int REG_FIT_QREG = (4 * REG_BUDGET / 5 - REG_REST - REG_Q) / REG_STAGE;
     static constexpr int REG_FIT_QLDS = (4 * REG_BUDGET / 5 - REG_REST) / REG_STAGE;
     /* ... and for one row tile on the register pipeline where two stages would not fit with Q^T in
      * registers (gfx11's 48-wide slices at 8 waves: 16-bit tiles). */
-    static constexpr bool Q_LDS_WANTED = T >= 2 || (!HAS_LDS_PIPE && REG_FIT_QREG < 2);
+    static constexpr bool Q_LDS_WANTED = TW >= 2 || (!HAS_LDS_PIPE && REG_FIT_QREG < 2);
     static constexpr bool Q_LDS =
         Q_LDS_WANTED &&
-        (HAS_LDS_PIPE ? lds_stages_fit<DS, E, KV>((LDS_BUDGET - SLOPE_BYTES - EXCH_BYTES - Q_BYTES) / NW) >= 2
+        (HAS_LDS_PIPE ? lds_stages_fit<DS, E, KV>((LDS_BUDGET - SLOPE_BYTES - EXCH_BYTES - Q_BYTES) / PIPES) >= 2
                       : NW * (REGION_1 > PX_WAVE ? REGION_1 : PX_WAVE) + SR_BYTES + Q_BYTES + SLOPE_BYTES <= LDS_BUDGET);
     static constexpr int FREE = LDS_BUDGET - SLOPE_BYTES - EXCH_BYTES - (Q_LDS ? Q_BYTES : 0);
-    static constexpr int LDS_FIT = lds_stages_fit<DS, E, KV>(FREE / NW);
+    static constexpr int LDS_FIT = lds_stages_fit<DS, E, KV>(FREE / PIPES);
     static constexpr bool USE_LDS = LDS_FIT >= 2;
+    static_assert(USE_LDS || !HAS_LDS_PIPE || RW == 1, "shared row-wave pipelines need two shared-memory stages");
     static constexpr int REG_FIT = Q_LDS ? REG_FIT_QLDS : REG_FIT_QREG;
     static constexpr int REG_STAGES = REG_FIT < 2 ? 2 : REG_FIT > R35A_DECODE_REG_STAGES_MAX ? R35A_DECODE_REG_STAGES_MAX : REG_FIT;
     static constexpr int LDS_STAGES_MAX = kv_is_8bit<KV>::value ? R35A_DECODE_LDS_STAGES_MAX_8BIT : R35A_DECODE_LDS_STAGES_MAX;
     static constexpr int STAGES = USE_LDS ? (LDS_FIT < LDS_STAGES_MAX ? LDS_FIT : LDS_STAGES_MAX) : REG_STAGES;
     static_assert(STAGES >= 2, "the KV pipeline needs two stages");
-    typedef typename pick_pipe<USE_LDS, DS, STAGES, E, KV>::type pipe;
+    typedef typename pick_pipe<USE_LDS, DS, STAGES, E, KV, RW>::type pipe;
     static constexpr int PIPE_WAVE = (pipe::LDS_BYTES + 15) / 16 * 16;
     /* A register pipeline's LDS (the V^T tile) is busy only between prepare_v and release, after
      * the key group has read the wave's partial S^T: the two share the wave's region. Shared-memory
-     * stages hold loads in flight at all times: the partial S^T goes after them. */
+     * stages hold loads in flight at all times: the partial S^T goes after them, in the wave's region
+     * (a private pipeline) or in an array of every wave's after the regions (a shared one). */
+    static constexpr bool SHARED_PIPES = PIPES < NW;
     static constexpr bool PX_OVERLAY = !USE_LDS;
     static constexpr int PX_OFF = PX_OVERLAY ? 0 : PIPE_WAVE;
-    static constexpr int WAVE_REGION = PX_OVERLAY ? (PIPE_WAVE > PX_WAVE ? PIPE_WAVE : PX_WAVE) : PIPE_WAVE + PX_WAVE;
-    static constexpr int Q_OFF = NW * WAVE_REGION + SR_BYTES;   /* Q^T tiles: [DW][R][QROW] u16 */
-    static constexpr int SLOPE_OFF = NW * WAVE_REGION + SR_BYTES + (Q_LDS ? Q_BYTES : 0);   /* ALiBi: R floats */
+    static constexpr int WAVE_REGION = PX_OVERLAY     ? (PIPE_WAVE > PX_WAVE ? PIPE_WAVE : PX_WAVE)
+                                       : SHARED_PIPES ? PIPE_WAVE
+                                                      : PIPE_WAVE + PX_WAVE;
+    static constexpr int PX_BASE = SHARED_PIPES ? PIPES * WAVE_REGION : PX_OFF;   /* wave w's partial S^T: */
+    static constexpr int PX_STRIDE = SHARED_PIPES ? PX_WAVE : WAVE_REGION;        /* PX_BASE + w x PX_STRIDE */
+    static constexpr int SR_OFF = PIPES * WAVE_REGION + (SHARED_PIPES ? NW * PX_WAVE : 0);
+    static constexpr int Q_OFF = SR_OFF + SR_BYTES;   /* Q^T tiles: [DW][R][QROW] u16 */
+    static constexpr int SLOPE_OFF = Q_OFF + (Q_LDS ? Q_BYTES : 0);   /* ALiBi: R floats */
     static constexpr int LOOP_BYTES = SLOPE_OFF + SLOPE_BYTES;
-    /* Floats of the key group's S^T tiles each wave reduces (reduce-scatter). */
-    static constexpr int SLICE = T * frag::ACC_NATIVE_FLOATS / DW;
+    /* Floats of the key group's S^T tiles (of one row wave) each wave reduces (reduce-scatter). */
+    static constexpr int SLICE = TW * frag::ACC_NATIVE_FLOATS / DW;
     /* LDS, merge phase (reuses the loop's): KW/2 slots of a key group's accumulators and stats. */
     static constexpr int MSLOT_ACC = DW * T * NC * frag::ACC_NATIVE_FLOATS;   /* floats */
     static constexpr int MSLOT_FLOATS = MSLOT_ACC + 2 * R;
@@ -226,6 +244,19 @@ R35A_DEV void merge_state(row_state<NC> &a, const frag::colv &mb, const frag::co
         for (int k = 0; k < NC; ++k)
             for (int e = 0; e < frag::ACC_ELEMS; ++e)
                 if (frag::acc_slot(e) == c) a.o[k].v[e] = a.o[k].v[e] * ca + ob[k].v[e] * cb;
+    }
+}
+
+/* A wave's KV pipeline on its LDS region: a shared one (kv_pipe_lds with SHARERS > 1) also takes the
+ * wave's share of each tile (its row wave) and the sharers' named barrier. */
+template <class P>
+R35A_DEV P make_pipe(unsigned char *region, int sharer, int barrier) {
+    if constexpr (P::SHARERS > 1) {
+        return P(region, sharer, barrier);
+    } else {
+        (void)sharer;
+        (void)barrier;
+        return P(region);
     }
 }
 
@@ -543,14 +574,16 @@ R35A_DEV void bad_sequence(const r35a_decode_args &a, u32 code, int s, int g, in
 /* The kernel body (C: decode_cfg<E, KV, ...>); smem: the kernel's LDS (C::LDS_BYTES). */
 template <class C, class E, class KV>
 R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
-    constexpr int NC = C::NC, DS = C::DS, R = C::R, S = C::STAGES, T = C::R / 16, KW = C::KGROUPS,
-                  DW = C::DSLICES, D = C::HEAD;
+    constexpr int NC = C::NC, DS = C::DS, R = C::R, S = C::STAGES, KW = C::KGROUPS, DW = C::DSLICES,
+                  D = C::HEAD, T = C::R / 16, RW = C::ROWWAVES, TW = C::TW;
     constexpr bool B8 = kv_is_8bit<KV>::value;
     constexpr int EB = B8 ? 1 : 2;   /* bytes per K/V element */
     typedef typename C::pipe P;
 
+    /* wave w: row wave rw (row tiles t0 .. t0 + TW - 1 of the R rows), key group kg, d slice dg */
     const int w = wave_id();
-    const int kg = w / DW, dg = w % DW;
+    const int rw = RW > 1 ? w / (KW * DW) : 0, kg = RW > 1 ? (w / DW) % KW : w / DW, dg = w % DW;
+    const int t0 = rw * TW;
     const int split = block_x(), y = block_y(), s = block_z();
     R35A_TIMING(decode_timing tm; tm.t0 = decode_timing::now();)
     const int g = y / a.num_row_groups, rg = y - g * a.num_row_groups;
@@ -583,8 +616,8 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
     const int full_lo = (int)r35a_window_first_key(L - 1, W), full_hi = L - M;
 
     /* ---- per-row (accumulator column) information ---- */
-    int row_hi[T][frag::NCOL];   /* the row's query position p (its last key); -1: padding, sees nothing */
-    bool row_ok[T][frag::NCOL];
+    int row_hi[TW][frag::NCOL];   /* the row's query position p (its last key); -1: padding, sees nothing */
+    bool row_ok[TW][frag::NCOL];   /* [t]: the wave's row tile t0 + t */
     /* the logit transform: softcap (cap x tanh(s / cap)) then ALiBi (slope x (j - p)), in base 2 */
     const bool capped = a.logit_softcap > 0.f, alibi = a.alibi_slopes != nullptr;
     /* each row's ALiBi slope (base 2) in LDS: read per tile only by calls with ALiBi, no register
@@ -596,10 +629,10 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
         block_sync();
     }
 #pragma unroll
-    for (int t = 0; t < T; ++t)
+    for (int t = 0; t < TW; ++t)
 #pragma unroll
         for (int c = 0; c < frag::NCOL; ++c) {
-            const int row = rg * R + t * 16 + frag::acc_n_of_slot(c);
+            const int row = rg * R + (t0 + t) * 16 + frag::acc_n_of_slot(c);
             const bool ok = row < rows;
             const int i = ok ? row % M : 0;
             const int p = L - M + i;
@@ -620,7 +653,10 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
     const softcap_rule cap = softcap_rule::make(a.logit_softcap, sl2);
 
     /* ---- the KV pipeline starts first: its table entries and first tiles are in flight while Q loads ---- */
-    P pipe(smem + w * C::WAVE_REGION);
+    /* a shared pipeline (C::PIPES < NW): the region of the (key group, d slice), this wave's share
+     * of each tile, named barrier 1 + its index */
+    const int pipe_index = C::PIPES < C::NW ? kg * DW + dg : w;
+    P pipe = make_pipe<P>(smem + pipe_index * C::WAVE_REGION, rw, 1 + pipe_index);
     tile_feed feed;
     feed.bt = a.block_table + (i64)s * a.block_table_stride;
     feed.k_base = (const char *)a.k_cache + ((i64)g * a.k_head_stride + dg * DS) * EB;
@@ -646,7 +682,7 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
     }
 
     /* ---- Q^T fragments of this wave's d slice (B operand: vector = query row) ---- */
-    frag::ab qf[C::Q_LDS ? 1 : T][NC];
+    frag::ab qf[C::Q_LDS ? 1 : TW][NC];
     u16 *const qs = (u16 *)(smem + C::Q_OFF) + dg * R * C::QROW;   /* Q_LDS: this d slice's R rows */
     if constexpr (C::Q_LDS) {
         /* R rows x DS of each d slice, 16 bytes per thread and step; padding rows are zeros */
@@ -670,35 +706,36 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
         block_sync();
     } else {
 #pragma unroll
-        for (int t = 0; t < T; ++t)
+        for (int t = 0; t < TW; ++t)
 #pragma unroll
             for (int c = 0; c < NC; ++c)
                 qf[t][c] = frag::load_vec16_global_u16<P::K_PERM>(
                     [&](int n) -> const void * {
-                        const int row = imin(rg * R + t * 16 + n, rows - 1);   /* padding rows: a real row */
+                        const int row = imin(rg * R + (t0 + t) * 16 + n, rows - 1);   /* padding rows: a real row */
                         const int hl = row / M, i = row - hl * M;
                         const i64 off = (i64)(q0 + i) * a.q_token_stride + (i64)(g * G + hl) * a.q_head_stride + dg * DS + 16 * c;
                         return (const u16 *)a.q + off;
                     },
-                    [&](int n) { return rg * R + t * 16 + n < rows; });
+                    [&](int n) { return rg * R + (t0 + t) * 16 + n < rows; });
     }
-    /* Q^T fragment (row tile t, d chunk c) of this wave's slice */
+    /* Q^T fragment (the wave's row tile t, d chunk c) of this wave's slice */
     auto q_frag = [&](int t, int c) -> frag::ab {
-        if constexpr (C::Q_LDS) return frag::load_vec16_lds(qs + t * 16 * C::QROW + 16 * c, C::QROW);
+        if constexpr (C::Q_LDS) return frag::load_vec16_lds(qs + (t0 + t) * 16 * C::QROW + 16 * c, C::QROW);
         else return qf[t][c];
     };
 
-    row_state<NC> st[T];
+    row_state<NC> st[TW];
 #pragma unroll
-    for (int t = 0; t < T; ++t) {
+    for (int t = 0; t < TW; ++t) {
         st[t].m = frag::colv_fill(neg_inf());
         st[t].l = frag::colv_fill(0.f);
 #pragma unroll
         for (int c = 0; c < NC; ++c) st[t].o[c] = frag::acc_zero();
     }
 
-    float *const px = (float *)(smem + w * C::WAVE_REGION + C::PX_OFF);   /* this wave's partial S^T */
-    float *const sr = (float *)(smem + C::NW * C::WAVE_REGION) + kg * T * frag::ACC_NATIVE_FLOATS;
+    float *const px = (float *)(smem + C::PX_BASE + w * C::PX_STRIDE);   /* this wave's partial S^T */
+    /* the reduced S^T of this wave's (row wave, key group) */
+    float *const sr = (float *)(smem + C::SR_OFF) + (rw * KW + kg) * TW * frag::ACC_NATIVE_FLOATS;
 
     for (int it0 = 0; it0 < niter; it0 += S) {
 #pragma unroll
@@ -706,23 +743,25 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
             const int it = it0 + u;
             if (it >= niter) break;
             /* The loads of tile it + S - 1 start before this tile is waited for: S tiles in flight
-             * at this point, S - 1 during the products. */
-            feed.issue(pipe, (u + S - 1) % S, it + S - 1);
+             * at this point, S - 1 during the products (a shared pipeline waits first: its barrier
+             * frees the slot the issue refills; S - 1 in flight either way). */
+            if constexpr (!P::WAIT_FIRST) feed.issue(pipe, (u + S - 1) % S, it + S - 1);
             pipe.wait(u);
+            if constexpr (P::WAIT_FIRST) feed.issue(pipe, (u + S - 1) % S, it + S - 1);
             const int tile = t_begin + it * KW + kg;
             const bool active = tile < t_end;                 /* uniform per wave */
             const int j0 = tile * 16;
 
-            frag::acc sacc[T];
+            frag::acc sacc[TW];
             if (active) {
                 const frag::ab k0 = pipe.k_operand(u, 0);
 #pragma unroll
-                for (int t = 0; t < T; ++t) sacc[t] = frag::mma<E>(k0, q_frag(t, 0), frag::acc_zero());
+                for (int t = 0; t < TW; ++t) sacc[t] = frag::mma<E>(k0, q_frag(t, 0), frag::acc_zero());
 #pragma unroll
                 for (int c = 1; c < NC; ++c) {
                     const frag::ab kf = pipe.k_operand(u, c);
 #pragma unroll
-                    for (int t = 0; t < T; ++t) sacc[t] = frag::mma<E>(kf, q_frag(t, c), sacc[t]);
+                    for (int t = 0; t < TW; ++t) sacc[t] = frag::mma<E>(kf, q_frag(t, c), sacc[t]);
                 }
             }
             if constexpr (DW > 1) {
@@ -731,24 +770,25 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
                  * waves hold bit-identical scores and make identical softmax decisions. */
                 if (active)
 #pragma unroll
-                    for (int t = 0; t < T; ++t) frag::acc_store_lds(px + t * frag::ACC_NATIVE_FLOATS, sacc[t]);
+                    for (int t = 0; t < TW; ++t) frag::acc_store_lds(px + t * frag::ACC_NATIVE_FLOATS, sacc[t]);
                 block_sync_lds();
                 if (active) {
-                    const float *grp = (const float *)(smem + kg * DW * C::WAVE_REGION + C::PX_OFF);
+                    /* the partial S^T of the DW waves of this (row wave, key group) */
+                    const float *grp = (const float *)(smem + C::PX_BASE + (rw * KW + kg) * DW * C::PX_STRIDE);
 #pragma unroll
                     for (int kk = 0; kk < (C::SLICE + 31) / 32; ++kk) {
                         /* (a slice narrower than the wave: the spare lanes redo its last element) */
                         const int f = dg * C::SLICE + imin(lane_id() + 32 * kk, C::SLICE - 1);
                         float sum = grp[f];
 #pragma unroll
-                        for (int d = 1; d < DW; ++d) sum += grp[d * (C::WAVE_REGION / 4) + f];
+                        for (int d = 1; d < DW; ++d) sum += grp[d * (C::PX_STRIDE / 4) + f];
                         sr[f] = sum;
                     }
                 }
                 block_sync_lds();
                 if (active)
 #pragma unroll
-                    for (int t = 0; t < T; ++t) sacc[t] = frag::acc_load_lds(sr + t * frag::ACC_NATIVE_FLOATS);
+                    for (int t = 0; t < TW; ++t) sacc[t] = frag::acc_load_lds(sr + t * frag::ACC_NATIVE_FLOATS);
             }
             if (!active) continue;
 
@@ -757,23 +797,23 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
              * the exponent below. */
             if (capped) {
 #pragma unroll
-                for (int t = 0; t < T; ++t)
+                for (int t = 0; t < TW; ++t)
 #pragma unroll
                     for (int e = 0; e < frag::ACC_ELEMS; ++e) sacc[t].v[e] = cap(sacc[t].v[e]);
             } else if (alibi) {
 #pragma unroll
-                for (int t = 0; t < T; ++t)
+                for (int t = 0; t < TW; ++t)
 #pragma unroll
                     for (int e = 0; e < frag::ACC_ELEMS; ++e) sacc[t].v[e] *= sl2;
             }
             if (alibi) {
 #pragma unroll
-                for (int t = 0; t < T; ++t) {
+                for (int t = 0; t < TW; ++t) {
                     /* slope x (j - p): j - p of element e is the column's j0 + m(0) - p plus a constant */
                     float sb[frag::NCOL], sl[frag::NCOL];
 #pragma unroll
                     for (int c = 0; c < frag::NCOL; ++c) {
-                        sl[c] = slopes[t * 16 + frag::acc_n_of_slot(c)];
+                        sl[c] = slopes[(t0 + t) * 16 + frag::acc_n_of_slot(c)];
                         sb[c] = sl[c] * (float)(j0 + frag::acc_m(0) - row_hi[t][c]);
                     }
 #pragma unroll
@@ -784,9 +824,9 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
                 }
             }
             const bool need_mask = !(j0 >= full_lo && j0 + 15 <= full_hi);
-            frag::ab pf[T];
+            frag::ab pf[TW];
 #pragma unroll
-            for (int t = 0; t < T; ++t) {
+            for (int t = 0; t < TW; ++t) {
                 frag::acc &sc = sacc[t];
                 if (need_mask)
 #pragma unroll
@@ -825,7 +865,7 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
             for (int c = 0; c < NC; ++c) {
                 const frag::ab vf = pipe.v_operand(u, c);
 #pragma unroll
-                for (int t = 0; t < T; ++t) st[t].o[c] = frag::mma<E>(vf, pf[t], st[t].o[c]);
+                for (int t = 0; t < TW; ++t) st[t].o[c] = frag::mma<E>(vf, pf[t], st[t].o[c]);
                 R35A_DECODE_CHUNK_FENCE();
             }
             pipe.release(u);
@@ -838,12 +878,12 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
      * workgroups slowed long contexts by 2-5 %) */
     grid_launch_dependents();
 #pragma unroll
-    for (int t = 0; t < T; ++t) st[t].l = frag::col_sum_finish(st[t].l);
+    for (int t = 0; t < TW; ++t) st[t].l = frag::col_sum_finish(st[t].l);
     /* A block-table entry outside the cache: page 0 was streamed in its place; NaN state makes the
      * rows of every merge NaN (NaN x 0 stays NaN). Uniform per wave; the error path only. */
     if (wave_any(feed.bad)) {
 #pragma unroll
-        for (int t = 0; t < T; ++t) {
+        for (int t = 0; t < TW; ++t) {
             st[t].l = frag::colv_fill(quiet_nan());
 #pragma unroll
             for (int c = 0; c < NC; ++c)
@@ -860,24 +900,24 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
             block_sync();   /* previous users of this LDS (the loop, the previous round) are done */
             if (kg % (2 * step) == step) {
                 float *slot = mb + (kg / (2 * step)) * C::MSLOT_FLOATS;
-                for (int t = 0; t < T; ++t)
+                for (int t = 0; t < TW; ++t)
                     for (int c = 0; c < NC; ++c)
-                        frag::acc_store_lds(slot + ((dg * T + t) * NC + c) * frag::ACC_NATIVE_FLOATS, st[t].o[c]);
+                        frag::acc_store_lds(slot + ((dg * T + t0 + t) * NC + c) * frag::ACC_NATIVE_FLOATS, st[t].o[c]);
                 if (dg == 0)
-                    for (int t = 0; t < T; ++t) {
-                        frag::colv_store(slot + C::MSLOT_ACC + t * 16, st[t].m, false);
-                        frag::colv_store(slot + C::MSLOT_ACC + R + t * 16, st[t].l, false);
+                    for (int t = 0; t < TW; ++t) {
+                        frag::colv_store(slot + C::MSLOT_ACC + (t0 + t) * 16, st[t].m, false);
+                        frag::colv_store(slot + C::MSLOT_ACC + R + (t0 + t) * 16, st[t].l, false);
                     }
             }
             block_sync();
             if (kg % (2 * step) == 0) {
                 const float *slot = mb + (kg / (2 * step)) * C::MSLOT_FLOATS;
-                for (int t = 0; t < T; ++t) {
+                for (int t = 0; t < TW; ++t) {
                     frag::acc ob[NC];
                     for (int c = 0; c < NC; ++c)
-                        ob[c] = frag::acc_load_lds(slot + ((dg * T + t) * NC + c) * frag::ACC_NATIVE_FLOATS);
-                    merge_state<NC>(st[t], frag::colv_load(slot + C::MSLOT_ACC + t * 16, false),
-                                    frag::colv_load(slot + C::MSLOT_ACC + R + t * 16, false), ob);
+                        ob[c] = frag::acc_load_lds(slot + ((dg * T + t0 + t) * NC + c) * frag::ACC_NATIVE_FLOATS);
+                    merge_state<NC>(st[t], frag::colv_load(slot + C::MSLOT_ACC + (t0 + t) * 16, false),
+                                    frag::colv_load(slot + C::MSLOT_ACC + R + (t0 + t) * 16, false), ob);
                 }
             }
         }
@@ -892,15 +932,15 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
             float *const rec = (float *)a.workspace + (group * a.num_splits + split) * rec_floats;
             /* unrolled, no break: st[] indexed by a run-time t would go to local memory (NVIDIA) */
 #pragma unroll
-            for (int t = 0; t < T; ++t) {
-                if (rg * R + t * 16 >= rows) continue;       /* a row tile of padding only */
+            for (int t = 0; t < TW; ++t) {
+                if (rg * R + (t0 + t) * 16 >= rows) continue;       /* a row tile of padding only */
                 if (dg == 0) {
-                    frag::colv_store(rec + t * 16, st[t].m, true);
-                    frag::colv_store(rec + R + t * 16, st[t].l, true);
+                    frag::colv_store(rec + (t0 + t) * 16, st[t].m, true);
+                    frag::colv_store(rec + R + (t0 + t) * 16, st[t].l, true);
                 }
 #pragma unroll
                 for (int c = 0; c < NC; ++c)
-                    store_record<P>(rec + 2 * R, st[t].o[c], v_fac, t, dg * NC + c, D, row_ok[t]);
+                    store_record<P>(rec + 2 * R, st[t].o[c], v_fac, t0 + t, dg * NC + c, D, row_ok[t]);
             }
         }
         R35A_TIMING(tm.done(a, R, D, false);)
@@ -911,15 +951,15 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
 
     /* ---- one split: O = O^T / (l + the sink's share), zeros for rows that saw no key ---- */
 #pragma unroll
-    for (int t = 0; t < T; ++t) {
+    for (int t = 0; t < TW; ++t) {
         frag::colv inv;
 #pragma unroll
         for (int c = 0; c < frag::NCOL; ++c) {
-            const int row = imin(rg * R + t * 16 + frag::acc_n_of_slot(c), rows - 1);
+            const int row = imin(rg * R + (t0 + t) * 16 + frag::acc_n_of_slot(c), rows - 1);
             inv.v[c] = row_inv(st[t].m.v[c], st[t].l.v[c], sink_base2(a, g * G + row / M)) * v_fac;
         }
 #pragma unroll
-        for (int c = 0; c < NC; ++c) store_o<E, P>(a, st[t].o[c], inv, t, dg * NC + c, rg, R, q0, M, g, row_ok[t]);
+        for (int c = 0; c < NC; ++c) store_o<E, P>(a, st[t].o[c], inv, t0 + t, dg * NC + c, rg, R, q0, M, g, row_ok[t]);
     }
 }
 
@@ -937,9 +977,9 @@ struct kv_type<E, kv_kv16_t> {
 /* The kernel of one variant: one body, its LDS declared here.
  * NVIDIA: dynamic shared memory, launched with exactly C::LDS_BYTES (<name>_lds_bytes below; at most
  * r35a_decode_nv_smem_bytes(), the contract's share; the static 48 KiB would cap the cp.async stages). */
-template <class E, class KV, int D, int T, int KW, int DW, int WAVES>
+template <class E, class KV, int D, int T, int KW, int DW, int RW, int WAVES>
 R35A_DEV void decode_kernel(const r35a_decode_args &a) {
-    typedef decode_cfg<E, KV, D, T, KW, DW, WAVES> C;
+    typedef decode_cfg<E, KV, D, T, KW, DW, RW, WAVES> C;
 #if defined(R35A_TARGET_CUDA)
     extern __shared__ __align__(16) unsigned char smem_dynamic[];
     unsigned char *const smem = smem_dynamic;
@@ -956,18 +996,18 @@ R35A_DEV void decode_kernel(const r35a_decode_args &a) {
  * (src/gpu_runtime.c): the one place the size is decided is decode_cfg. (A launch with the whole
  * budget of the occupancy contract instead would let fewer workgroups share an SM than fit.) */
 #if defined(R35A_TARGET_CUDA)
-#define R35A_DECODE_LDS_SYMBOL(name, E, KV, D, T, KW, DW, WAVES)                                            \
-    extern "C" __device__ const int name##_lds_bytes = r35a::decode_cfg<E, KV, D, T, KW, DW, WAVES>::LDS_BYTES;
+#define R35A_DECODE_LDS_SYMBOL(name, E, KV, D, T, KW, DW, RW, WAVES)                                        \
+    extern "C" __device__ const int name##_lds_bytes = r35a::decode_cfg<E, KV, D, T, KW, DW, RW, WAVES>::LDS_BYTES;
 #else
-#define R35A_DECODE_LDS_SYMBOL(name, E, KV, D, T, KW, DW, WAVES)
+#define R35A_DECODE_LDS_SYMBOL(name, E, KV, D, T, KW, DW, RW, WAVES)
 #endif
 #define R35A_DECODE_KV_TYPE(dtype, kv) r35a::kv_type<r35a::dtype##_t, r35a::kv_##kv##_t>::type
 
 /* One extern "C" kernel per variant; the symbol is the variant name. */
-#define R35A_DECODE_VARIANT(arch, name, dtype, kv, D, R, KW, DW, WAVES)                                    \
-    R35A_DECODE_LDS_SYMBOL(name, r35a::dtype##_t, R35A_DECODE_KV_TYPE(dtype, kv), D, (R) / 16, KW, DW, WAVES) \
-    R35A_KERNEL R35A_KERNEL_BOUNDS(32 * (KW) * (DW), WAVES) void name(r35a_decode_args a) {               \
-        r35a::decode_kernel<r35a::dtype##_t, R35A_DECODE_KV_TYPE(dtype, kv), D, (R) / 16, KW, DW, WAVES>(a); \
+#define R35A_DECODE_VARIANT(arch, name, dtype, kv, D, R, KW, DW, RW, WAVES)                                \
+    R35A_DECODE_LDS_SYMBOL(name, r35a::dtype##_t, R35A_DECODE_KV_TYPE(dtype, kv), D, (R) / 16, KW, DW, RW, WAVES) \
+    R35A_KERNEL R35A_KERNEL_BOUNDS(32 * (KW) * (DW) * (RW), WAVES) void name(r35a_decode_args a) {         \
+        r35a::decode_kernel<r35a::dtype##_t, R35A_DECODE_KV_TYPE(dtype, kv), D, (R) / 16, KW, DW, RW, WAVES>(a); \
     }
 /* A tool may point R35A_DECODE_VARIANT_LIST at its own list of R35A_DECODE_VARIANT(...) lines
  * (tools/tune_variants.py compiles candidate tilings this way). */

@@ -65,7 +65,7 @@ static int32_t dynamic_shared_budget(r35a_gpu_family family, int i)
     switch (family) {
     case R35A_GPU_DECODE: {
         const r35a_decode_variant *v = &r35a_decode_variants[i];
-        return r35a_decode_nv_smem_bytes(v->waves, v->kw * v->dw);
+        return r35a_decode_nv_smem_bytes(v->waves, r35a_decode_waves(v->kw, v->dw, v->rw));
     }
     case R35A_GPU_ENCODER: {
         const r35a_encoder_variant *v = &r35a_encoder_variants[i];

@@ -127,7 +127,7 @@ bool r35a_plan_decode(const r35a_paged_attention_desc *d, const char *arch, int 
     out->min_split_tiles = forced_min_tiles > 0 ? forced_min_tiles : R35A_DECODE_MIN_TILES_PER_SPLIT;
     out->num_splits = r35a_decode_num_splits(d->num_seqs, d->num_kv_heads, best_groups, d->max_seq_len,
                                              d->max_query_len, d->window, cus,
-                                             r35a_decode_resident_wgs_per_cu(simds, v->waves, v->kw * v->dw),
+                                             r35a_decode_resident_wgs_per_cu(simds, v->waves, r35a_decode_waves(v->kw, v->dw, v->rw)),
                                              out->min_split_tiles);
     if (r35a_tuning_is_nvidia(arch) && nv_single_split(d, best_groups, cus))
         out->num_splits = 1;
@@ -136,7 +136,7 @@ bool r35a_plan_decode(const r35a_paged_attention_desc *d, const char *arch, int 
     if (forced_splits > 0)
         out->num_splits = forced_splits < R35A_DECODE_MAX_SPLITS ? forced_splits : R35A_DECODE_MAX_SPLITS;
     r35a_decode_grid(d->num_seqs, d->num_kv_heads, best_groups, out->num_splits, out->grid);
-    out->block[0] = r35a_decode_block_threads(v->kw, v->dw);
+    out->block[0] = r35a_decode_block_threads(v->kw, v->dw, v->rw);
     out->block[1] = out->block[2] = 1;
     out->workspace_bytes = (size_t)r35a_decode_workspace_bytes(d->num_seqs, d->num_kv_heads, best_groups,
                                                                out->num_splits, v->rows, v->head_size);

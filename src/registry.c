@@ -15,11 +15,11 @@
 #define R35A_VKV_int8 R35A_DTYPE_INT8
 
 const r35a_decode_variant r35a_decode_variants[] = {
-#define R35A_DECODE_VARIANT(arch, name, dtype, kv, head_size, rows, kw, dw, waves) \
-    {#arch, #name, R35A_VDTYPE_##dtype, R35A_VKV_##kv, head_size, rows, kw, dw, waves},
+#define R35A_DECODE_VARIANT(arch, name, dtype, kv, head_size, rows, kw, dw, rw, waves) \
+    {#arch, #name, R35A_VDTYPE_##dtype, R35A_VKV_##kv, head_size, rows, kw, dw, rw, waves},
 #include "variants.def"
 #undef R35A_DECODE_VARIANT
-    {NULL, NULL, R35A_DTYPE_F16, (r35a_dtype)0, 0, 0, 0, 0, 0},
+    {NULL, NULL, R35A_DTYPE_F16, (r35a_dtype)0, 0, 0, 0, 0, 0, 0},
 };
 
 const r35a_generic_kernel r35a_generic_kernels[] = {

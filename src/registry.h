@@ -18,7 +18,7 @@ typedef struct r35a_decode_variant {
     r35a_dtype kv_dtype;         /* K/V element format: 0 = dtype (16-bit), R35A_DTYPE_FP8_E4M3, R35A_DTYPE_INT8 */
     int32_t head_size;
     int32_t rows;                /* R: query rows per workgroup */
-    int32_t kw, dw;              /* key groups and head-dim waves: block = 32 * kw * dw threads */
+    int32_t kw, dw, rw;          /* key groups, head-dim waves, row waves: block = 32 * kw * dw * rw threads */
     int32_t waves;               /* minimum waves per SIMD the kernel's VGPR budget allows */
 } r35a_decode_variant;
 
@@ -33,7 +33,7 @@ typedef struct r35a_generic_kernel {
 /* Row counts (the same kernel name may appear in several tuning tables). */
 enum {
     R35A_NUM_DECODE_VARIANTS = 0
-#define R35A_DECODE_VARIANT(arch, name, dtype, kv, head_size, rows, kw, dw, waves) +1
+#define R35A_DECODE_VARIANT(arch, name, dtype, kv, head_size, rows, kw, dw, rw, waves) +1
 #include "variants.def"
 #undef R35A_DECODE_VARIANT
 };

@@ -95,8 +95,8 @@ def expected_kernels(entries, family, arch):
             continue   # not kernels
         if macro == "R35A_DECODE_VARIANT":
             fam = "decode"
-            v_arch, name, dtype, kv, head, rows, kw, dw, waves = args
-            info = {"dtype": dtype, "waves": int(waves), "waves_per_wg": int(kw) * int(dw), "wmma": True,
+            v_arch, name, dtype, kv, head, rows, kw, dw, rw, waves = args
+            info = {"dtype": dtype, "waves": int(waves), "waves_per_wg": int(kw) * int(dw) * int(rw), "wmma": True,
                     "b128": True}
         elif macro == "R35A_ENCODER_VARIANT":
             # kernels/encoder.hip: R35A_ENCODER_VARIANT(arch, name, dtype, D, rows, KB, NW, WAVES, MAXLEN)
@@ -323,7 +323,7 @@ def main():
             bad(f"kernel arguments {kargs}: expected one by-value struct at offset 0")
         elif host_size is not None and int(kargs[0].get("size", "-1")) != host_size:
             bad(f"argument struct is {kargs[0].get('size')} bytes on the device, {host_size} on the host")
-        # The host launches 32 * kw * dw threads (decode) or the generic kernel's fixed count.
+        # The host launches 32 * kw * dw * rw threads (decode) or the generic kernel's fixed count.
         launch_threads = 32 * waves_per_wg if info["waves_per_wg"] else abi_for("threads", name)
         if launch_threads is not None and launch_threads > wg:
             bad(f"launched with {launch_threads} threads but max_flat_workgroup_size is {wg}")

@@ -81,11 +81,11 @@ def read_variants():
     text = open(os.path.join(ROOT, "variants", "variants.def")).read()
     dec, gen = [], []
     for m in re.finditer(r"^R35A_DECODE_VARIANT\(([^)]*)\)", text, re.M):
-        arch, name, dtype, kv, head, rows, kw, dw, waves = [x.strip() for x in m.group(1).split(",")]
+        arch, name, dtype, kv, head, rows, kw, dw, rw, waves = [x.strip() for x in m.group(1).split(",")]
         if not arch.startswith("gfx"):
             continue   # another target's kernels (e.g. sm_90): not in the gfx11 code objects
         dec.append(dict(arch=arch, name=name, dtype=dtype, kv8=None if kv == "kv16" else kv, D=int(head), R=int(rows),
-                        KW=int(kw), DW=int(dw), waves=int(waves)))
+                        KW=int(kw), DW=int(dw), RW=int(rw), waves=int(waves)))
     for m in re.finditer(r"^R35A_GENERIC_KERNEL\(([^)]*)\)", text, re.M):
         arch, name, op, dtype, dmax = [x.strip() for x in m.group(1).split(",")]
         if not arch.startswith("gfx"):
@@ -189,7 +189,7 @@ class HostFormulas:
             "r35a_decode_seq_splits": (ctypes.c_int32, [ctypes.c_int32, ctypes.c_int64, ctypes.c_int32]),
             "r35a_decode_resident_wgs_per_cu": (ctypes.c_int32, [ctypes.c_int32] * 3),
             "r35a_decode_workspace_bytes": (ctypes.c_int64, [ctypes.c_int32] * 6),
-            "r35a_decode_block_threads": (ctypes.c_uint32, [ctypes.c_int32] * 2),
+            "r35a_decode_block_threads": (ctypes.c_uint32, [ctypes.c_int32] * 3),
         }
         src = os.path.join(build_dir, "host_formulas.c")
         lib = os.path.join(build_dir, "libhost_formulas.so")
@@ -240,7 +240,7 @@ SIMDS_PER_CU = 2   # gfx11 (variants/archs.tsv simds_per_cu)
 
 def resident_per_cu(v):
     """Workgroups of variant v a gfx11 CU holds at once (what the planner passes for gfx1151)."""
-    return HOST.resident_wgs_per_cu(SIMDS_PER_CU, v["waves"], v["KW"] * v["DW"])
+    return HOST.resident_wgs_per_cu(SIMDS_PER_CU, v["waves"], v["KW"] * v["DW"] * v["RW"])
 
 # ------------------------------------------------------------------------------- numeric helpers
 
@@ -641,7 +641,7 @@ def static_summary(objs, dec, gen):
           f"{'wmma':>5s} {'b128':>5s}")
     for name, vg, sg, lds, priv, spill, (wm, b128, scr) in sorted(rows, key=lambda r: list(names).index(r[0]) if r[0] in names else 999):
         v = names.get(name, {})
-        threads = 32 * v.get("KW", 1) * v.get("DW", 1) if "KW" in v else 128
+        threads = 32 * v.get("KW", 1) * v.get("DW", 1) * v.get("RW", 1) if "KW" in v else 128
         # gfx1151 wave32: 1536 VGPRs per SIMD lane, allocated in granules of 24; a WGP's 4 SIMDs
         # share 128 KiB of LDS (workgroup processor mode)
         waves_vgpr = min(16, 1536 // (-(-max(vg, 1) // 24) * 24))
@@ -673,7 +673,7 @@ def count_default(G_, co, dec, co_path, kv8=None):
             a, rg = decode_args(P, v, splits, M, ws.ptr if ws else 0, 1 / math.sqrt(128))
             P.poison_out()
             st = G_.launch(co.kernels[v["name"]], grid=HOST.grid(1, Hkv, rg, splits),
-                           block=(HOST.block_threads(v["KW"], v["DW"]),), args=[bytes(a)], count=True)
+                           block=(HOST.block_threads(v["KW"], v["DW"], v["RW"]),), args=[bytes(a)], count=True)
             if splits > 1:   # the split merge, launched after it (decode_args.h): counted with it
                 sm = G_.launch(co.kernels["decode_merge_f16"], grid=HOST.merge_grid(1, Hkv, rg, v["R"], G, M, 128, splits),
                                block=(HOST.merge_threads(),), args=[bytes(a)], count=True)
@@ -766,7 +766,7 @@ def pipeline_summary(obj, v, splits_b1, grid_b16_wgs):
     during = min(loop_qk + loop_pv) if (loop_qk or loop_pv) else 0
     peak = max(loop_qk + loop_pv) if (loop_qk or loop_pv) else 0
     wave_bytes = during / per_tile * tile_bytes
-    nw = v["KW"] * v["DW"]
+    nw = v["KW"] * v["DW"] * v["RW"]
     resident = 40 * 2 * v["waves"]
     waves_b1 = min(resident, splits_b1 * 8 * nw)
     waves_b16 = min(resident, grid_b16_wgs * nw)

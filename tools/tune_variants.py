@@ -39,16 +39,21 @@ ROWS = (16, 32)
 def candidates(arch, head, rows):
     waves = (1, 2, 3, 4) if arch.startswith("sm_") else (6, 7, 8, 10)
     out = []
+    # row waves (rw > 1): the rows split over waves that share one shared-memory pipeline
+    # (NVIDIA; on gfx11 each would stream the tile itself, so only rw 1 is a candidate there)
+    rws = (1, rows // 16) if arch.startswith("sm_") and rows > 16 else (1,)
     for dw in (1, 2, 4, 8, 16):
         if head % (16 * dw):
             continue
         for kw in (1, 2, 4, 8):
-            if kw * dw > 16:
-                continue
-            for w in waves:
-                suffix = "" if arch == "gfx1151" else "_" + arch.replace("_", "")
-                name = f"decode_f16_d{head}_r{rows}_kw{kw}_dw{dw}_w{w}{suffix}"
-                out.append(dict(name=name, head=head, rows=rows, kw=kw, dw=dw, waves=w))
+            for rw in rws:
+                if kw * dw * rw > 16 or (rw > 1 and kw * dw > 8):
+                    continue
+                for w in waves:
+                    suffix = "" if arch == "gfx1151" else "_" + arch.replace("_", "")
+                    rpart = f"_rw{rw}" if rw > 1 else ""
+                    name = f"decode_f16_d{head}_r{rows}_kw{kw}_dw{dw}{rpart}_w{w}{suffix}"
+                    out.append(dict(name=name, head=head, rows=rows, kw=kw, dw=dw, rw=rw, waves=w))
     return out
 
 
@@ -58,39 +63,44 @@ def nv_smem_bytes(waves, nw):
     return min(233472 // max(blocks, 1) - 1024, 232448)
 
 
-def decode_cfg(arch, head, rows, kw, dw, waves, reg_stages=2, lds_stages_max=4):
+def decode_cfg(arch, head, rows, kw, dw, waves, reg_stages=2, lds_stages_max=4, rw=1):
     """kernels/decode.hip's decode_cfg: LDS budget, KV pipeline (shared-memory stages or registers), LDS bytes."""
-    T, ds, nw = rows // 16, head // dw, kw * dw
+    T, ds, nw = rows // 16, head // dw, kw * dw * rw
+    tw = T // rw                                   # row tiles per wave
+    pipes = nw // rw if arch.startswith("sm_") else nw   # the row waves share a shared-memory pipeline
     nc = ds // 16
     pool = (4 * waves + nw - 1) // nw
     if arch.startswith("sm_"):
         budget = nv_smem_bytes(waves, nw)   # dynamic shared memory (decode_args.h)
     else:
         budget = min(131072 // pool, 65536)
-    px = T * 256 * 4 if dw > 1 else 0
+    px = tw * 256 * 4 if dw > 1 else 0        # one wave's partial S^T
     sr = kw * T * 256 * 4 if dw > 1 else 0
     per_stage = 2 * 16 * (ds + 8) * 2
     q_bytes = dw * rows * (ds + 8) * 2   # Q^T in shared memory (R = 32) where the stages still fit
-    if not (arch.startswith("sm_") and T >= 2 and (budget - 16 - nw * px - sr - q_bytes) // nw // per_stage >= 2):
+    if not (arch.startswith("sm_") and tw >= 2 and (budget - 16 - nw * px - sr - q_bytes) // pipes // per_stage >= 2):
         q_bytes = 0
     free = budget - 16 - nw * px - sr - q_bytes
     if arch.startswith("sm_"):
         per_stage = 2 * 16 * (ds + 8) * 2
-        fit = (free // nw) // per_stage
+        fit = (free // pipes) // per_stage
         vt = 16 * (ds + 8) * 2
     else:
         per_stage, fit, vt = 0, 0, ds * 16 * 2
     use_lds = fit >= 2
     stages = min(fit, lds_stages_max) if use_lds else reg_stages
-    region = stages * per_stage + px if use_lds else max(vt, px)
-    loop = nw * region + sr + (q_bytes if use_lds else 0) + rows * 4   # + the ALiBi slopes
+    if use_lds and pipes < nw:   # shared pipelines: the partial S^T of every wave after their regions
+        region, exch = stages * per_stage, nw * px
+    else:
+        region, exch = (stages * per_stage + px if use_lds else max(vt, px)), 0
+    loop = (pipes if use_lds else nw) * region + exch + sr + (q_bytes if use_lds else 0) + rows * 4   # + ALiBi slopes
     merge = (kw // 2) * (dw * T * nc * 256 + 2 * rows) * 4 if kw > 1 else 0
     split_merge = 65 * rows * 4   # the split merge's weights ((R35A_DECODE_MAX_SPLITS + 1) x R floats)
     return dict(pipe="lds" if use_lds else "regs", stages=stages, lds=max(loop, merge, split_merge) + 16, budget=budget)
 
 
 def lds_ok(arch, c):
-    k = decode_cfg(arch, c["head"], c["rows"], c["kw"], c["dw"], c["waves"])
+    k = decode_cfg(arch, c["head"], c["rows"], c["kw"], c["dw"], c["waves"], rw=c.get("rw", 1))
     c.update(pipe=k["pipe"], stages=k["stages"], lds=k["lds"])
     return k["lds"] <= k["budget"]
 
@@ -105,13 +115,14 @@ def worth_building(arch, c):
     return c["pipe"] == "lds"
 
 
-def compile_group(arch, d, head, rows, src_dir=None):
-    cands = [c for c in candidates(arch, head, rows) if lds_ok(arch, c) and worth_building(arch, c)]
+def compile_group(arch, d, head, rows, src_dir=None, rws=None):
+    cands = [c for c in candidates(arch, head, rows) if lds_ok(arch, c) and worth_building(arch, c)
+             and (not rws or c["rw"] in rws)]
     d = os.path.abspath(d)
     lst = os.path.join(d, f"d{head}_r{rows}.def")
     with open(lst, "w") as f:
         for c in cands:
-            f.write(f"R35A_DECODE_VARIANT({arch}, {c['name']}, f16, kv16, {head}, {rows}, {c['kw']}, {c['dw']}, {c['waves']})\n")
+            f.write(f"R35A_DECODE_VARIANT({arch}, {c['name']}, f16, kv16, {head}, {rows}, {c['kw']}, {c['dw']}, {c.get('rw', 1)}, {c['waves']})\n")
     obj = os.path.join(d, f"d{head}_r{rows}.co")
     kdir = os.path.abspath(src_dir or os.path.join(ROOT, "kernels"))
     src = os.path.join(kdir, "decode.hip")
@@ -126,7 +137,7 @@ def compile_group(arch, d, head, rows, src_dir=None):
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         # one candidate breaks its LDS contract (static_assert): drop the ones named in the errors, retry
-        bad = set(re.findall(r"decode_f16_d\d+_r\d+_kw\d+_dw\d+_w\d+\w*", r.stderr))
+        bad = set(re.findall(r"decode_f16_d\d+_r\d+_kw\d+_dw\d+(?:_rw\d+)?_w\d+\w*", r.stderr))
         bad |= {c["name"] for c in cands if f"KW = {c['kw']}" in r.stderr}
         if not bad:
             # unknown failure: compile one by one to find the culprits
@@ -134,7 +145,7 @@ def compile_group(arch, d, head, rows, src_dir=None):
             for c in cands:
                 with open(lst, "w") as f:
                     f.write(f"R35A_DECODE_VARIANT({arch}, {c['name']}, f16, kv16, {head}, {rows}, {c['kw']}, "
-                            f"{c['dw']}, {c['waves']})\n")
+                            f"{c['dw']}, {c.get('rw', 1)}, {c['waves']})\n")
                 if subprocess.run(cmd, capture_output=True).returncode == 0:
                     good.append(c)
             cands = good
@@ -143,7 +154,7 @@ def compile_group(arch, d, head, rows, src_dir=None):
         with open(lst, "w") as f:
             for c in cands:
                 f.write(f"R35A_DECODE_VARIANT({arch}, {c['name']}, f16, kv16, {head}, {rows}, {c['kw']}, {c['dw']}, "
-                        f"{c['waves']})\n")
+                        f"{c.get('rw', 1)}, {c['waves']})\n")
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             sys.stderr.write(r.stderr[-2000:])
@@ -168,7 +179,8 @@ def cmd_build(args):
     os.makedirs(args.dir, exist_ok=True)
     groups = [(h, r) for h in HEADS for r in ROWS if not args.groups or f"d{h}_r{r}" in args.groups.split(",")]
     with ThreadPoolExecutor(max_workers=args.jobs) as ex:
-        res = list(ex.map(lambda g: compile_group(args.arch, args.dir, g[0], g[1], args.src), groups))
+        rws = [int(x) for x in args.rw.split(",")] if args.rw else None
+        res = list(ex.map(lambda g: compile_group(args.arch, args.dir, g[0], g[1], args.src, rws), groups))
     manifest = {f"d{h}_r{r}": c for (h, r), c in zip(groups, res)}
     with open(os.path.join(args.dir, "manifest.json"), "w") as f:
         json.dump(dict(arch=args.arch, groups=manifest), f, indent=1)
@@ -350,22 +362,23 @@ def unique_kernels(cands):
     most resident workgroups)."""
     best = {}
     for c in cands:
-        k = (c["kw"], c["dw"], c.get("pipe"), c.get("stages"), c.get("regs"))
+        k = (c["kw"], c["dw"], c.get("rw", 1), c.get("pipe"), c.get("stages"), c.get("regs"))
         if k not in best or c["waves"] > best[k]["waves"]:
             best[k] = c
-    return [c for c in cands if best[(c["kw"], c["dw"], c.get("pipe"), c.get("stages"), c.get("regs"))] is c]
+    return [c for c in cands
+            if best[(c["kw"], c["dw"], c.get("rw", 1), c.get("pipe"), c.get("stages"), c.get("regs"))] is c]
 
 
 def measure_candidate(torch, rt, path, cand, shapes, cus, wgs_per_cu=WGS_PER_CU, arch="sm_90"):
     f, shared = rt.function(path, cand["name"])
     merge, _ = rt.function(path, "decode_merge_" + cand["name"].split("_")[1], dynamic_shared=False)   # decode_<dtype>_...
     times = []
-    res = resident_per_cu(arch, cand["waves"], cand["kw"] * cand["dw"])
+    res = resident_per_cu(arch, cand["waves"], cand["kw"] * cand["dw"] * cand.get("rw", 1))
     for sh in shapes:
         groups = -(-sh.G * sh.M // cand["rows"])
         splits = num_splits(sh.B, sh.hkv, groups, sh.ctx, sh.M, cus, res, wgs_per_cu, arch)
         grid = (splits, sh.hkv * groups, sh.B)
-        block = 32 * cand["kw"] * cand["dw"]
+        block = 32 * cand["kw"] * cand["dw"] * cand.get("rw", 1)
         ws_bytes = sh.B * sh.hkv * groups * splits * (2 * cand["rows"] + cand["rows"] * sh.D) * 4
         ws = torch.zeros(ws_bytes // 4 + 64, dtype=torch.int32, device="cuda")
         args = [sh.args(c, cand["rows"], splits, ws) for c in range(sh.copies)]
@@ -498,7 +511,7 @@ def write_table(args, arch, device, winners, bps):
              "# waves: minimum warps per SM sub-partition the registers must allow (2 = 255, 3 = 168, 4 = 128).",
              f"# Split planner aim measured best at {best_bps} workgroups per SM (decode_args.h R35A_DECODE_WGS_PER_CU).",
              "# kv: the K/V formats a row serves (one kernel each); the 8-bit ones keep the 16-bit tiling here.",
-             "#", "# kind\tdtype\thead\trows\tkw\tdw\twaves\tkv"]
+             "#", "# kind\tdtype\thead\trows\tkw\tdw\trw\twaves\tkv"]
     for dt in ("f16", "bf16"):
         for head in HEADS:
             for rows in ROWS:
@@ -507,7 +520,7 @@ def write_table(args, arch, device, winners, bps):
                     lines.append(f"# d{head} rows 32: none (two rows-16 row groups measured faster, "
                                  f"{w['r16_twice_geomean_us']:.1f} us against {w['geomean_us']:.1f})")
                 elif w:
-                    lines.append(f"decode\t{dt}\t{head}\t{rows}\t{w['kw']}\t{w['dw']}\t{w['waves']}\t16,fp8,int8")
+                    lines.append(f"decode\t{dt}\t{head}\t{rows}\t{w['kw']}\t{w['dw']}\t{w.get('rw', 1)}\t{w['waves']}\t16,fp8,int8")
     lines += keep
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
@@ -523,6 +536,7 @@ def main():
     b.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     b.add_argument("--src", default=None, help="kernels directory to compile (default: kernels/; an experiment's copy)")
     b.add_argument("--groups", default="", help="only these groups, e.g. d128_r16,d64_r16")
+    b.add_argument("--rw", default="", help="only candidates with these row-wave counts, e.g. 2")
     m = sub.add_parser("measure")
     m.add_argument("--arch", required=True)
     m.add_argument("--dir", required=True)

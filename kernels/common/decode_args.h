@@ -230,7 +230,9 @@ R35A_HD void r35a_decode_grid(int32_t num_seqs, int32_t num_kv_heads, int32_t nu
     grid[2] = (uint32_t)num_seqs;
 }
 
-R35A_HD uint32_t r35a_decode_block_threads(int32_t kw, int32_t dw) { return 32u * (uint32_t)kw * (uint32_t)dw; }
+/* Waves of a variant's workgroup (key groups x d slices x row waves) and its threads. */
+R35A_HD int32_t r35a_decode_waves(int32_t kw, int32_t dw, int32_t rw) { return kw * dw * rw; }
+R35A_HD uint32_t r35a_decode_block_threads(int32_t kw, int32_t dw, int32_t rw) { return 32u * (uint32_t)r35a_decode_waves(kw, dw, rw); }
 
 /* ---- the split merge: a second launch (only when num_splits > 1) ----
  * With more than one planned split, every workgroup of a sequence that uses several (its

@@ -38,6 +38,8 @@ struct kv_pipe_regs {
     static constexpr int NC = DS / 16;       /* 16-wide d chunks of a tile */
     static constexpr int VCH = DS / 16;      /* 8-element V pieces per lane (16 bytes, 8 for 8-bit) */
     static constexpr bool ISSUE_ALWAYS = true;   /* see tile_feed (decode.hip) */
+    static constexpr int SHARERS = 1;            /* a wave's own stages (registers): never shared */
+    static constexpr bool WAIT_FIRST = false;    /* issue tile i + S - 1, then wait for tile i */
     static constexpr bool K_PERM = B8 && K8_PERM, V_DPERM = false;
     static constexpr int LDS_PER_STAGE = 0;
     static constexpr int LDS_FIXED = VT_BYTES<DS>::value;

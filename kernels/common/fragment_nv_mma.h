@@ -365,14 +365,23 @@ R35A_DEV colv colv_load(const float *p, bool global) {
  * kv8x2 converts in registers. K comes in the permuted k order of K8_PERM. V^T by ldmatrix.x2.trans
  * gives lane (g, t) the bytes of d = 2g and 2g + 1 of keys 2t, 2t + 1 (and + 8): its vectors are d
  * in the order of v8_d_of_m (V_DPERM: O^T row m holds d = v_d_of_m(m) of each 16-wide chunk). Rows
- * padded to an odd number of 16-byte bank groups. */
+ * padded to an odd number of 16-byte bank groups.
+ * Shared stages (RW > 1, the row waves of decode.hip): RW waves that compute different query rows on
+ * the same keys use one set of stages. Each copies 1 / RW of every tile (its own rows of the tile:
+ * `sharer`), and wait() meets the other sharers at a named barrier (`barrier`: 1..15, 32 x RW
+ * threads) after its own copies land, so the tile is whole and every sharer is done with the
+ * previous tile. The caller therefore waits before it issues (WAIT_FIRST): the slot a step refills
+ * is the one all sharers read in the step before; S - 1 tiles are in flight during the products,
+ * as in the private form. Halves (RW = 2) the copies and the L2 reads of two row groups. */
 #define R35A_FRAG_HAS_KV_PIPE_LDS 1
 
 /* O^T row m of a chunk holds element d = v8_d_of_m(m) when V^T comes from an 8-bit staged tile. */
 R35A_DEV int v8_d_of_m(int m) { return m < 8 ? 2 * m : 2 * (m - 8) + 1; }
 
-template <int DS, int S, class E, class KV>
+template <int DS, int S, class E, class KV, int RW = 1>
 struct kv_pipe_lds {
+    static constexpr int SHARERS = RW;
+    static constexpr bool WAIT_FIRST = RW > 1;   /* see above: wait for tile i, then issue i + S - 1 */
     static constexpr bool B8 = kv_is_8bit<KV>::value;
     static constexpr int EB = B8 ? 1 : 2;                   /* bytes per element */
     static constexpr int RB = DS * EB;                      /* bytes of one row */
@@ -396,12 +405,18 @@ struct kv_pipe_lds {
     static constexpr int RPJ = CPR <= 32 ? 32 / CPR : 1;     /* rows per copy */
     static constexpr int JPR = CPR <= 32 ? 1 : CPR / 32;     /* copies per row */
     static constexpr int ACTIVE = CPR <= 32 ? RPJ * CPR : 32;   /* lanes with a chunk */
-    static constexpr int CP = CPR <= 32 ? (16 + RPJ - 1) / RPJ : 16 * JPR;   /* copies per lane and tile */
+    static constexpr int CP_TILE = CPR <= 32 ? (16 + RPJ - 1) / RPJ : 16 * JPR;   /* copies per lane and tile */
+    static constexpr int CP = CP_TILE / RW;   /* ... of one sharer: copies CP x sharer .. CP x sharer + CP - 1 */
+    static_assert(CP_TILE % RW == 0 && (CPR <= 32 || CP % JPR == 0), "a tile's copies split evenly over the sharers");
+    /* a sharer's first row: its copies are the tile's, CP x sharer on, as whole rows */
+    static constexpr int ROWS_PER_SHARER = CPR <= 32 ? RPJ * CP : CP / JPR;
     static constexpr bool ALL_LANES = ACTIVE == 32 && 16 % RPJ == 0;   /* every copy of every lane is a chunk */
     unsigned char *base;
+    int row0, barrier;   /* this sharer's first row of a tile; its named barrier (RW > 1) */
 
-    R35A_MEMBER explicit kv_pipe_lds(void *lds) : base((unsigned char *)lds) {}
-    R35A_MEMBER static int row_lane() { return CPR <= 32 ? lane_id() / CPR : 0; }
+    R35A_MEMBER explicit kv_pipe_lds(void *lds, int sharer = 0, int barrier_id = 0)
+        : base((unsigned char *)lds), row0(sharer * ROWS_PER_SHARER), barrier(barrier_id) {}
+    R35A_MEMBER int row_lane() const { return (CPR <= 32 ? lane_id() / CPR : 0) + row0; }
     R35A_MEMBER static int chunk_lane() { return CPR <= 32 ? lane_id() % CPR : lane_id(); }
     R35A_MEMBER static constexpr int row_of_copy(int j) { return CPR <= 32 ? RPJ * j : j / JPR; }
     R35A_MEMBER static constexpr int chunk_of_copy(int j) { return CPR <= 32 ? 0 : 32 * (j % JPR); }
@@ -425,7 +440,8 @@ struct kv_pipe_lds {
         }
     }
     R35A_MEMBER void issue(int slot, const char *k0, const char *v0, i64 ks, i64 vs, int valid_rows, int first_row) {
-        wave_sync();   /* every lane's reads of this slot (its tile, S steps back) are done */
+        wave_sync();   /* every lane's reads of this slot (its tile, S steps back) are done (RW > 1: the
+                        * other sharers' too, at the barrier of wait()) */
         const int rl = row_lane(), cl = chunk_lane();
         const char *kl = k0 + rl * ks + 16 * cl, *vl = v0 + rl * vs + 16 * cl;
         const u32 sk = (u32)__cvta_generic_to_shared(base + slot * 2 * TILE + rl * ROW + 16 * cl);
@@ -448,8 +464,14 @@ struct kv_pipe_lds {
     R35A_MEMBER void skip(int slot) { (void)slot; async_commit(); }
     R35A_MEMBER void wait(int slot) {
         (void)slot;
-        async_wait<S - 1>();
-        wave_sync();   /* the other lanes' copies are visible too */
+        if constexpr (RW == 1) {
+            async_wait<S - 1>();
+            wave_sync();   /* the other lanes' copies are visible too */
+        } else {
+            async_wait<S - 2>();   /* issued so far: tiles up to i + S - 2 (WAIT_FIRST) */
+            /* the other sharers' copies are visible, and they are done with the previous tile */
+            asm volatile("bar.sync %0, %1;" ::"r"(barrier), "r"(32 * RW) : "memory");
+        }
     }
     R35A_MEMBER ab k_operand(int slot, int c) const {
         const unsigned char *kd = base + slot * 2 * TILE;

@@ -289,14 +289,14 @@ typedef struct decode_variant {
     const char *arch, *name;
     r35a_dtype dtype;
     r35a_dtype kv; /* the K/V element format: 0 = dtype (16-bit), fp8 e4m3 or int8 */
-    int head, rows, kw, dw, waves;
+    int head, rows, kw, dw, rw, waves;
 } decode_variant;
 #define R35A_VKV_kv16 ((r35a_dtype)0)
 #define R35A_VKV_fp8 R35A_DTYPE_FP8_E4M3
 #define R35A_VKV_int8 R35A_DTYPE_INT8
 static const decode_variant k_decode[] = {
-#define R35A_DECODE_VARIANT(arch, name, dtype, kv, head_size, rows, kw, dw, waves) \
-    {#arch, #name, R35A_VT_##dtype, R35A_VKV_##kv, head_size, rows, kw, dw, waves},
+#define R35A_DECODE_VARIANT(arch, name, dtype, kv, head_size, rows, kw, dw, rw, waves) \
+    {#arch, #name, R35A_VT_##dtype, R35A_VKV_##kv, head_size, rows, kw, dw, rw, waves},
 #include "variants.def"
 #undef R35A_DECODE_VARIANT
 };
@@ -437,14 +437,14 @@ static bool check_decode_plan(const char *label, const r35a_plan_info *info, con
     const int32_t row_groups = decode_row_groups(d, v->rows);
     const int32_t splits = r35a_decode_num_splits(d->num_seqs, d->num_kv_heads, row_groups, d->max_seq_len, mql,
                                                   d->window, real_cus,
-                                                  r35a_decode_resident_wgs_per_cu(SIMDS_PER_CU, v->waves, v->kw * v->dw),
+                                                  r35a_decode_resident_wgs_per_cu(SIMDS_PER_CU, v->waves, r35a_decode_waves(v->kw, v->dw, v->rw)),
                                                   R35A_DECODE_MIN_TILES_PER_SPLIT);
     uint32_t grid[3];
     r35a_decode_grid(d->num_seqs, d->num_kv_heads, row_groups, splits, grid);
     const int64_t ws = r35a_decode_workspace_bytes(d->num_seqs, d->num_kv_heads, row_groups, splits, v->rows,
                                                    v->head);
     bool ok = same_launch_shape(label, "decode plan", info->grid, grid, info->block[0],
-                                r35a_decode_block_threads(v->kw, v->dw));
+                                r35a_decode_block_threads(v->kw, v->dw, v->rw));
     if (info->num_splits != splits || (int64_t)info->workspace_bytes != ws) {
         printf("FAIL %s: plan has %d splits and %zu workspace bytes; for %d CUs (the stand-in reports %d WGPs) the "
                "formula gives %d splits and %lld bytes\n", label, info->num_splits, info->workspace_bytes, real_cus,

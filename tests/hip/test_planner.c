@@ -167,7 +167,7 @@ static void test_registry(void **state)
     for (int i = 0; i < R35A_NUM_DECODE_VARIANTS; ++i) {
         const r35a_decode_variant *v = &r35a_decode_variants[i];
         assert_int_equal(r35a_registry_find(R35A_GPU_DECODE, v->arch, v->name), i);
-        assert_true(v->rows % 16 == 0 && v->kw >= 1 && v->dw >= 1 && 32 * v->kw * v->dw <= 1024);
+        assert_true(v->rows % 16 == 0 && v->kw >= 1 && v->dw >= 1 && v->rw >= 1 && 32 * v->kw * v->dw * v->rw <= 1024);
         assert_true(v->head_size % (16 * v->dw) == 0);
     }
     for (int i = 0; i < R35A_NUM_GENERIC_KERNELS; ++i)
