@@ -33,14 +33,38 @@ static r35a_dtype decode_kv_format(const r35a_paged_attention_desc *d)
  * faster than the planner's 2-3 for every head size (one row 0.6 % slower); at 2K-4K it still won for
  * D 64 and 128 (4-12 %) but lost 3-18 % for D 256, D 512 and the D 64 rows-32 kernel, whose
  * workgroups keep fewer bytes in flight; batch 8 (64 workgroups) gains from splits even at 1K. A rule
- * from each kernel's bytes in flight would serve 2K-4K too (not built). gfx11: not measured, off. */
+ * from each kernel's bytes in flight would serve 2K-4K too (not built). The workgroups must also give
+ * the SMs 2 warps each (version 11): the D 256 rows-32 kernel (2 warps, 128 workgroups at batch 16)
+ * ran 1K keys 1.28-1.29x faster in 2-3 splits than in one. gfx11: not measured, off. */
 #define R35A_DECODE_NV_SINGLE_SPLIT_KEYS 1024
 
-static bool nv_single_split(const r35a_paged_attention_desc *d, int32_t row_groups, int num_cus)
+static bool nv_single_split(const r35a_paged_attention_desc *d, int32_t row_groups, int32_t waves_per_wg,
+                            int num_cus)
 {
     const int64_t wgs = (int64_t)d->num_seqs * d->num_kv_heads * row_groups;
-    return 2 * wgs >= (int64_t)num_cus &&
+    return 2 * wgs >= (int64_t)num_cus && wgs * waves_per_wg >= 2 * (int64_t)num_cus &&
            r35a_window_reach(d->max_seq_len, d->max_query_len, d->window) <= R35A_DECODE_NV_SINGLE_SPLIT_KEYS;
+}
+
+/* NVIDIA (measured on the H200 only, bench/NOTES_h200.md version 11): splits shorter than this many
+ * tiles lose to fewer, longer ones once the workgroups fill the SMs one each. At batch 1 (8 kv heads)
+ * and 2K-4K keys, 16 splits of 8-16 tiles ran 1.1-1.3x faster than the planner's 32-33 of 4-8 tiles
+ * for every head size and G x M tried (each workgroup's fixed costs, its record and the merge's share,
+ * against a handful of tiles); 1K keys kept 16 splits of 4 tiles (8 splits were 5 % slower) and 8K
+ * was equal at 32 and 33. So a split count whose splits would be shorter is cut to one workgroup per
+ * SM, but not below splits of this many tiles. gfx11: not measured, off. */
+#define R35A_DECODE_NV_SHORT_SPLIT_TILES 16
+
+static int32_t nv_short_splits(const r35a_paged_attention_desc *d, int32_t row_groups, int32_t splits, int num_cus)
+{
+    const int64_t tiles = r35a_decode_max_tiles(d->max_seq_len, d->max_query_len, d->window);
+    const int64_t wgs = (int64_t)d->num_seqs * d->num_kv_heads * row_groups;
+    if (splits <= 1 || wgs <= 0 || tiles >= (int64_t)splits * R35A_DECODE_NV_SHORT_SPLIT_TILES)
+        return splits;
+    const int64_t one_per_sm = wgs < num_cus ? num_cus / wgs : 1;
+    const int64_t floor_by_tiles = tiles / R35A_DECODE_NV_SHORT_SPLIT_TILES;
+    const int64_t cut = one_per_sm > floor_by_tiles ? one_per_sm : floor_by_tiles;
+    return cut < splits ? (int32_t)cut : splits;
 }
 
 /* Decode's stride rule (decode_args.h): rows read with 128-bit loads (Q, K, V) start 16 bytes apart,
@@ -129,8 +153,12 @@ bool r35a_plan_decode(const r35a_paged_attention_desc *d, const char *arch, int 
                                              d->max_query_len, d->window, cus,
                                              r35a_decode_resident_wgs_per_cu(simds, v->waves, r35a_decode_waves(v->kw, v->dw, v->rw)),
                                              out->min_split_tiles);
-    if (r35a_tuning_is_nvidia(arch) && nv_single_split(d, best_groups, cus))
-        out->num_splits = 1;
+    if (r35a_tuning_is_nvidia(arch)) {
+        if (nv_single_split(d, best_groups, r35a_decode_waves(v->kw, v->dw, v->rw), cus))
+            out->num_splits = 1;
+        else
+            out->num_splits = nv_short_splits(d, best_groups, out->num_splits, cus);
+    }
     /* measurement only (README: environment): the split count the user forces, within the kernels' limit */
     const int forced_splits = r35a_forced_decode_splits();
     if (forced_splits > 0)

@@ -497,6 +497,56 @@ static void test_decode_nv_single_split(void **state)
     }
 }
 
+/* NVIDIA: a single split also needs 2 warps per SM (version 11): the D 256 rows-32 kernel has 2 warps,
+ * so 16 sequences of G x M = 32 rows (128 workgroups, 256 warps on 132 SMs) at 1K keys keep the
+ * planner's 3 splits (ceil(264 / 128); 64 tiles give 21 each). */
+static void test_decode_nv_single_split_warps(void **state)
+{
+    (void)state;
+    r35a_gpu_launch l;
+    char why[256];
+    r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 16, 4, 1024, 64, 8, 256, 16);
+    assert_true(r35a_plan_decode(&d, "sm_90", 132, NULL, &l, why, sizeof why));
+    const r35a_decode_variant *v = &r35a_decode_variants[l.kernel];
+    assert_int_equal(v->rows, 32);
+    assert_int_equal(r35a_decode_waves(v->kw, v->dw, v->rw), 2);
+    assert_int_equal(l.num_splits, 3);
+    assert_int_equal(l.block[0], 64);
+}
+
+/* NVIDIA: splits shorter than 16 tiles are cut to one workgroup per SM, not below 16-tile splits
+ * (plan_decode.c, version 11). One sequence, 8 kv heads (8 workgroups: 132 / 8 = 16 per SM row),
+ * G x M = 32 at D 128 (the rows-32 kernel: 4 warps, 2 resident per SM, so the planner's aim is
+ * ceil(264 / 8) = 33 splits, at most tiles / 4): 2K keys (128 tiles: 32 splits of 4) -> 16; 4K (256:
+ * 33 of 7-8) -> 16; 8K (512: 33 of 15-16) -> 32 (512 / 16); 16K (1024: 33 of 31) stays 33; G x M = 4
+ * at 1K (64 tiles: 16 splits of 4) stays 16 (one per SM already). gfx11 keeps the general formula. */
+static void test_decode_nv_short_splits(void **state)
+{
+    (void)state;
+    r35a_gpu_launch l;
+    char why[256];
+    const struct {
+        const char *arch;
+        int q_heads, m, ctx, splits;
+    } cases[] = {
+        {"sm_90", 64, 4, 2048, 16}, {"sm_90", 64, 4, 4096, 16}, {"sm_90", 64, 4, 8192, 32},
+        {"sm_90", 64, 4, 16384, 33}, {"sm_90", 32, 1, 1024, 16},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i) {
+        r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 1, cases[i].m, cases[i].ctx, cases[i].q_heads, 8, 128, 16);
+        assert_true(r35a_plan_decode(&d, cases[i].arch, 132, NULL, &l, why, sizeof why));
+        assert_int_equal(l.num_splits, cases[i].splits);
+    }
+    /* gfx11: the general formula (40 CUs, the variant's residency), no cut */
+    r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 1, 4, 2048, 64, 8, 128, 16);
+    assert_true(r35a_plan_decode(&d, ARCH, 40, NULL, &l, why, sizeof why));
+    const r35a_decode_variant *v = &r35a_decode_variants[l.kernel];
+    const int32_t resident = r35a_decode_resident_wgs_per_cu(r35a_tuning_simds_per_cu(ARCH), v->waves,
+                                                             r35a_decode_waves(v->kw, v->dw, v->rw));
+    assert_int_equal(l.num_splits, r35a_decode_num_splits(1, 8, l.num_row_groups, 2048, 4, 0, 40, resident,
+                                                          R35A_DECODE_MIN_TILES_PER_SPLIT));
+}
+
 static void test_decode_forced_variant(void **state)
 {
     (void)state;
@@ -966,6 +1016,8 @@ int main(void)
         cmocka_unit_test(test_decode_model_features),
         cmocka_unit_test(test_decode_dynamic_shared),
         cmocka_unit_test(test_decode_nv_single_split),
+        cmocka_unit_test(test_decode_nv_single_split_warps),
+        cmocka_unit_test(test_decode_nv_short_splits),
         cmocka_unit_test(test_decode_forced_variant),
         cmocka_unit_test(test_generic_paged),
         cmocka_unit_test(test_generic_varlen),
