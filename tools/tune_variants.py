@@ -491,6 +491,7 @@ def cmd_measure(args):
         bps_scores[bps] = math.exp(sum(math.log(t) for t in tot) / len(tot)) * 1e6
         print(f"planner aim {bps} workgroups per SM: geomean {bps_scores[bps]:.1f} us", flush=True)
     log["wgs_per_cu_geomean_us"] = bps_scores
+    os.makedirs(args.out or args.dir, exist_ok=True)   # (a fresh --out: the table and the log go there)
     write_table(args, arch, dev.name, winners, bps_scores)
     with open(os.path.join(args.out or args.dir, f"tune_{arch}{args.tag}.json"), "w") as f:
         json.dump(log, f, indent=1)
