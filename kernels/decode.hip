@@ -23,8 +23,8 @@
  * Waves: NW = KW x DW x RW. The KW key groups take 16-key tiles round-robin, each with its own online
  * softmax; the DW waves of a key group split the head dimension into DW slices of DS = D / DW
  * (each owns its slice of Q, K, V and O) and add their partial S^T tiles through LDS by
- * reduce-scatter (two LDS-only barriers per tile). The RW row waves (RW > 1: DW = 1) split the R
- * rows into RW parts of T / RW row tiles on the same keys; where the stages are in shared memory
+ * reduce-scatter (two LDS-only barriers per tile). The RW row waves split the R rows into RW
+ * parts of T / RW row tiles on the same keys (each row wave has its own S^T exchange); where the stages are in shared memory
  * (NVIDIA) they share one pipeline (each copies its share of a tile; a named barrier per tile), so
  * a rows-32 workgroup reads its KV once with the registers of a rows-16 wave (two rows-16 row
  * groups read it twice). Key groups merge through LDS at the end of the
@@ -222,7 +222,6 @@ struct row_state {
     frag::acc o[NC];
 };
 
-/* Merges state b into a: both are partial softmaxes of disjoint key sets. */
 /* Merging two partial softmax states of one row whose base-2 maxima are ma and mb: returns the
  * merged max and sets the factors 2^(ma - mu), 2^(mb - mu) that rescale each side (mu: the max, or 0
  * where neither saw a key, so never -inf - -inf). A NaN state stays NaN. The key-group merge and
@@ -234,6 +233,7 @@ R35A_DEV float merge_scales(float ma, float mb, float &ca, float &cb) {
     return mx;
 }
 
+/* Merges state b into a: both are partial softmaxes of disjoint key sets. */
 template <int NC>
 R35A_DEV void merge_state(row_state<NC> &a, const frag::colv &mb, const frag::colv &lb, const frag::acc *ob) {
     for (int c = 0; c < frag::NCOL; ++c) {
@@ -653,9 +653,9 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
     const softcap_rule cap = softcap_rule::make(a.logit_softcap, sl2);
 
     /* ---- the KV pipeline starts first: its table entries and first tiles are in flight while Q loads ---- */
-    /* a shared pipeline (C::PIPES < NW): the region of the (key group, d slice), this wave's share
-     * of each tile, named barrier 1 + its index */
-    const int pipe_index = C::PIPES < C::NW ? kg * DW + dg : w;
+    /* a shared pipeline: the region of the (key group, d slice), this wave's share of each tile,
+     * named barrier 1 + its index */
+    const int pipe_index = C::SHARED_PIPES ? kg * DW + dg : w;
     P pipe = make_pipe<P>(smem + pipe_index * C::WAVE_REGION, rw, 1 + pipe_index);
     tile_feed feed;
     feed.bt = a.block_table + (i64)s * a.block_table_stride;

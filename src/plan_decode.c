@@ -38,10 +38,8 @@ static r35a_dtype decode_kv_format(const r35a_paged_attention_desc *d)
  * ran 1K keys 1.28-1.29x faster in 2-3 splits than in one. gfx11: not measured, off. */
 #define R35A_DECODE_NV_SINGLE_SPLIT_KEYS 1024
 
-static bool nv_single_split(const r35a_paged_attention_desc *d, int32_t row_groups, int32_t waves_per_wg,
-                            int num_cus)
+static bool nv_single_split(const r35a_paged_attention_desc *d, int64_t wgs, int32_t waves_per_wg, int num_cus)
 {
-    const int64_t wgs = (int64_t)d->num_seqs * d->num_kv_heads * row_groups;
     return 2 * wgs >= (int64_t)num_cus && wgs * waves_per_wg >= 2 * (int64_t)num_cus &&
            r35a_window_reach(d->max_seq_len, d->max_query_len, d->window) <= R35A_DECODE_NV_SINGLE_SPLIT_KEYS;
 }
@@ -55,10 +53,9 @@ static bool nv_single_split(const r35a_paged_attention_desc *d, int32_t row_grou
  * SM, but not below splits of this many tiles. gfx11: not measured, off. */
 #define R35A_DECODE_NV_SHORT_SPLIT_TILES 16
 
-static int32_t nv_short_splits(const r35a_paged_attention_desc *d, int32_t row_groups, int32_t splits, int num_cus)
+static int32_t nv_short_splits(const r35a_paged_attention_desc *d, int64_t wgs, int32_t splits, int num_cus)
 {
     const int64_t tiles = r35a_decode_max_tiles(d->max_seq_len, d->max_query_len, d->window);
-    const int64_t wgs = (int64_t)d->num_seqs * d->num_kv_heads * row_groups;
     if (splits <= 1 || wgs <= 0 || tiles >= (int64_t)splits * R35A_DECODE_NV_SHORT_SPLIT_TILES)
         return splits;
     const int64_t one_per_sm = wgs < num_cus ? num_cus / wgs : 1;
@@ -149,15 +146,16 @@ bool r35a_plan_decode(const r35a_paged_attention_desc *d, const char *arch, int 
     const int cus = num_cus > 0 ? num_cus : R35A_GFX1151_DEFAULT_CUS;
     const int forced_min_tiles = r35a_forced_decode_min_split_tiles();
     out->min_split_tiles = forced_min_tiles > 0 ? forced_min_tiles : R35A_DECODE_MIN_TILES_PER_SPLIT;
+    const int32_t waves = r35a_decode_waves(v->kw, v->dw, v->rw);
     out->num_splits = r35a_decode_num_splits(d->num_seqs, d->num_kv_heads, best_groups, d->max_seq_len,
                                              d->max_query_len, d->window, cus,
-                                             r35a_decode_resident_wgs_per_cu(simds, v->waves, r35a_decode_waves(v->kw, v->dw, v->rw)),
-                                             out->min_split_tiles);
+                                             r35a_decode_resident_wgs_per_cu(simds, v->waves, waves), out->min_split_tiles);
     if (r35a_tuning_is_nvidia(arch)) {
-        if (nv_single_split(d, best_groups, r35a_decode_waves(v->kw, v->dw, v->rw), cus))
+        const int64_t wgs = (int64_t)d->num_seqs * d->num_kv_heads * best_groups;   /* of one split */
+        if (nv_single_split(d, wgs, waves, cus))
             out->num_splits = 1;
         else
-            out->num_splits = nv_short_splits(d, best_groups, out->num_splits, cus);
+            out->num_splits = nv_short_splits(d, wgs, out->num_splits, cus);
     }
     /* measurement only (README: environment): the split count the user forces, within the kernels' limit */
     const int forced_splits = r35a_forced_decode_splits();
