@@ -14,7 +14,9 @@ anchor across configurations) and, for M = 1, checks our output against it (max 
         --config new=/path/new/librdna35attn.so.0 \\
         --config new_t4=/path/new/librdna35attn.so.0,R35A_DECODE_MIN_SPLIT_TILES=4 [--rounds 2] [--out DIR]
 
-Shapes are D:G:M:B:CTX (f16, 8 kv heads, page 16, shuffled pages: bench_gpu.py's sweep). Prints one
+Shapes are D:G:M:B:CTX (f16, 8 kv heads, page 16, shuffled pages: bench_gpu.py's sweep), or
+D:G:M:B:CTX:fp8 / :int8 for an 8-bit KV cache (per-tensor scales, bench_gpu.py's feature rows; no cuDNN
+anchor or check for those). Prints one
 table (us per call; the ratio of each configuration to the first) and writes decode_ab.json.
 """
 import argparse
@@ -31,14 +33,23 @@ def child(lib_path, shapes, peers):
     sys.path.insert(0, os.path.join(ROOT, "tools"))
     import bench_gpu as bg
     lib = bg.Lib(lib_path)
-    for (D, G, M, B, ctx) in shapes:
+    for (D, G, M, B, ctx, kv8) in shapes:
         try:
-            r = bg.decode_row(lib, D, G, M, ctx, B, peers=peers)
+            r = bg.decode_row(lib, D, G, M, ctx, B, peers=() if kv8 else peers, kv8=kv8 or None)
             out = {k: r.get(k) for k in ("t_ours_us", "t_cudnn_us", "splits", "impl", "maxdiff", "nonfinite")}
         except Exception as e:  # noqa: BLE001
             out = {"error": str(e)[:200]}
-        out["shape"] = [D, G, M, B, ctx]
+        out["shape"] = [D, G, M, B, ctx, kv8]
         print("ROW " + json.dumps(out), flush=True)
+
+
+def parse_shape(text):
+    """D:G:M:B:CTX[:fp8|int8] -> (D, G, M, B, CTX, kv8 or "")."""
+    parts = text.split(":")
+    kv8 = parts.pop() if len(parts) == 6 else ""
+    if len(parts) != 5 or kv8 not in ("", "fp8", "int8"):
+        raise SystemExit(f"shape {text!r}: D:G:M:B:CTX[:fp8|int8]")
+    return tuple(int(x) for x in parts) + (kv8,)
 
 
 def parse_config(text):
@@ -57,7 +68,7 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     ap.add_argument("--child", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    shapes = [tuple(int(x) for x in s.split(":")) for s in args.shapes.split(",")]
+    shapes = [parse_shape(s) for s in args.shapes.split(",")]
     peers = () if args.peers == "none" else tuple(args.peers.split(","))
     if args.child:
         child(args.child, shapes, peers)
@@ -90,7 +101,7 @@ def main():
     for s in shapes:
         rows = {n: info[n].get(s, []) for n, _, _ in configs}
         cud = [r["t_cudnn_us"] for n in rows for r in rows[n] if r.get("t_cudnn_us")]
-        line = f"{':'.join(map(str, s)):>18} {med(cud):7.1f}"
+        line = f"{':'.join(str(x) for x in s if x != ''):>18} {med(cud):7.1f}"
         entry = {"shape": s, "t_cudnn_us": med(cud), "configs": {}}
         for n, _, _ in configs:
             t = med(times[n][s])

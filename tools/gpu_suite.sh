@@ -31,6 +31,8 @@
 # makes it on a machine with nvcc and cmocka, so the GPU machine needs neither). Environment:
 #   R35A_SUITE_STEPS   which steps (default "tests memcheck racecheck synccheck bench"; also fuzz, soak,
 #                      tune, r35abench)
+#   R35A_TUNE_DIRS     tune: the candidate directories to measure (default tune-sm_90; tools/tune_variants.py
+#                      build --dir), R35A_TUNE_SECONDS the time limit of each (400)
 #   R35A_BENCH_ARGS    extra arguments for tools/bench_gpu.py (e.g. --quick); R35A_BENCH_SECONDS its time limit (300)
 #   R35A_SUITE_BUDGET  seconds for the test + sanitizer phase (default 280; they run concurrently)
 #   (step r35abench is not in the default list: it builds its own tree)
@@ -164,10 +166,13 @@ for i, shape in enumerate(shapes, 1):
 PY
     fi
 fi
-if has tune; then   # the tuning sweep (candidates built by tools/tune_variants.py build into tune-<arch>/)
-    PYTHONUNBUFFERED=1 timeout -s INT 400 python3 tools/tune_variants.py measure --arch sm_90 --dir tune-sm_90 \
-        --out "$OUT" >"$OUT/tune.log" 2>&1
-    RC[tune]=$?
+if has tune; then   # the tuning sweep (candidates built by tools/tune_variants.py build into tune-<arch>/,
+    # or the directories R35A_TUNE_DIRS names: one table and log each, tune_<dir>.tsv/.log in $OUT)
+    RC[tune]=0
+    for dir in ${R35A_TUNE_DIRS:-tune-sm_90}; do
+        PYTHONUNBUFFERED=1 timeout -s INT "${R35A_TUNE_SECONDS:-400}" python3 tools/tune_variants.py measure --arch sm_90 \
+            --dir "$dir" --out "$OUT" --tag "_$dir" --write "$OUT/$dir.tsv" >"$OUT/$dir.log" 2>&1 || RC[tune]=$?
+    done
 fi
 if has bench; then
     PYTHONUNBUFFERED=1 timeout -s INT "${R35A_BENCH_SECONDS:-300}" python3 tools/bench_gpu.py --lib "$LIB" --read-cubin "$CUBIN" \
@@ -251,8 +256,10 @@ if has checkcost; then
     cat "$OUT/checkcost.txt" 2>/dev/null || tail -20 "$OUT/checkcost.log"
 fi
 if has tune; then
-    echo "-- tune (tune.log)"
-    grep -E "best|blocks per SM|wrote" "$OUT/tune.log" | cut -c1-220
+    for dir in ${R35A_TUNE_DIRS:-tune-sm_90}; do
+        echo "-- tune ($dir.log)"
+        grep -E "best|blocks per SM|wrote|rows 32 shapes|WRONG" "$OUT/$dir.log" | cut -c1-260
+    done
 fi
 if has r35abench; then
     echo "-- r35abench: tools/bench.sh --graph vs tools/bench_gpu.py (r35abench.log has both runs)"

@@ -15,7 +15,10 @@ contract) or spill. `measure` loads them through the CUDA driver (sm_*) or the H
 launches them directly with r35a_decode_args (the decode_args.h formulas are mirrored below), and
 times each on representative decode shapes: cold cache (a CUDA/HIP graph of calls over disjoint
 pages and Q buffers touching >= 256 MiB per replay), median of replays. A group's winner has the
-lowest geometric-mean time; f16 decides, bf16 gets the same tiling. The split planner's target
+lowest geometric-mean time; f16 decides, bf16 gets the same tiling. `build --kv fp8` (or int8) makes the
+candidates of an 8-bit K/V cache instead (kernels named decode_f16_fp8_...; measured on caches of that
+format with per-tensor scales, the table's rows then serve that format alone: the kv column lets each
+format have its own tiling). The split planner's target
 (workgroups per SM, decode_args.h's R35A_DECODE_WGS_PER_CU) is swept for the winners and reported.
 """
 import argparse
@@ -36,7 +39,11 @@ ROWS = (16, 32)
 
 
 # ------------------------------------------------------------------------------------------ candidates
-def candidates(arch, head, rows):
+# K/V element formats (gen_variants.py DECODE_KV): the macro's kv token and the name's part
+KV_FORMATS = {"16": ("kv16", ""), "fp8": ("fp8", "_fp8"), "int8": ("int8", "_int8")}
+
+
+def candidates(arch, head, rows, kv="16"):
     waves = (1, 2, 3, 4) if arch.startswith("sm_") else (6, 7, 8, 10)
     out = []
     # row waves (rw > 1): the rows split over waves that share one shared-memory pipeline
@@ -52,8 +59,8 @@ def candidates(arch, head, rows):
                 for w in waves:
                     suffix = "" if arch == "gfx1151" else "_" + arch.replace("_", "")
                     rpart = f"_rw{rw}" if rw > 1 else ""
-                    name = f"decode_f16_d{head}_r{rows}_kw{kw}_dw{dw}{rpart}_w{w}{suffix}"
-                    out.append(dict(name=name, head=head, rows=rows, kw=kw, dw=dw, rw=rw, waves=w))
+                    name = f"decode_f16{KV_FORMATS[kv][1]}_d{head}_r{rows}_kw{kw}_dw{dw}{rpart}_w{w}{suffix}"
+                    out.append(dict(name=name, head=head, rows=rows, kw=kw, dw=dw, rw=rw, waves=w, kv=kv))
     return out
 
 
@@ -63,8 +70,19 @@ def nv_smem_bytes(waves, nw):
     return min(233472 // max(blocks, 1) - 1024, 232448)
 
 
-def decode_cfg(arch, head, rows, kw, dw, waves, reg_stages=2, lds_stages_max=4, rw=1):
-    """kernels/decode.hip's decode_cfg: LDS budget, KV pipeline (shared-memory stages or registers), LDS bytes."""
+def nv_stage_bytes(ds, kv="16"):
+    """fragment_nv_mma.h kv_pipe_lds::LDS_PER_STAGE: a K and a V tile of 16 rows, each row padded (16-bit: by
+    16 bytes; 8-bit: to an odd number of 16-byte bank groups)."""
+    rb = ds * (1 if kv != "16" else 2)
+    row = rb + 16 if (rb // 16) % 2 == 0 else rb + 32
+    return 2 * 16 * row
+
+
+def decode_cfg(arch, head, rows, kw, dw, waves, reg_stages=2, lds_stages_max=None, rw=1, kv="16"):
+    """kernels/decode.hip's decode_cfg: LDS budget, KV pipeline (shared-memory stages or registers), LDS bytes.
+    lds_stages_max: R35A_DECODE_LDS_STAGES_MAX (16-bit, 4) or _MAX_8BIT (8)."""
+    if lds_stages_max is None:
+        lds_stages_max = 4 if kv == "16" else 8
     T, ds, nw = rows // 16, head // dw, kw * dw * rw
     tw = T // rw                                   # row tiles per wave
     pipes = nw // rw if arch.startswith("sm_") else nw   # the row waves share a shared-memory pipeline
@@ -76,13 +94,12 @@ def decode_cfg(arch, head, rows, kw, dw, waves, reg_stages=2, lds_stages_max=4, 
         budget = min(131072 // pool, 65536)
     px = tw * 256 * 4 if dw > 1 else 0        # one wave's partial S^T
     sr = kw * T * 256 * 4 if dw > 1 else 0
-    per_stage = 2 * 16 * (ds + 8) * 2
+    per_stage = nv_stage_bytes(ds, kv)
     q_bytes = dw * rows * (ds + 8) * 2   # Q^T in shared memory (R = 32) where the stages still fit
     if not (arch.startswith("sm_") and tw >= 2 and (budget - 16 - nw * px - sr - q_bytes) // pipes // per_stage >= 2):
         q_bytes = 0
     free = budget - 16 - nw * px - sr - q_bytes
     if arch.startswith("sm_"):
-        per_stage = 2 * 16 * (ds + 8) * 2
         fit = (free // pipes) // per_stage
         vt = 16 * (ds + 8) * 2
     else:
@@ -100,8 +117,14 @@ def decode_cfg(arch, head, rows, kw, dw, waves, reg_stages=2, lds_stages_max=4, 
 
 
 def lds_ok(arch, c):
-    k = decode_cfg(arch, c["head"], c["rows"], c["kw"], c["dw"], c["waves"], rw=c.get("rw", 1))
+    k = decode_cfg(arch, c["head"], c["rows"], c["kw"], c["dw"], c["waves"], rw=c.get("rw", 1), kv=c.get("kv", "16"))
     c.update(pipe=k["pipe"], stages=k["stages"], lds=k["lds"])
+    if arch.startswith("sm_") and k["pipe"] == "lds" and c.get("rw", 1) > 1:
+        # fragment_nv_mma.h kv_pipe_lds: a tile's 16-byte copies split evenly over the sharing row waves
+        cpr = c["head"] // c["dw"] * (1 if c.get("kv", "16") != "16" else 2) // 16   # chunks per row
+        cp_tile = -(-16 // (32 // cpr)) if cpr <= 32 else 16 * (cpr // 32)
+        if cp_tile % c["rw"]:
+            return False
     return k["lds"] <= k["budget"]
 
 
@@ -115,14 +138,12 @@ def worth_building(arch, c):
     return c["pipe"] == "lds"
 
 
-def compile_group(arch, d, head, rows, src_dir=None, rws=None):
-    cands = [c for c in candidates(arch, head, rows) if lds_ok(arch, c) and worth_building(arch, c)
+def compile_group(arch, d, head, rows, src_dir=None, rws=None, kv="16"):
+    token = KV_FORMATS[kv][0]
+    cands = [c for c in candidates(arch, head, rows, kv) if lds_ok(arch, c) and worth_building(arch, c)
              and (not rws or c["rw"] in rws)]
     d = os.path.abspath(d)
     lst = os.path.join(d, f"d{head}_r{rows}.def")
-    with open(lst, "w") as f:
-        for c in cands:
-            f.write(f"R35A_DECODE_VARIANT({arch}, {c['name']}, f16, kv16, {head}, {rows}, {c['kw']}, {c['dw']}, {c.get('rw', 1)}, {c['waves']})\n")
     obj = os.path.join(d, f"d{head}_r{rows}.co")
     kdir = os.path.abspath(src_dir or os.path.join(ROOT, "kernels"))
     src = os.path.join(kdir, "decode.hip")
@@ -134,31 +155,35 @@ def compile_group(arch, d, head, rows, src_dir=None, rws=None):
         cmd = ["clang-19", "-x", "hip", f"--offload-arch={arch}", "-nogpuinc", "-nogpulib", "--cuda-device-only",
                "--no-gpu-bundle-output", "-O3", "-std=c++17", "-Rpass-analysis=kernel-resource-usage",
                f'-DR35A_DECODE_VARIANT_LIST="{lst}"'] + inc + ["-o", obj, src]
+    def write_list(cs):
+        with open(lst, "w") as f:
+            for c in cs:
+                f.write(f"R35A_DECODE_VARIANT({arch}, {c['name']}, f16, {token}, {head}, {rows}, {c['kw']}, "
+                        f"{c['dw']}, {c.get('rw', 1)}, {c['waves']})\n")
+    write_list(cands)
     r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        # one candidate breaks its LDS contract (static_assert): drop the ones named in the errors, retry
-        bad = set(re.findall(r"decode_f16_d\d+_r\d+_kw\d+_dw\d+(?:_rw\d+)?_w\d+\w*", r.stderr))
-        bad |= {c["name"] for c in cands if f"KW = {c['kw']}" in r.stderr}
-        if not bad:
-            # unknown failure: compile one by one to find the culprits
+    for _ in range(8):   # candidates that break a contract (static_assert): drop the ones named, retry
+        if r.returncode == 0:
+            break
+        bad = set(re.findall(r"decode_f16(?:_fp8|_int8)?_d\d+_r\d+_kw\d+_dw\d+(?:_rw\d+)?_w\d+\w*", r.stderr))
+        # (nvcc names the failing instantiation by its template arguments: "KW=1, DW=4, RW=2, WAVES=1")
+        for m in re.finditer(r"KW ?= ?(\d+), DW ?= ?(\d+), RW ?= ?(\d+), WAVES ?= ?(\d+)", r.stderr):
+            kw, dw, rw, w = (int(x) for x in m.groups())
+            bad |= {c["name"] for c in cands if (c["kw"], c["dw"], c.get("rw", 1), c["waves"]) == (kw, dw, rw, w)}
+        if bad & {c["name"] for c in cands}:
+            cands = [c for c in cands if c["name"] not in bad]
+        else:   # unknown failure: compile one by one to find the culprits
             good = []
             for c in cands:
-                with open(lst, "w") as f:
-                    f.write(f"R35A_DECODE_VARIANT({arch}, {c['name']}, f16, kv16, {head}, {rows}, {c['kw']}, "
-                            f"{c['dw']}, {c.get('rw', 1)}, {c['waves']})\n")
+                write_list([c])
                 if subprocess.run(cmd, capture_output=True).returncode == 0:
                     good.append(c)
             cands = good
-        else:
-            cands = [c for c in cands if c["name"] not in bad]
-        with open(lst, "w") as f:
-            for c in cands:
-                f.write(f"R35A_DECODE_VARIANT({arch}, {c['name']}, f16, kv16, {head}, {rows}, {c['kw']}, {c['dw']}, "
-                        f"{c.get('rw', 1)}, {c['waves']})\n")
+        write_list(cands)
         r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            sys.stderr.write(r.stderr[-2000:])
-            return []
+    if r.returncode != 0:
+        sys.stderr.write(r.stderr[-2000:])
+        return []
     # resource usage: drop spilling candidates
     text = r.stderr
     spills = {}
@@ -180,10 +205,15 @@ def cmd_build(args):
     groups = [(h, r) for h in HEADS for r in ROWS if not args.groups or f"d{h}_r{r}" in args.groups.split(",")]
     with ThreadPoolExecutor(max_workers=args.jobs) as ex:
         rws = [int(x) for x in args.rw.split(",")] if args.rw else None
-        res = list(ex.map(lambda g: compile_group(args.arch, args.dir, g[0], g[1], args.src, rws), groups))
+        res = list(ex.map(lambda g: compile_group(args.arch, args.dir, g[0], g[1], args.src, rws, args.kv), groups))
     manifest = {f"d{h}_r{r}": c for (h, r), c in zip(groups, res)}
-    with open(os.path.join(args.dir, "manifest.json"), "w") as f:
-        json.dump(dict(arch=args.arch, groups=manifest), f, indent=1)
+    path = os.path.join(args.dir, "manifest.json")
+    if os.path.exists(path):   # a rebuild of some groups keeps the others' entries
+        old = json.load(open(path))
+        if old.get("arch") == args.arch and old.get("kv", "16") == args.kv:
+            manifest = dict(old["groups"], **manifest)
+    with open(path, "w") as f:
+        json.dump(dict(arch=args.arch, kv=args.kv, groups=manifest), f, indent=1)
     print(f"{sum(len(c) for c in res)} candidates in {len(groups)} code objects under {args.dir}")
 
 
@@ -312,14 +342,27 @@ def time_graph(torch, fn, copies, reps=10):
 class Shape:
     """One decode problem, its buffers allocated once and shared by every candidate of a head size."""
 
-    def __init__(self, torch, D, G, M, ctx, B, hkv=8, page=16):
-        self.D, self.G, self.M, self.ctx, self.B, self.hkv, self.page = D, G, M, ctx, B, hkv, page
-        one = B * ctx * hkv * D * 4
+    def __init__(self, torch, D, G, M, ctx, B, hkv=8, page=16, kv="16"):
+        self.D, self.G, self.M, self.ctx, self.B, self.hkv, self.page, self.kv = D, G, M, ctx, B, hkv, page, kv
+        one = B * ctx * hkv * D * (4 if kv == "16" else 2)
         self.copies = max(1, min(32, -(-(256 << 20) // one)))
         pps = ctx // page
         npages = self.copies * B * pps
-        self.k = torch.randn(npages, hkv, page, D, dtype=torch.float16, device="cuda")
-        self.v = torch.randn_like(self.k)
+        shape = (npages, hkv, page, D)
+        if kv == "16":
+            self.k = torch.randn(shape, dtype=torch.float16, device="cuda")
+            self.v = torch.randn_like(self.k)
+            self.k_scale = self.v_scale = None
+        else:   # 8-bit caches, per-tensor scales (value = stored x scale)
+            if kv == "fp8":   # finite e4m3fn codes (no S.1111.111), magnitudes up to 240
+                self.k, self.v = ((torch.randint(0, 0x77, shape, dtype=torch.uint8, device="cuda") |
+                                   (torch.randint(0, 2, shape, dtype=torch.uint8, device="cuda") << 7)) for _ in range(2))
+                scale = 0.01
+            else:
+                self.k, self.v = (torch.randint(-128, 128, shape, dtype=torch.int8, device="cuda") for _ in range(2))
+                scale = 0.02
+            self.k_scale = torch.full((1,), scale, dtype=torch.float32, device="cuda")
+            self.v_scale = torch.full((1,), scale, dtype=torch.float32, device="cuda")
         self.bt = torch.randperm(npages, device="cuda").to(torch.int32).view(self.copies, B, pps).contiguous()
         self.q = torch.randn(self.copies, B * M, hkv * G, D, dtype=torch.float16, device="cuda")
         self.o = torch.empty_like(self.q)
@@ -329,13 +372,26 @@ class Shape:
         self.npages = npages
         self.bytes = one
 
+    def dequant(self, torch, x, scale):
+        if self.kv == "16":
+            return x.float()
+        if self.kv == "fp8":
+            x = x.view(torch.float8_e4m3fn)
+        return x.float() * float(scale[0])
+
     def check(self, torch):
+        """Largest |difference| of copy 0's output from torch's SDPA in float32 on the dequantized cache,
+        query token i of M seeing the first ctx - M + 1 + i keys (decode's causal rule)."""
         if not hasattr(self, "ref"):
             idx = self.bt[0].long()
-            k = self.k[idx].permute(0, 2, 1, 3, 4).reshape(self.B, self.hkv, self.ctx, self.D)
-            v = self.v[idx].permute(0, 2, 1, 3, 4).reshape(self.B, self.hkv, self.ctx, self.D)
-            q = self.q[0].view(self.B, self.M, self.hkv * self.G, self.D).transpose(1, 2)
-            self.ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+            k = self.dequant(torch, self.k[idx], self.k_scale).permute(0, 2, 1, 3, 4).reshape(self.B, self.hkv, self.ctx, self.D)
+            v = self.dequant(torch, self.v[idx], self.v_scale).permute(0, 2, 1, 3, 4).reshape(self.B, self.hkv, self.ctx, self.D)
+            k = k.repeat_interleave(self.G, dim=1)
+            v = v.repeat_interleave(self.G, dim=1)
+            q = self.q[0].view(self.B, self.M, self.hkv * self.G, self.D).transpose(1, 2).float()
+            keys = torch.arange(self.ctx, device="cuda")
+            mask = keys[None, :] <= (self.ctx - self.M + torch.arange(self.M, device="cuda"))[:, None]
+            self.ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
             self.ref = self.ref.transpose(1, 2).reshape(self.B * self.M, -1, self.D).float()
         torch.cuda.synchronize()
         return float((self.o[0].float() - self.ref).abs().max())
@@ -344,7 +400,9 @@ class Shape:
         D, hq, hkv, page = self.D, self.hkv * self.G, self.hkv, self.page
         a = DecodeArgs(self.q[c].data_ptr(), self.k.data_ptr(), self.v.data_ptr(), self.o[c].data_ptr(),
                        self.sl.data_ptr(), self.qsl.data_ptr(), self.bt[c].data_ptr(), ws.data_ptr() if splits > 1 else 0,
-                       0, 0, 0, 0,   # no sinks, ALiBi or 8-bit scales
+                       0, 0,   # no sinks or ALiBi
+                       self.k_scale.data_ptr() if self.k_scale is not None else 0,
+                       self.v_scale.data_ptr() if self.v_scale is not None else 0,
                        self.error.data_ptr(),
                        hq * D, D, hq * D, D, hkv * page * D, page * D, D, hkv * page * D, page * D, D,
                        self.ctx // page, self.B, hkv, self.G, page, 0, self.M,
@@ -390,7 +448,7 @@ def measure_candidate(torch, rt, path, cand, shapes, cus, wgs_per_cu=WGS_PER_CU,
             if splits > 1:
                 rt.launch(merge, mgrid, MERGE_THREADS, args[c], stream, 0)
         times.append(time_graph(torch, call, sh.copies))
-        if sh.M == 1 and "maxdiff" not in cand:   # the candidate's output of copy 0 against torch
+        if "maxdiff" not in cand:   # the candidate's output of copy 0 against torch (its first shape)
             cand["maxdiff"] = sh.check(torch)
         del ws
     return times
@@ -399,13 +457,13 @@ def measure_candidate(torch, rt, path, cand, shapes, cus, wgs_per_cu=WGS_PER_CU,
 def cmd_measure(args):
     import torch
     man = json.load(open(os.path.join(args.dir, "manifest.json")))
-    arch = man["arch"]
+    arch, kv = man["arch"], man.get("kv", "16")
     rt = Runtime(arch)
     torch.cuda.init()
     dev = torch.cuda.get_device_properties(0)
     sms = dev.multi_processor_count
     cus = sms   # the planner's CU on NVIDIA is the SM (decode_args.h)
-    log = dict(device=dev.name, arch=arch, wgs_per_cu=WGS_PER_CU, groups={})
+    log = dict(device=dev.name, arch=arch, kv=kv, wgs_per_cu=WGS_PER_CU, groups={})
     winners = {}
     for head in HEADS:
         shapes_by_rows = {
@@ -424,7 +482,7 @@ def cmd_measure(args):
             for (G, M, ctx, B) in shapes_by_rows[rows]:
                 k = (G, M, ctx, B)
                 if k not in allocated:
-                    allocated[k] = Shape(torch, head, G, M, ctx, B)
+                    allocated[k] = Shape(torch, head, G, M, ctx, B, kv=kv)
                 shapes.append(allocated[k])
             path = os.path.join(args.dir, f"{key}.co")
             results = []
@@ -482,9 +540,9 @@ def cmd_measure(args):
         for key, w in winners.items():
             head, rows = w["head"], w["rows"]
             G, M, ctx, B = (4, 1, 8192, 16) if rows == 16 else (8, 4, 8192, 16)
-            sh = Shape(torch, head, G, M, ctx, B)
+            sh = Shape(torch, head, G, M, ctx, B, kv=kv)
             tot += measure_candidate(torch, rt, os.path.join(args.dir, f"{key}.co"), w, [sh], cus, bps, arch)
-            sh1 = Shape(torch, head, G, M, 4096, 1)
+            sh1 = Shape(torch, head, G, M, 4096, 1, kv=kv)
             tot += measure_candidate(torch, rt, os.path.join(args.dir, f"{key}.co"), w, [sh1], cus, bps, arch)
             del sh, sh1
             torch.cuda.empty_cache()
@@ -492,12 +550,12 @@ def cmd_measure(args):
         print(f"planner aim {bps} workgroups per SM: geomean {bps_scores[bps]:.1f} us", flush=True)
     log["wgs_per_cu_geomean_us"] = bps_scores
     os.makedirs(args.out or args.dir, exist_ok=True)   # (a fresh --out: the table and the log go there)
-    write_table(args, arch, dev.name, winners, bps_scores)
+    write_table(args, arch, dev.name, winners, bps_scores, kv)
     with open(os.path.join(args.out or args.dir, f"tune_{arch}{args.tag}.json"), "w") as f:
         json.dump(log, f, indent=1)
 
 
-def write_table(args, arch, device, winners, bps):
+def write_table(args, arch, device, winners, bps, kv="16"):
     path = args.write or os.path.join(args.out or args.dir, f"{arch}.tsv")
     old = os.path.join(ROOT, "variants", f"{arch}.tsv")
     keep = []
@@ -511,7 +569,9 @@ def write_table(args, arch, device, winners, bps):
              "# that compiles without spills, per head size and rows; bf16 takes f16's tiling.",
              "# waves: minimum warps per SM sub-partition the registers must allow (2 = 255, 3 = 168, 4 = 128).",
              f"# Split planner aim measured best at {best_bps} workgroups per SM (decode_args.h R35A_DECODE_WGS_PER_CU).",
-             "# kv: the K/V formats a row serves (one kernel each); the 8-bit ones keep the 16-bit tiling here.",
+             ("# kv: the K/V formats a row serves (one kernel each); the 8-bit ones keep the 16-bit tiling here."
+              if kv == "16" else f"# kv: {kv} caches only (tuned with --kv {kv}); merge these rows into the table "
+              "beside the 16-bit ones."),
              "#", "# kind\tdtype\thead\trows\tkw\tdw\trw\twaves\tkv"]
     for dt in ("f16", "bf16"):
         for head in HEADS:
@@ -521,7 +581,8 @@ def write_table(args, arch, device, winners, bps):
                     lines.append(f"# d{head} rows 32: none (two rows-16 row groups measured faster, "
                                  f"{w['r16_twice_geomean_us']:.1f} us against {w['geomean_us']:.1f})")
                 elif w:
-                    lines.append(f"decode\t{dt}\t{head}\t{rows}\t{w['kw']}\t{w['dw']}\t{w.get('rw', 1)}\t{w['waves']}\t16,fp8,int8")
+                    lines.append(f"decode\t{dt}\t{head}\t{rows}\t{w['kw']}\t{w['dw']}\t{w.get('rw', 1)}\t{w['waves']}\t"
+                                 + ("16,fp8,int8" if kv == "16" else kv))
     lines += keep
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
@@ -538,6 +599,8 @@ def main():
     b.add_argument("--src", default=None, help="kernels directory to compile (default: kernels/; an experiment's copy)")
     b.add_argument("--groups", default="", help="only these groups, e.g. d128_r16,d64_r16")
     b.add_argument("--rw", default="", help="only candidates with these row-wave counts, e.g. 2")
+    b.add_argument("--kv", default="16", choices=sorted(KV_FORMATS),
+                   help="K/V element format of the candidates (16: the Q/O dtype; fp8, int8: 8-bit caches)")
     m = sub.add_parser("measure")
     m.add_argument("--arch", required=True)
     m.add_argument("--dir", required=True)
