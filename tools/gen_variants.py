@@ -226,6 +226,12 @@ def load_tables():
             if key in seen:
                 raise TableError(f"{e['where']}: kernel {e['name']} already defined at {seen[key]}")
             seen[key] = e["where"]
+            if e["kind"] == "decode":   # one tiling per served case: the planner would have two to pick from
+                served_key = ("decode", e["arch"], e["dtype"], e["kv"], e["head"], e["rows"])
+                if served_key in seen:
+                    raise TableError(f"{e['where']}: decode {e['dtype']} kv {e['kv']} head {e['head']} rows "
+                                     f"{e['rows']} already served at {seen[served_key]} (one tiling per format)")
+                seen[served_key] = e["where"]
             entries.append(e)
     archs = parse_archs(os.path.join(TABLE_DIR, ARCHS_TABLE))
     for e in entries:

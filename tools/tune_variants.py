@@ -589,6 +589,90 @@ def write_table(args, arch, device, winners, bps, kv="16"):
     print(f"wrote {path}")
 
 
+# ------------------------------------------------------------------------------------------ table from logs
+# A measured tiling replaces the table's current one only when it is at least KEEP_GAIN faster in the
+# geomean of the tuning shapes and no tuning shape runs more than KEEP_WORST slower than with the current
+# one: run-to-run noise does not churn the table, and a geomean does not buy one regime with another.
+KEEP_GAIN, KEEP_WORST = 1.03, 1.10
+
+
+def current_tilings(arch):
+    """{(head, rows, kv): (kw, dw, rw, waves)} of the f16 decode rows of variants/<arch>.tsv."""
+    cur = {}
+    for line in open(os.path.join(ROOT, "variants", f"{arch}.tsv")):
+        c = line.rstrip("\n").split("\t")
+        if line.startswith("decode\tf16\t"):
+            for kv in c[8].split(","):
+                cur[(int(c[2]), int(c[3]), kv)] = tuple(int(x) for x in c[4:8])
+    return cur
+
+
+def choose(results, current):
+    """A group's table entry from its measured results: (kw, dw, rw, waves), "r16_twice" (rows 32 as two
+    row groups of the rows-16 kernel: no rows-32 row) and the option it was weighed against, by the
+    KEEP rule against `current` (a tiling, "r16_twice" or None for a group the table lacks)."""
+    opts = [dict(tiling=(r["kw"], r["dw"], r.get("rw", 1), r["waves"]), t=r["t_us"], gm=r["geomean_us"])
+            for r in results]
+    if results and "r16_twice_us" in results[0]:
+        opts.append(dict(tiling="r16_twice", t=results[0]["r16_twice_us"], gm=results[0]["r16_twice_geomean_us"]))
+    if not opts:
+        return current, None
+    cur = next((o for o in opts if o["tiling"] == current), None)
+    if cur is None and isinstance(current, tuple):
+        # measure times one of the candidates that compile to the same kernel, the one with the most waves
+        # (unique_kernels): the current tiling's is the same kw, dw, rw with the fewest waves >= its own
+        same = sorted((o for o in opts if o["tiling"] != "r16_twice" and o["tiling"][:3] == current[:3]
+                       and o["tiling"][3] >= current[3]), key=lambda o: o["tiling"][3])
+        cur = dict(same[0], tiling=current) if same else None
+    if cur is None:   # the current tiling was not measured (or there is none): the fastest
+        return min(opts, key=lambda o: o["gm"])["tiling"], None
+    allowed = [o for o in opts if all(t <= KEEP_WORST * c for t, c in zip(o["t"], cur["t"]))]
+    best = min(allowed, key=lambda o: o["gm"])
+    if best["tiling"][:3] == current[:3] if isinstance(current, tuple) and best["tiling"] != "r16_twice" else False:
+        if best["t"] == cur["t"]:
+            return current, (best, cur)   # the current tiling's own kernel
+    return (best["tiling"] if best["gm"] * KEEP_GAIN <= cur["gm"] else current), (best, cur)
+
+
+def cmd_table(args):
+    """Writes the table from tuning logs (one per K/V format; formats without a log keep their rows)."""
+    cur = current_tilings(args.arch)
+    chosen = dict(cur)
+    notes = []
+    for path in args.log:
+        log = json.load(open(path))
+        kv = log.get("kv", "16")
+        for key, results in log["groups"].items():
+            head, rows = (int(x) for x in key[1:].split("_r"))
+            current = cur.get((head, rows, kv), "r16_twice" if rows > 16 else None)
+            pick, why = choose(results, current)
+            chosen[(head, rows, kv)] = pick
+            if pick != current and why:
+                best, was = why
+                fmt = lambda t: "two rows-16 row groups" if t == "r16_twice" else "kw{} dw{} rw{} w{}".format(*t)  # noqa: E731
+                notes.append(f"# {kv} d{head} rows {rows}: {fmt(pick)}, {best['gm']:.1f} us geomean against "
+                             f"{was['gm']:.1f} for {fmt(current)} ({os.path.basename(path)})")
+    text = open(os.path.join(ROOT, "variants", f"{args.arch}.tsv")).read().splitlines()
+    header = [l for l in text if l.startswith("#") and not l.startswith("# kind")]
+    column = next(l for l in text if l.startswith("# kind"))
+    other = [l for l in text if l.strip() and not l.startswith("#") and not l.startswith("decode")]
+    lines = header + notes + ["#", column] if notes else header + [column]
+    for dt in ("f16", "bf16"):
+        for head in HEADS:
+            for rows in ROWS:
+                by_tiling = {}
+                for kv in ("16", "fp8", "int8"):
+                    t = chosen.get((head, rows, kv))
+                    if t and t != "r16_twice":
+                        by_tiling.setdefault(t, []).append(kv)
+                for t, kvs in by_tiling.items():
+                    lines.append("decode\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}".format(dt, head, rows, *t, ",".join(kvs)))
+    lines += other
+    with open(args.write, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(f"wrote {args.write}" + "".join("\n" + n for n in notes))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -611,8 +695,12 @@ def main():
     m.add_argument("--tag", default="", help="suffix of the log file (tune_<arch><tag>.json)")
     m.add_argument("--groups", default="", help="only these groups, e.g. d128_r16,d128_r32 (the table then lists "
                    "those groups' winners only)")
+    t = sub.add_parser("table", help="a table from measure's logs, by the KEEP rule against the current table")
+    t.add_argument("--arch", required=True)
+    t.add_argument("--log", action="append", required=True, help="tune_<arch><tag>.json of measure (repeatable)")
+    t.add_argument("--write", required=True)
     args = ap.parse_args()
-    (cmd_build if args.cmd == "build" else cmd_measure)(args)
+    {"build": cmd_build, "measure": cmd_measure, "table": cmd_table}[args.cmd](args)
 
 
 if __name__ == "__main__":
