@@ -548,8 +548,17 @@ R35A_DEV void decode_merge(const r35a_decode_args &a) {
         for (int j = 1; j < 4; ++j) mine = part == j ? o[j] : mine;
         if (live) store_u16(out + part, E::from_f32(mine * inv));
     } else if (live) {
+        /* Four adjacent elements, stored one by one: a row may start at any even byte (O strides are
+         * free, e.g. odd), and clang merges four adjacent u16 stores into one global_store_b64 that
+         * relies on the driver's unaligned-access mode (the gfx11 emulator, like a strict mode, drops
+         * the low address bits: the row landed 2 bytes early, found by the emulator fuzz). The opaque
+         * offsets keep the stores apart; the merge writes a few bytes per item, so nothing is lost. */
 #pragma unroll
-        for (int j = 0; j < 4; ++j) store_u16(out + j, E::from_f32(o[j] * inv));
+        for (int j = 0; j < 4; ++j) {
+            int at = j;
+            opaque(at);
+            store_u16(out + at, E::from_f32(o[j] * inv));
+        }
     }
     R35A_TIMING(tm.done(a, R, D, true);)
 }
