@@ -7,6 +7,9 @@ Two steps, so the compiler and the GPU need not be on one machine:
     tools/tune_variants.py build   --arch sm_90 --dir tune-sm_90     # candidates -> code objects
     tools/tune_variants.py measure --arch sm_90 --dir tune-sm_90     # on the GPU: time, pick, write
     (--write variants/sm_90.tsv to replace the table; by default it goes to <dir>/<arch>.tsv)
+    tools/tune_variants.py table --arch sm_90 --log tune_sm_90.json [--log ...] --write variants/sm_90.tsv
+    (the table from measure's logs, one per K/V format, by the keep rule against the current table:
+    KEEP_GAIN / KEEP_WORST below)
 
 Arch-neutral: `build` compiles kernels/decode.hip with nvcc (sm_*) or clang (gfx*) for every
 candidate (kw, dw, waves) of each (head size, rows), one code object per (head, rows) group, through
