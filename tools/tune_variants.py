@@ -18,7 +18,8 @@ contract) or spill. `measure` loads them through the CUDA driver (sm_*) or the H
 launches them directly with r35a_decode_args (the decode_args.h formulas are mirrored below), and
 times each on representative decode shapes: cold cache (a CUDA/HIP graph of calls over disjoint
 pages and Q buffers touching >= 256 MiB per replay), median of replays. A group's winner has the
-lowest geometric-mean time; f16 decides, bf16 gets the same tiling. `build --kv fp8` (or int8) makes the
+lowest geometric-mean time; f16 decides, bf16 gets the same tiling unless tuned itself (`build --dtype bf16`:
+bf16 queries and outputs, whose 8-bit conversions cost more). `build --kv fp8` (or int8) makes the
 candidates of an 8-bit K/V cache instead (kernels named decode_f16_fp8_...; measured on caches of that
 format with per-tensor scales, the table's rows then serve that format alone: the kv column lets each
 format have its own tiling). The split planner's target
@@ -46,7 +47,7 @@ ROWS = (16, 32)
 KV_FORMATS = {"16": ("kv16", ""), "fp8": ("fp8", "_fp8"), "int8": ("int8", "_int8")}
 
 
-def candidates(arch, head, rows, kv="16"):
+def candidates(arch, head, rows, kv="16", dtype="f16"):
     waves = (1, 2, 3, 4) if arch.startswith("sm_") else (6, 7, 8, 10)
     out = []
     # row waves (rw > 1): the rows split over waves that share one shared-memory pipeline
@@ -62,8 +63,8 @@ def candidates(arch, head, rows, kv="16"):
                 for w in waves:
                     suffix = "" if arch == "gfx1151" else "_" + arch.replace("_", "")
                     rpart = f"_rw{rw}" if rw > 1 else ""
-                    name = f"decode_f16{KV_FORMATS[kv][1]}_d{head}_r{rows}_kw{kw}_dw{dw}{rpart}_w{w}{suffix}"
-                    out.append(dict(name=name, head=head, rows=rows, kw=kw, dw=dw, rw=rw, waves=w, kv=kv))
+                    name = f"decode_{dtype}{KV_FORMATS[kv][1]}_d{head}_r{rows}_kw{kw}_dw{dw}{rpart}_w{w}{suffix}"
+                    out.append(dict(name=name, head=head, rows=rows, kw=kw, dw=dw, rw=rw, waves=w, kv=kv, dtype=dtype))
     return out
 
 
@@ -141,9 +142,9 @@ def worth_building(arch, c):
     return c["pipe"] == "lds"
 
 
-def compile_group(arch, d, head, rows, src_dir=None, rws=None, kv="16"):
+def compile_group(arch, d, head, rows, src_dir=None, rws=None, kv="16", dtype="f16"):
     token = KV_FORMATS[kv][0]
-    cands = [c for c in candidates(arch, head, rows, kv) if lds_ok(arch, c) and worth_building(arch, c)
+    cands = [c for c in candidates(arch, head, rows, kv, dtype) if lds_ok(arch, c) and worth_building(arch, c)
              and (not rws or c["rw"] in rws)]
     d = os.path.abspath(d)
     lst = os.path.join(d, f"d{head}_r{rows}.def")
@@ -161,14 +162,14 @@ def compile_group(arch, d, head, rows, src_dir=None, rws=None, kv="16"):
     def write_list(cs):
         with open(lst, "w") as f:
             for c in cs:
-                f.write(f"R35A_DECODE_VARIANT({arch}, {c['name']}, f16, {token}, {head}, {rows}, {c['kw']}, "
+                f.write(f"R35A_DECODE_VARIANT({arch}, {c['name']}, {dtype}, {token}, {head}, {rows}, {c['kw']}, "
                         f"{c['dw']}, {c.get('rw', 1)}, {c['waves']})\n")
     write_list(cands)
     r = subprocess.run(cmd, capture_output=True, text=True)
     for _ in range(8):   # candidates that break a contract (static_assert): drop the ones named, retry
         if r.returncode == 0:
             break
-        bad = set(re.findall(r"decode_f16(?:_fp8|_int8)?_d\d+_r\d+_kw\d+_dw\d+(?:_rw\d+)?_w\d+\w*", r.stderr))
+        bad = set(re.findall(r"decode_b?f16(?:_fp8|_int8)?_d\d+_r\d+_kw\d+_dw\d+(?:_rw\d+)?_w\d+\w*", r.stderr))
         # (nvcc names the failing instantiation by its template arguments: "KW=1, DW=4, RW=2, WAVES=1")
         for m in re.finditer(r"KW ?= ?(\d+), DW ?= ?(\d+), RW ?= ?(\d+), WAVES ?= ?(\d+)", r.stderr):
             kw, dw, rw, w = (int(x) for x in m.groups())
@@ -208,15 +209,16 @@ def cmd_build(args):
     groups = [(h, r) for h in HEADS for r in ROWS if not args.groups or f"d{h}_r{r}" in args.groups.split(",")]
     with ThreadPoolExecutor(max_workers=args.jobs) as ex:
         rws = [int(x) for x in args.rw.split(",")] if args.rw else None
-        res = list(ex.map(lambda g: compile_group(args.arch, args.dir, g[0], g[1], args.src, rws, args.kv), groups))
+        res = list(ex.map(lambda g: compile_group(args.arch, args.dir, g[0], g[1], args.src, rws, args.kv,
+                                                         args.dtype), groups))
     manifest = {f"d{h}_r{r}": c for (h, r), c in zip(groups, res)}
     path = os.path.join(args.dir, "manifest.json")
     if os.path.exists(path):   # a rebuild of some groups keeps the others' entries
         old = json.load(open(path))
-        if old.get("arch") == args.arch and old.get("kv", "16") == args.kv:
+        if old.get("arch") == args.arch and old.get("kv", "16") == args.kv and old.get("dtype", "f16") == args.dtype:
             manifest = dict(old["groups"], **manifest)
     with open(path, "w") as f:
-        json.dump(dict(arch=args.arch, kv=args.kv, groups=manifest), f, indent=1)
+        json.dump(dict(arch=args.arch, kv=args.kv, dtype=args.dtype, groups=manifest), f, indent=1)
     print(f"{sum(len(c) for c in res)} candidates in {len(groups)} code objects under {args.dir}")
 
 
@@ -345,15 +347,16 @@ def time_graph(torch, fn, copies, reps=10):
 class Shape:
     """One decode problem, its buffers allocated once and shared by every candidate of a head size."""
 
-    def __init__(self, torch, D, G, M, ctx, B, hkv=8, page=16, kv="16"):
+    def __init__(self, torch, D, G, M, ctx, B, hkv=8, page=16, kv="16", dtype="f16"):
         self.D, self.G, self.M, self.ctx, self.B, self.hkv, self.page, self.kv = D, G, M, ctx, B, hkv, page, kv
+        tdt = torch.bfloat16 if dtype == "bf16" else torch.float16
         one = B * ctx * hkv * D * (4 if kv == "16" else 2)
         self.copies = max(1, min(32, -(-(256 << 20) // one)))
         pps = ctx // page
         npages = self.copies * B * pps
         shape = (npages, hkv, page, D)
         if kv == "16":
-            self.k = torch.randn(shape, dtype=torch.float16, device="cuda")
+            self.k = torch.randn(shape, dtype=tdt, device="cuda")
             self.v = torch.randn_like(self.k)
             self.k_scale = self.v_scale = None
         else:   # 8-bit caches, per-tensor scales (value = stored x scale)
@@ -367,7 +370,7 @@ class Shape:
             self.k_scale = torch.full((1,), scale, dtype=torch.float32, device="cuda")
             self.v_scale = torch.full((1,), scale, dtype=torch.float32, device="cuda")
         self.bt = torch.randperm(npages, device="cuda").to(torch.int32).view(self.copies, B, pps).contiguous()
-        self.q = torch.randn(self.copies, B * M, hkv * G, D, dtype=torch.float16, device="cuda")
+        self.q = torch.randn(self.copies, B * M, hkv * G, D, dtype=tdt, device="cuda")
         self.o = torch.empty_like(self.q)
         self.sl = torch.full((B,), ctx, dtype=torch.int32, device="cuda")
         self.qsl = torch.arange(0, B * M + 1, M, dtype=torch.int32, device="cuda")
@@ -460,13 +463,13 @@ def measure_candidate(torch, rt, path, cand, shapes, cus, wgs_per_cu=WGS_PER_CU,
 def cmd_measure(args):
     import torch
     man = json.load(open(os.path.join(args.dir, "manifest.json")))
-    arch, kv = man["arch"], man.get("kv", "16")
+    arch, kv, dtype = man["arch"], man.get("kv", "16"), man.get("dtype", "f16")
     rt = Runtime(arch)
     torch.cuda.init()
     dev = torch.cuda.get_device_properties(0)
     sms = dev.multi_processor_count
     cus = sms   # the planner's CU on NVIDIA is the SM (decode_args.h)
-    log = dict(device=dev.name, arch=arch, kv=kv, wgs_per_cu=WGS_PER_CU, groups={})
+    log = dict(device=dev.name, arch=arch, kv=kv, dtype=dtype, wgs_per_cu=WGS_PER_CU, groups={})
     winners = {}
     for head in HEADS:
         shapes_by_rows = {
@@ -485,7 +488,7 @@ def cmd_measure(args):
             for (G, M, ctx, B) in shapes_by_rows[rows]:
                 k = (G, M, ctx, B)
                 if k not in allocated:
-                    allocated[k] = Shape(torch, head, G, M, ctx, B, kv=kv)
+                    allocated[k] = Shape(torch, head, G, M, ctx, B, kv=kv, dtype=dtype)
                 shapes.append(allocated[k])
             path = os.path.join(args.dir, f"{key}.co")
             results = []
@@ -543,9 +546,9 @@ def cmd_measure(args):
         for key, w in winners.items():
             head, rows = w["head"], w["rows"]
             G, M, ctx, B = (4, 1, 8192, 16) if rows == 16 else (8, 4, 8192, 16)
-            sh = Shape(torch, head, G, M, ctx, B, kv=kv)
+            sh = Shape(torch, head, G, M, ctx, B, kv=kv, dtype=dtype)
             tot += measure_candidate(torch, rt, os.path.join(args.dir, f"{key}.co"), w, [sh], cus, bps, arch)
-            sh1 = Shape(torch, head, G, M, 4096, 1, kv=kv)
+            sh1 = Shape(torch, head, G, M, 4096, 1, kv=kv, dtype=dtype)
             tot += measure_candidate(torch, rt, os.path.join(args.dir, f"{key}.co"), w, [sh1], cus, bps, arch)
             del sh, sh1
             torch.cuda.empty_cache()
@@ -553,12 +556,12 @@ def cmd_measure(args):
         print(f"planner aim {bps} workgroups per SM: geomean {bps_scores[bps]:.1f} us", flush=True)
     log["wgs_per_cu_geomean_us"] = bps_scores
     os.makedirs(args.out or args.dir, exist_ok=True)   # (a fresh --out: the table and the log go there)
-    write_table(args, arch, dev.name, winners, bps_scores, kv)
+    write_table(args, arch, dev.name, winners, bps_scores, kv, dtype)
     with open(os.path.join(args.out or args.dir, f"tune_{arch}{args.tag}.json"), "w") as f:
         json.dump(log, f, indent=1)
 
 
-def write_table(args, arch, device, winners, bps, kv="16"):
+def write_table(args, arch, device, winners, bps, kv="16", dtype="f16"):
     path = args.write or os.path.join(args.out or args.dir, f"{arch}.tsv")
     old = os.path.join(ROOT, "variants", f"{arch}.tsv")
     keep = []
@@ -576,7 +579,7 @@ def write_table(args, arch, device, winners, bps, kv="16"):
               if kv == "16" else f"# kv: {kv} caches only (tuned with --kv {kv}); merge these rows into the table "
               "beside the 16-bit ones."),
              "#", "# kind\tdtype\thead\trows\tkw\tdw\trw\twaves\tkv"]
-    for dt in ("f16", "bf16"):
+    for dt in (("f16", "bf16") if dtype == "f16" else (dtype,)):   # bf16 takes f16's tiling unless tuned itself
         for head in HEADS:
             for rows in ROWS:
                 w = winners.get(f"d{head}_r{rows}")
@@ -600,13 +603,13 @@ KEEP_GAIN, KEEP_WORST = 1.03, 1.10
 
 
 def current_tilings(arch):
-    """{(head, rows, kv): (kw, dw, rw, waves)} of the f16 decode rows of variants/<arch>.tsv."""
+    """{(dtype, head, rows, kv): (kw, dw, rw, waves)} of the decode rows of variants/<arch>.tsv."""
     cur = {}
     for line in open(os.path.join(ROOT, "variants", f"{arch}.tsv")):
         c = line.rstrip("\n").split("\t")
-        if line.startswith("decode\tf16\t"):
+        if line.startswith("decode\t"):
             for kv in c[8].split(","):
-                cur[(int(c[2]), int(c[3]), kv)] = tuple(int(x) for x in c[4:8])
+                cur[(c[1], int(c[2]), int(c[3]), kv)] = tuple(int(x) for x in c[4:8])
     return cur
 
 
@@ -638,22 +641,25 @@ def choose(results, current):
 
 
 def cmd_table(args):
-    """Writes the table from tuning logs (one per K/V format; formats without a log keep their rows)."""
+    """Writes the table from tuning logs (one per K/V format and Q/O dtype; formats without a log keep their
+    rows). An f16 log decides the bf16 rows too (bf16 takes f16's tiling) unless a bf16 log covers them."""
     cur = current_tilings(args.arch)
     chosen = dict(cur)
     notes = []
-    for path in args.log:
-        log = json.load(open(path))
-        kv = log.get("kv", "16")
+    logs = [json.load(open(path)) for path in args.log]
+    for path, log in sorted(zip(args.log, logs), key=lambda pl: pl[1].get("dtype", "f16") != "f16"):
+        kv, dtype = log.get("kv", "16"), log.get("dtype", "f16")
         for key, results in log["groups"].items():
             head, rows = (int(x) for x in key[1:].split("_r"))
-            current = cur.get((head, rows, kv), "r16_twice" if rows > 16 else None)
+            current = cur.get((dtype, head, rows, kv), "r16_twice" if rows > 16 else None)
             pick, why = choose(results, current)
-            chosen[(head, rows, kv)] = pick
+            for dt in (("f16", "bf16") if dtype == "f16" else (dtype,)):
+                chosen[(dt, head, rows, kv)] = pick
             if pick != current and why:
                 best, was = why
                 fmt = lambda t: "two rows-16 row groups" if t == "r16_twice" else "kw{} dw{} rw{} w{}".format(*t)  # noqa: E731
-                notes.append(f"# {kv} d{head} rows {rows}: {fmt(pick)}, {best['gm']:.1f} us geomean against "
+                who = f"{kv}" if dtype == "f16" else f"{dtype} {kv}"
+                notes.append(f"# {who} d{head} rows {rows}: {fmt(pick)}, {best['gm']:.1f} us geomean against "
                              f"{was['gm']:.1f} for {fmt(current)} ({os.path.basename(path)})")
     text = open(os.path.join(ROOT, "variants", f"{args.arch}.tsv")).read().splitlines()
     header = [l for l in text if l.startswith("#") and not l.startswith("# kind")]
@@ -665,7 +671,7 @@ def cmd_table(args):
             for rows in ROWS:
                 by_tiling = {}
                 for kv in ("16", "fp8", "int8"):
-                    t = chosen.get((head, rows, kv))
+                    t = chosen.get((dt, head, rows, kv))
                     if t and t != "r16_twice":
                         by_tiling.setdefault(t, []).append(kv)
                 for t, kvs in by_tiling.items():
@@ -686,6 +692,8 @@ def main():
     b.add_argument("--src", default=None, help="kernels directory to compile (default: kernels/; an experiment's copy)")
     b.add_argument("--groups", default="", help="only these groups, e.g. d128_r16,d64_r16")
     b.add_argument("--rw", default="", help="only candidates with these row-wave counts, e.g. 2")
+    b.add_argument("--dtype", default="f16", choices=("f16", "bf16"),
+                   help="Q/O dtype of the candidates (the table's bf16 rows take f16's tiling unless tuned so)")
     b.add_argument("--kv", default="16", choices=sorted(KV_FORMATS),
                    help="K/V element format of the candidates (16: the Q/O dtype; fp8, int8: 8-bit caches)")
     m = sub.add_parser("measure")
