@@ -24,10 +24,10 @@
  * softmax; the DW waves of a key group split the head dimension into DW slices of DS = D / DW
  * (each owns its slice of Q, K, V and O) and add their partial S^T tiles through LDS by
  * reduce-scatter (two LDS-only barriers per tile). The RW row waves split the R rows into RW
- * parts of T / RW row tiles on the same keys (each row wave has its own S^T exchange); where the stages are in shared memory
- * (NVIDIA) they share one pipeline (each copies its share of a tile; a named barrier per tile), so
- * a rows-32 workgroup reads its KV once with the registers of a rows-16 wave (two rows-16 row
- * groups read it twice). Key groups merge through LDS at the end of the
+ * parts of T / RW row tiles on the same keys (each row wave has its own S^T exchange); where the
+ * stages are in shared memory (NVIDIA) they share one pipeline (each copies its share of a tile; a
+ * named barrier per tile), so a rows-32 workgroup reads its KV once with the registers of a rows-16
+ * wave (two rows-16 row groups read it twice). Key groups merge through LDS at the end of the
  * split; splits write partial records to the workspace, and the merge kernel (decode_merge_<dtype>,
  * at the end of this file), launched next on the same stream, combines them, all rows and d of all
  * groups in parallel (decode_args.h "the split merge"). A sequence uses r35a_decode_seq_splits() of

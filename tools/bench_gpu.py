@@ -39,6 +39,7 @@ READ_UNROLLS = (4, 8, 16)          # bench/gpu/read_args.h: BENCH_READ_UNROLLS
 READ_MODES = ("plain", "stream")   # BENCH_READ_MODES
 
 import torch  # noqa: E402
+from kv_cache_data import random_kv  # noqa: E402
 from rdna35attn._lib import (ContextInfoC, ContextOptions, PagedArgsC, PagedDescC, PlanInfoC,  # noqa: E402
                              VarlenArgsC, VarlenDescC)
 
@@ -191,17 +192,7 @@ def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=None, hkv=8, peers=("
     pages_per_seq = ctx_len // page
     num_pages = copies * B * pages_per_seq
     # ours: one page pool, a shuffled block table per copy (disjoint pages)
-    if kv8 == "fp8":   # finite e4m3fn codes (no S.1111.111), magnitudes up to 240
-        kc = torch.randint(0, 0x77, (num_pages, hkv, page, D), dtype=torch.uint8, device="cuda")
-        vc = torch.randint(0, 0x77, (num_pages, hkv, page, D), dtype=torch.uint8, device="cuda")
-        kc |= torch.randint(0, 2, kc.shape, dtype=torch.uint8, device="cuda") << 7
-        vc |= torch.randint(0, 2, vc.shape, dtype=torch.uint8, device="cuda") << 7
-    elif kv8 == "int8":
-        kc = torch.randint(-128, 128, (num_pages, hkv, page, D), dtype=torch.int8, device="cuda")
-        vc = torch.randint(-128, 128, (num_pages, hkv, page, D), dtype=torch.int8, device="cuda")
-    else:
-        kc = torch.randn(num_pages, hkv, page, D, dtype=tdt, device="cuda")
-        vc = torch.randn(num_pages, hkv, page, D, dtype=tdt, device="cuda")
+    kc, vc = random_kv(torch, (num_pages, hkv, page, D), kv8, tdt)
     if KV_LAYOUT == "head-major":   # the same contents, stored head by head; kc / vc stay [pages][Hkv][page][D] views
         kc = kc.permute(1, 0, 2, 3).contiguous().permute(1, 0, 2, 3)
         vc = vc.permute(1, 0, 2, 3).contiguous().permute(1, 0, 2, 3)

@@ -167,7 +167,7 @@ PY
     fi
 fi
 if has tune; then   # the tuning sweep (candidates built by tools/tune_variants.py build into tune-<arch>/,
-    # or the directories R35A_TUNE_DIRS names: one table and log each, tune_<dir>.tsv/.log in $OUT)
+    # or the directories R35A_TUNE_DIRS names: each gives $OUT/<dir>.tsv, <dir>.log, tune_sm_90_<dir>.json)
     RC[tune]=0
     for dir in ${R35A_TUNE_DIRS:-tune-sm_90}; do
         PYTHONUNBUFFERED=1 timeout -s INT "${R35A_TUNE_SECONDS:-400}" python3 tools/tune_variants.py measure --arch sm_90 \

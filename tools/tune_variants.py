@@ -354,19 +354,11 @@ class Shape:
         self.copies = max(1, min(32, -(-(256 << 20) // one)))
         pps = ctx // page
         npages = self.copies * B * pps
-        shape = (npages, hkv, page, D)
-        if kv == "16":
-            self.k = torch.randn(shape, dtype=tdt, device="cuda")
-            self.v = torch.randn_like(self.k)
-            self.k_scale = self.v_scale = None
-        else:   # 8-bit caches, per-tensor scales (value = stored x scale)
-            if kv == "fp8":   # finite e4m3fn codes (no S.1111.111), magnitudes up to 240
-                self.k, self.v = ((torch.randint(0, 0x77, shape, dtype=torch.uint8, device="cuda") |
-                                   (torch.randint(0, 2, shape, dtype=torch.uint8, device="cuda") << 7)) for _ in range(2))
-                scale = 0.01
-            else:
-                self.k, self.v = (torch.randint(-128, 128, shape, dtype=torch.int8, device="cuda") for _ in range(2))
-                scale = 0.02
+        from kv_cache_data import random_kv
+        self.k, self.v = random_kv(torch, (npages, hkv, page, D), kv, tdt)
+        self.k_scale = self.v_scale = None
+        if kv != "16":   # 8-bit caches, per-tensor scales (value = stored x scale; bench_gpu.py's)
+            scale = 0.01 if kv == "fp8" else 0.02
             self.k_scale = torch.full((1,), scale, dtype=torch.float32, device="cuda")
             self.v_scale = torch.full((1,), scale, dtype=torch.float32, device="cuda")
         self.bt = torch.randperm(npages, device="cuda").to(torch.int32).view(self.copies, B, pps).contiguous()
@@ -633,10 +625,7 @@ def choose(results, current):
     if cur is None:   # the current tiling was not measured (or there is none): the fastest
         return min(opts, key=lambda o: o["gm"])["tiling"], None
     allowed = [o for o in opts if all(t <= KEEP_WORST * c for t, c in zip(o["t"], cur["t"]))]
-    best = min(allowed, key=lambda o: o["gm"])
-    if best["tiling"][:3] == current[:3] if isinstance(current, tuple) and best["tiling"] != "r16_twice" else False:
-        if best["t"] == cur["t"]:
-            return current, (best, cur)   # the current tiling's own kernel
+    best = min(allowed, key=lambda o: o["gm"])   # (the current tiling's own kernel: equal, so kept)
     return (best["tiling"] if best["gm"] * KEEP_GAIN <= cur["gm"] else current), (best, cur)
 
 
