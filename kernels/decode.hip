@@ -260,6 +260,47 @@ R35A_DEV P make_pipe(unsigned char *region, int sharer, int barrier) {
     }
 }
 
+/* The tiles one wave of a workgroup streams: split `split` of the sequence's whole tiles (split evenly
+ * over the splits it uses, decode_args.h), every KW-th from the key group's kg: for the kernel body
+ * and its table guess (the merge counts its records with the same decode_args.h rules). */
+struct wave_tiles {
+    int nsplit, t_begin, t_end, mine;   /* splits the sequence uses, the split's [t_begin, t_end), the wave's count */
+};
+R35A_DEV wave_tiles split_wave_tiles(int L, int M, int W, int planned, int min_tiles, int split, int kg, int kw) {
+    wave_tiles r;
+    const int tile_lo = r35a_decode_seq_tile_lo(L, M, W), ntiles = r35a_decode_seq_ntiles(L, M, W);
+    r.nsplit = r35a_decode_seq_splits(planned, ntiles, min_tiles);
+    r.t_begin = tile_lo + r35a_decode_split_first_tile(split, r.nsplit, ntiles);
+    r.t_end = tile_lo + r35a_decode_split_first_tile(split + 1, r.nsplit, ntiles);
+    r.mine = r.t_end - r.t_begin > kg ? (r.t_end - r.t_begin - kg + kw - 1) / kw : 0;
+    return r;
+}
+/* Tile of a wave's step i, clamped to its last one (to t_begin for a wave without tiles). */
+R35A_DEV int wave_tile(const wave_tiles &r, int i, int kg, int kw) {
+    return r.mine > 0 ? r.t_begin + imin(i, r.mine - 1) * kw + kg : r.t_begin;
+}
+
+/* The first block of a wave's block-table entries, read before the sequence's metadata arrives:
+ * the entries of the tiles the wave would take if the sequence had max_seq_len keys and one query
+ * (a decode step at batch 1, as plans are made). tile_feed::start keeps them when the real tiles
+ * turn out the same for every lane, so the first KV loads wait for one round trip (the metadata
+ * and the table together) instead of two. Reads stay in bounds: the host checked that a row of the
+ * table holds ceil(max_seq_len / page_size) entries. idx -1: no guess (the workgroup would have no
+ * tiles). */
+struct table_guess {
+    int idx, entry;
+};
+R35A_DEV table_guess guess_table_block(const r35a_decode_args &a, int s, int split, int kg, int kw) {
+    table_guess g;
+    g.idx = -1;
+    g.entry = 0;
+    const wave_tiles r = split_wave_tiles(a.max_seq_len, 1, a.window, a.num_splits, a.min_split_tiles, split, kg, kw);
+    if (split >= r.nsplit || r.mine <= 0) return g;   /* uniform */
+    g.idx = wave_tile(r, lane_id(), kg, kw) * 16 / a.page_size;
+    g.entry = load_i32(a.block_table + (i64)s * a.block_table_stride + g.idx);
+    return g;
+}
+
 /* Where a wave's tiles come from: its tile i is tile t_begin + i * KW + kg of the sequence. The
  * block-table entries are read 32 tiles at a time, one per lane (page and slot of tile 32b + lane),
  * a block ahead of use, so issuing a tile never waits for its table entry; issue() picks the
@@ -273,27 +314,35 @@ struct tile_feed {
     const int32_t *bt;
     const char *k_base, *v_base;   /* this kv head's d slice in page 0 slot 0 */
     i64 k_page, v_page, k_slot, v_slot;   /* bytes */
-    int B, L, lo, t_begin, t_end, kw, kg, mine, num_pages;
+    int B, L, lo, kw, kg, num_pages;
+    wave_tiles r;                 /* the wave's tiles */
     int page_cur, slot_cur, page_next, slot_next;
     bool bad;                     /* this lane read a block-table entry outside 0..num_pages-1 */
 
-    /* Tile of the wave's step i, clamped to its last one (to t_begin for a wave without tiles). */
-    R35A_MEMBER int tile_of(int i) const { return mine > 0 ? t_begin + imin(i, mine - 1) * kw + kg : t_begin; }
-    R35A_MEMBER void table_block(int b, int &page, int &slot) {
-        const int key = tile_of(32 * b + lane_id()) * 16;
-        const int idx = key / B;
+    R35A_MEMBER int tile_of(int i) const { return wave_tile(r, i, kg, kw); }
+    /* block b's table index of this lane (its tile 32 b + lane) and the tile's first slot in the page */
+    R35A_MEMBER int table_index(int b, int &slot) const {
+        const int key = tile_of(32 * b + lane_id()) * 16, idx = key / B;
         slot = key - idx * B;
-        const int entry = load_i32(bt + idx);
+        return idx;
+    }
+    R35A_MEMBER int checked_page(int entry) {
         const bool ok = r35a_page_index_ok(entry, num_pages);   /* one compare per page entry */
         bad |= !ok;
-        page = ok ? entry : 0;
+        return ok ? entry : 0;
     }
-    R35A_MEMBER void start() {
-        table_block(0, page_cur, slot_cur);
-        if (mine > 32) table_block(1, page_next, slot_next);
+    R35A_MEMBER void table_block(int b, int &page, int &slot) { page = checked_page(load_i32(bt + table_index(b, slot))); }
+    /* block 0 from the guess where every lane's index agrees (uniform), else read now */
+    R35A_MEMBER void start(const table_guess &guess) {
+        const int idx = table_index(0, slot_cur);
+        int entry = guess.entry;
+        if (wave_any(idx != guess.idx)) entry = load_i32(bt + idx);
+        page_cur = checked_page(entry);
+        if (r.mine > 32) table_block(1, page_next, slot_next);
     }
     template <class P>
     R35A_MEMBER void issue(P &pipe, int slot, int i) {
+        const int mine = r.mine;
         if (!P::ISSUE_ALWAYS && i >= mine) {   /* uniform: this wave has no tile i */
             pipe.skip(slot);
             return;
@@ -390,7 +439,7 @@ struct decode_timing {
     R35A_MEMBER void mark() { t1 = now(); }
     /* id: the workgroup's slot (decode: its grid index; merge: the decode grid's size + its index) */
     R35A_MEMBER void done(const r35a_decode_args &a, int rows_per_group, int head, bool merge) {
-        if (threadIdx.x != 0) return;
+        if (threadIdx.x != 0 || !a.workspace) return;   /* a single-split plan passes no workspace */
         unsigned sm;
         asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
         const long long base = r35a_decode_workspace_bytes(a.num_seqs, a.num_kv_heads, a.num_row_groups, a.num_splits,
@@ -487,7 +536,9 @@ R35A_DEV void merge_records(const float *grec, i64 rec_floats, int R, int D, int
 template <class E>
 R35A_DEV void decode_merge(const r35a_decode_args &a) {
     R35A_TIMING(decode_timing tm; tm.t0 = decode_timing::now();)
-    grid_dependency_wait();   /* the decode launch's records (programmatic dependent launch on NVIDIA) */
+    /* Everything up to the records' loads reads only the call's inputs, so it runs before
+     * grid_dependency_wait (on NVIDIA the workgroups are resident during the decode launch's tail):
+     * the metadata's round trip is off the critical path. */
     const int s = block_z(), y = block_y();
     const int g = y / a.num_row_groups, rg = y - g * a.num_row_groups;
     const seq_meta sq = read_seq(a, s);
@@ -510,7 +561,10 @@ R35A_DEV void decode_merge(const r35a_decode_args &a) {
     const int n = live ? n_item : 0;   /* row 0 of the group exists (rg * R < rows) */
     if (!wave_any(live)) return;       /* a whole wave without a row (uniform) */
 
+    const int row = rg * R + n, hl = row / M, i = row - hl * M;
+    const float sink2 = sink_base2(a, g * G + hl);
     const i64 rec_floats = r35a_decode_record_floats(R, D);
+    grid_dependency_wait();   /* the decode launch's records (programmatic dependent launch on NVIDIA) */
     const float *const grec = (const float *)a.workspace + (((i64)s * a.num_kv_heads + g) * a.num_row_groups + rg) *
                                                                a.num_splits * rec_floats;
     float m_run = neg_inf(), l_run = 0.f, o[4] = {0.f, 0.f, 0.f, 0.f};
@@ -539,8 +593,7 @@ R35A_DEV void decode_merge(const r35a_decode_args &a) {
     }
     /* l_run > 0 whenever a record saw a key (its max contributes 1); row_inv gives 0 for a row that
      * saw none and joins the sink */
-    const int row = rg * R + n, hl = row / M, i = row - hl * M;
-    const float inv = row_inv(m_run, l_run, sink_base2(a, g * G + hl));
+    const float inv = row_inv(m_run, l_run, sink2);
     u16 *const out = (u16 *)a.out + (i64)(q0 + i) * a.o_token_stride + (i64)(g * G + hl) * a.o_head_stride + d;
     if (P == 4) {
         float mine = o[0];   /* lane `part` writes element d + part (a select, no indexed register) */
@@ -597,9 +650,12 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
     R35A_TIMING(decode_timing tm; tm.t0 = decode_timing::now();)
     const int g = y / a.num_row_groups, rg = y - g * a.num_row_groups;
 
+    /* the first table entries are in flight with the metadata (guess_table_block) */
+    const table_guess guess = guess_table_block(a, s, split, kg, KW);
     const seq_meta sq = read_seq(a, s);
     const int q0 = sq.q0, M = sq.M, L = sq.L;
-    /* metadata the host never saw: checked before anything else is read */
+    /* metadata the host never saw: checked before anything that depends on it is read (the guess
+     * depends on host-checked values only) */
     const u32 bad = r35a_paged_sequence_error(s, a.num_seqs, q0, q0 + M, L, a.num_tokens, a.query_len_bound,
                                               a.max_seq_len);
     if (bad != R35A_DEVICE_ERROR_NONE) {
@@ -615,11 +671,10 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
      * this sequence uses (the planned count or fewer: decode_args.h). */
     const int W = a.window;
     const int lo = (int)r35a_window_first_key(L - M, W);
-    const int tile_lo = r35a_decode_seq_tile_lo(L, M, W), ntiles = r35a_decode_seq_ntiles(L, M, W);
-    const int nsplit = r35a_decode_seq_splits(a.num_splits, ntiles, a.min_split_tiles);
+    const wave_tiles wt = split_wave_tiles(L, M, W, a.num_splits, a.min_split_tiles, split, kg, KW);
+    const int nsplit = wt.nsplit;
     if (split >= nsplit) return;                          /* the merge kernel reads nsplit records */
-    const int t_begin = tile_lo + r35a_decode_split_first_tile(split, nsplit, ntiles);
-    const int t_end = tile_lo + r35a_decode_split_first_tile(split + 1, nsplit, ntiles);
+    const int t_begin = wt.t_begin, t_end = wt.t_end;
     const int niter = t_end > t_begin ? (t_end - t_begin + KW - 1) / KW : 0;
     /* Tiles inside [full_lo, full_hi] are visible to every row: no mask needed. */
     const int full_lo = (int)r35a_window_first_key(L - 1, W), full_hi = L - M;
@@ -679,13 +734,11 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
     feed.lo = lo;
     feed.num_pages = a.num_pages;
     feed.bad = false;
-    feed.t_begin = t_begin;
-    feed.t_end = t_end;
+    feed.r = wt;
     feed.kw = KW;
     feed.kg = kg;
-    feed.mine = t_end - t_begin > kg ? (t_end - t_begin - kg + KW - 1) / KW : 0;
     if (niter > 0) {
-        feed.start();
+        feed.start(guess);
 #pragma unroll
         for (int p = 0; p < S - 1; ++p) feed.issue(pipe, p, p);
     }
