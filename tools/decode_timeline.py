@@ -14,7 +14,8 @@ launch, and entry and exit of every workgroup of its split merge launch (decode_
 f16, 8 kv heads, page 16, shuffled pages, >= 1 GiB of disjoint copies rotated (cold L2); each launch is
 timed alone with events (both launches included, so 'event' is above a graph's time) and the call with
 the median span (first entry to last exit) is printed: min / p10 / median / max over the
-workgroups, in us. R35A_DECODE_SPLITS=n (read once per process) overrides the planner's splits.
+workgroups, in us. R35A_DECODE_SPLITS=n (read once per process) overrides the planner's splits. A
+single-split plan has no workspace, so its launch writes no stamps (the tool says so and goes on).
 The figures in bench/NOTES_h200.md version 8 came from this tool.
 """
 import ctypes, math, os, statistics, sys
@@ -43,6 +44,10 @@ def run(lib, D, G, M, ctx, B, hkv=8, page=16, reps=7):
     plan = ctypes.c_void_p()
     lib.check(lib.l.r35a_paged_attention_plan(lib.ctx, ctypes.byref(desc), ctypes.byref(plan)), "plan")
     pi = lib.plan_info(plan)
+    if pi.num_splits <= 1:   # the kernel gets no workspace pointer, so it writes no stamps
+        print(f"D{D} G{G} M{M} B{B} ctx{ctx}: one split, no workspace, no stamps (R35A_DECODE_SPLITS=2 shows a split run)")
+        lib.l.r35a_plan_destroy(plan)
+        return
     grid = list(pi.grid)
     nblk = grid[0] * grid[1] * grid[2]
     # the split merge's workgroups follow the decode grid's: at most 32 rows x 512 d / 4 x 4 lanes / 128
