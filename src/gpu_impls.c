@@ -106,7 +106,7 @@ static bool encoder_try_plan(const r35a_context *ctx, r35a_plan *plan, char *rea
     const r35a_varlen_attention_desc *d = &plan->desc.varlen;
     r35a_gpu_launch l, fallback;
     char ignored[256];
-    if (!r35a_plan_encoder(d, tuning_of(ctx), forced_kernel("encoder"), &l, reason, cap) ||
+    if (!r35a_plan_encoder(d, tuning_of(ctx), runtime_of(ctx)->planner_cus, forced_kernel("encoder"), &l, reason, cap) ||
         !keep_launches(ctx, plan, &l, 1, reason, cap))
         return false;
     keep_fallback(ctx, plan, r35a_plan_generic_varlen(d, tuning_of(ctx), NULL, &fallback, ignored, sizeof ignored),

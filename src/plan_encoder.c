@@ -33,23 +33,60 @@ static void check_encoder_strides(const r35a_varlen_attention_desc *d, char *rea
     }
 }
 
+/* A second workgroup-wide tiling of a (dtype, head size) is taken only when it fills the device's
+ * workgroup slots at least this much better than the first (fill: encoder_grid_fill). Measured on the
+ * H200 only (bench/NOTES_h200.md, encoder version 5; 4 segments of 1024 tokens, bf16): 64-row
+ * workgroups at D = 64 ran 9-12 % faster than the 128-row ones at 4, 6 and 12 heads (fill 0.48 ->
+ * 0.65, 0.73 -> 0.97, 0.73 -> 0.97) and 3-10 % slower where the 128-row grid already filled the slots
+ * within 0.15 (8, 14-64 heads); at D = 128, 4 heads 2.5 % faster, 12 heads equal. */
+#define R35A_ENCODER_FILL_MARGIN 0.15
+
+/* How full the launch keeps the device's workgroup slots: workgroups / (rounds x slots), where slots
+ * = CUs x the variant's resident workgroups per CU (its occupancy contract, as decode's splits count
+ * them) and rounds = ceil(workgroups / slots). 1: every round full; a part-empty last round (or a
+ * single round that does not reach every slot) lowers it. */
+static double encoder_grid_fill(const r35a_encoder_variant *v, const r35a_varlen_attention_desc *d, int32_t simds,
+                                int cus)
+{
+    const int64_t wgs = r35a_encoder_grid_x(d->num_segments, d->max_seqlen,
+                                            r35a_encoder_rows_per_group(v->rows, v->nw, v->maxlen),
+                                            r35a_encoder_groups_per_workgroup(v->nw, v->maxlen)) *
+                        (int64_t)(d->num_q_heads > 0 ? d->num_q_heads : 0);
+    const int64_t slots = (int64_t)cus * r35a_decode_resident_wgs_per_cu(simds, v->waves, v->nw);
+    if (wgs <= 0 || slots <= 0)
+        return 0.0;
+    const int64_t rounds = (wgs + slots - 1) / slots;
+    return (double)wgs / (double)(rounds * slots);
+}
+
 /* Among the variants of the desc's dtype and head size (the head count is a run-time value): the
  * small-problem tiling (maxlen > 0: one wave per group, encoder_args.h) when max_seqlen <= its
- * maxlen, the tightest such bound first; otherwise the workgroup-wide tiling (maxlen = 0); a
- * small-problem kernel serves any length (its groups stream the keys too), so it is the last resort.
- * Only max_seqlen decides: the grid (segments x row blocks x heads) then follows from it and
- * num_segments, and both are host-known, so one launch serves every segment and graph capture holds. */
-static int choose_encoder_variant(const r35a_varlen_attention_desc *d, const char *arch, int forced)
+ * maxlen, the tightest such bound first; otherwise the workgroup-wide tiling (maxlen = 0): the
+ * table's first, or a later one that fills the device's workgroup slots R35A_ENCODER_FILL_MARGIN
+ * better (encoder_grid_fill: smaller workgroups where the first tiling's grid leaves a part-empty last
+ * round); a small-problem kernel serves any length (its groups stream the keys too), so it is the last
+ * resort. Only host-known values decide (max_seqlen, num_segments, num_q_heads and the CU count), so
+ * one launch serves every segment and graph capture holds. */
+static int choose_encoder_variant(const r35a_varlen_attention_desc *d, const char *arch, int num_cus, int forced)
 {
+    const int32_t simds = r35a_tuning_simds_per_cu(arch);
+    const int cus = num_cus > 0 ? num_cus : R35A_GFX1151_DEFAULT_CUS;
     int stream = -1, short_fit = -1, short_any = -1;
+    double stream_fill = 0.0, first_fill = 0.0;
     for (int i = 0; i < R35A_NUM_ENCODER_VARIANTS; ++i) {
         const r35a_encoder_variant *v = &r35a_encoder_variants[i];
         if (!r35a_same_name(v->arch, arch) || (forced >= 0 && i != forced) || v->dtype != d->dtype ||
             v->head_size != d->head_size)
             continue;
         if (v->maxlen == 0) {
-            if (stream < 0)
+            const double fill = encoder_grid_fill(v, d, simds, cus);
+            if (stream < 0) {
                 stream = i;
+                stream_fill = first_fill = fill;
+            } else if (fill >= first_fill + R35A_ENCODER_FILL_MARGIN && fill > stream_fill) {
+                stream = i;
+                stream_fill = fill;
+            }
         } else {
             if (short_any < 0)
                 short_any = i;
@@ -60,7 +97,7 @@ static int choose_encoder_variant(const r35a_varlen_attention_desc *d, const cha
     return short_fit >= 0 ? short_fit : stream >= 0 ? stream : short_any;
 }
 
-bool r35a_plan_encoder(const r35a_varlen_attention_desc *d, const char *arch, const char *only,
+bool r35a_plan_encoder(const r35a_varlen_attention_desc *d, const char *arch, int num_cus, const char *only,
                        r35a_gpu_launch *out, char *reason, size_t cap)
 {
     reason[0] = '\0';
@@ -84,7 +121,7 @@ bool r35a_plan_encoder(const r35a_varlen_attention_desc *d, const char *arch, co
     if ((uint32_t)d->num_q_heads > R35A_GRID_YZ_MAX)
         r35a_text_append(reason, cap, ", ", "num_q_heads %d above the grid limit %u", (int)d->num_q_heads, R35A_GRID_YZ_MAX);
 
-    const int best = choose_encoder_variant(d, arch, forced);
+    const int best = choose_encoder_variant(d, arch, num_cus, forced);
     if (best < 0 && half)
         r35a_registry_explain_missing(R35A_GPU_ENCODER, arch, d->dtype, (r35a_dtype)0, d->head_size, forced, only, reason, cap);
     if (best >= 0) {

@@ -20,7 +20,8 @@
  *              model-shaped calls as the planner picks their kernels (decode of the cache's format,
  *              mixed batches with the portable kernel; an 8-bit cache without 16-byte rows: portable)
  *   encoder    every encoder variant: mixed segment lengths, fused qkv with an empty segment, long
- *              segments over several row and key blocks
+ *              segments over several row and key blocks; a second workgroup-wide tiling of a head
+ *              size (planned where it fills the SMs' workgroup slots better) on a grid found for it
  *   graph      a decode call captured in a CUDA graph; seq_lens, block table, Q (and K/V) then
  *              change on the device and the replays must follow
  *
@@ -546,6 +547,45 @@ static void model_feature_cases(r35a_context *ctx)
 
 /* ---- encoder ---- */
 
+/* The encoder kernel the planner picks for these host-known values (nothing is run), or "". */
+static void planned_encoder(r35a_context *ctx, r35a_dtype dtype, int32_t head, int32_t heads, int32_t num_segments,
+                            int32_t num_tokens, int32_t max_seqlen, char *impl, size_t cap)
+{
+    r35a_varlen_attention_desc d;
+    r35a_varlen_attention_desc_init(&d, dtype, num_segments, num_tokens, max_seqlen, heads, heads, head);
+    r35a_plan *plan = NULL;
+    impl[0] = '\0';
+    if (r35a_varlen_attention_plan(ctx, &d, &plan) == R35A_OK) {
+        r35a_plan_info info;
+        memset(&info, 0, sizeof info);
+        info.struct_size = sizeof info;
+        r35a_plan_get_info(plan, &info);
+        snprintf(impl, cap, "%s", info.implementation);
+        r35a_plan_destroy(plan);
+    }
+}
+
+/* A workgroup-wide variant that the planner takes only where it fills the device's workgroup slots
+ * better than its head size's first tiling (plan_encoder.c): the smallest grid of segments up to 128
+ * tokens (1 or 2 heads) on which this device's planner picks it. Its segments are mixed (128, empty,
+ * 1, odd lengths; max_seqlen 128), keys growing along each segment. false: no such grid. */
+static bool encoder_fill_spec(r35a_context *ctx, const char *name, r35a_dtype dtype, int32_t head, varlen_spec *v)
+{
+    char impl[160];
+    for (int32_t heads = 1; heads <= 2; ++heads)
+        for (int32_t n = 1; n <= H_MAX_SEGMENTS; ++n) {
+            planned_encoder(ctx, dtype, head, heads, n, n * 128, 128, impl, sizeof impl);
+            if (strcmp(impl, name) != 0)
+                continue;
+            varlen_spec_init(v, dtype, heads, heads, head);
+            for (int32_t k = 0; k < n; ++k)
+                varlen_spec_add_segment(v, k % 5 == 0 ? 128 : k % 7 == 1 ? 0 : 1 + (k * 37) % 128);
+            v->k_growth = 2.0;
+            return true;
+        }
+    return false;
+}
+
 static void encoder_cases(r35a_context *ctx, const char *arch)
 {
     int index = 0;
@@ -589,6 +629,21 @@ static void encoder_cases(r35a_context *ctx, const char *arch)
             continue;
         }
         const int h = 3;
+        char first[160];
+        planned_encoder(ctx, e->dtype, e->head, h, 4, 254, 100, first, sizeof first);
+        if (strcmp(first, e->name) != 0) {
+            /* a second workgroup-wide tiling: the cases below would run the first one */
+            if (!encoder_fill_spec(ctx, e->name, e->dtype, e->head, &v)) {
+                printf("FAIL %s/encoder_fill:%d: no grid of up to %d segments of 128 tokens on which the planner "
+                       "picks %s (it picks %s for the mixed case)\n",
+                       g_frag, index, H_MAX_SEGMENTS, e->name, first);
+                record(g_frag, "encoder_fill", false, 0);
+                ++index;
+                continue;
+            }
+            run_varlen(ctx, &v, "encoder_fill", index++, e->name);
+            continue;
+        }
         /* mixed lengths: 1, not multiples of 16, several in one call */
         varlen_spec_init(&v, e->dtype, h, h, e->head);
         varlen_spec_add_segment(&v, 1);

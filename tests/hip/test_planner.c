@@ -132,7 +132,7 @@ static void expect_encoder(const r35a_varlen_attention_desc *d, const char *only
 {
     r35a_gpu_launch l;
     char why[256];
-    bool ok = r35a_plan_encoder(d, ARCH, only, &l, why, sizeof why);
+    bool ok = r35a_plan_encoder(d, ARCH, 40, only, &l, why, sizeof why);
     if (!ok)
         print_error("encoder declined: %s\n", why);
     assert_true(ok);
@@ -151,7 +151,7 @@ static void expect_encoder_declines(const r35a_varlen_attention_desc *d, const c
 {
     r35a_gpu_launch l;
     char why[256] = "";
-    bool ok = r35a_plan_encoder(d, ARCH, only, &l, why, sizeof why);
+    bool ok = r35a_plan_encoder(d, ARCH, 40, only, &l, why, sizeof why);
     if (ok || !strstr(why, needle))
         print_error("expected a decline mentioning '%s', got %s '%s'\n", needle, ok ? "acceptance" : "decline",
                     why);
@@ -811,7 +811,68 @@ static void test_encoder_plan(void **state)
     expect_encoder_declines(&d, "encoder_bf16_d99", "no encoder variant encoder_bf16_d99 for gfx1151");
     r35a_gpu_launch l;
     char why[256];
-    assert_false(r35a_plan_encoder(&d, "gfx1100", NULL, &l, why, sizeof why));
+    assert_false(r35a_plan_encoder(&d, "gfx1100", 40, NULL, &l, why, sizeof why));
+}
+
+/* The encoder variant planned for d on arch with num_cus CUs (NULL when declined). */
+static const char *encoder_variant_on(const r35a_varlen_attention_desc *d, const char *arch, int num_cus, const char *only)
+{
+    r35a_gpu_launch l;
+    char why[256];
+    if (!r35a_plan_encoder(d, arch, num_cus, only, &l, why, sizeof why)) {
+        print_error("encoder declined: %s\n", why);
+        return NULL;
+    }
+    return r35a_encoder_variants[l.kernel].name;
+}
+
+/* Two workgroup-wide tilings of one head size (sm_90's table: 128-row workgroups, 2 per SM, and a
+ * 64-row alternative): the second is planned only where it fills the workgroup slots >= 0.15 better
+ * (plan_encoder.c). 4 segments of 1024 tokens on 132 SMs. D = 64 (alternative: 3 per SM): 4 heads
+ * 128 workgroups on 264 slots (fill 0.48) against 256 on 396 (0.65); 6 heads 0.73 against 0.97;
+ * 8 heads 0.97 (kept); 12 heads 384 in two rounds of 264 (0.73) against 768 in two of 396 (0.97); 14
+ * heads 0.85 against 0.75 (kept); 20 heads 0.81 both (kept). D = 128 (alternative: 2 per SM): 4 and
+ * 12 heads move, 8 and 16 stay. On fewer SMs the same heads fill the first tiling (kept); a forced
+ * variant is never swapped; gfx1151's table has one workgroup-wide tiling per head size. */
+static void test_encoder_grid_fill(void **state)
+{
+    (void)state;
+    const struct {
+        int d, heads, cus;
+        const char *name;
+    } cases[] = {
+        {64, 4, 132, "encoder_bf16_d64_r16_kb64_nw4_w3"},   {64, 6, 132, "encoder_bf16_d64_r16_kb64_nw4_w3"},
+        {64, 8, 132, "encoder_bf16_d64_r32_kb64_nw4_w2"},   {64, 12, 132, "encoder_bf16_d64_r16_kb64_nw4_w3"},
+        {64, 14, 132, "encoder_bf16_d64_r32_kb64_nw4_w2"},  {64, 16, 132, "encoder_bf16_d64_r32_kb64_nw4_w2"},
+        {64, 20, 132, "encoder_bf16_d64_r32_kb64_nw4_w2"},  {64, 64, 132, "encoder_bf16_d64_r32_kb64_nw4_w2"},
+        {128, 4, 132, "encoder_bf16_d128_r16_kb64_nw4_w2"}, {128, 8, 132, "encoder_bf16_d128_r32_kb64_nw4_w2"},
+        {128, 12, 132, "encoder_bf16_d128_r16_kb64_nw4_w2"}, {128, 16, 132, "encoder_bf16_d128_r32_kb64_nw4_w2"},
+        {64, 4, 64, "encoder_bf16_d64_r32_kb64_nw4_w2"},    {128, 4, 64, "encoder_bf16_d128_r32_kb64_nw4_w2"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i) {
+        r35a_varlen_attention_desc d = varlen(R35A_DTYPE_BF16, 4, 4096, 1024, cases[i].heads, cases[i].heads, cases[i].d);
+        const char *got = encoder_variant_on(&d, "sm_90", cases[i].cus, NULL);
+        if (!got || strcmp(got, cases[i].name) != 0)
+            print_error("D %d, %d heads, %d SMs: expected %s, got %s\n", cases[i].d, cases[i].heads, cases[i].cus,
+                        cases[i].name, got ? got : "a decline");
+        assert_non_null(got);
+        assert_string_equal(got, cases[i].name);
+    }
+    /* 8 segments of 577 tokens, 12 heads, D = 64: 480 workgroups on 528 slots (0.91) against 960 on
+     * 1188 (0.81): kept. */
+    r35a_varlen_attention_desc vit = varlen(R35A_DTYPE_F16, 8, 8 * 577, 577, 12, 12, 64);
+    assert_string_equal(encoder_variant_on(&vit, "sm_90", 132, NULL), "encoder_f16_d64_r32_kb64_nw4_w2");
+    /* A forced variant is planned as forced. */
+    r35a_varlen_attention_desc h16 = varlen(R35A_DTYPE_BF16, 4, 4096, 1024, 16, 16, 64);
+    assert_string_equal(encoder_variant_on(&h16, "sm_90", 132, "encoder_bf16_d64_r16_kb64_nw4_w3"),
+                        "encoder_bf16_d64_r16_kb64_nw4_w3");
+    r35a_varlen_attention_desc h4 = varlen(R35A_DTYPE_BF16, 4, 4096, 1024, 4, 4, 64);
+    assert_string_equal(encoder_variant_on(&h4, "sm_90", 132, "encoder_bf16_d64_r32_kb64_nw4_w2"),
+                        "encoder_bf16_d64_r32_kb64_nw4_w2");
+    /* gfx1151, any CU count: its one workgroup-wide tiling. */
+    r35a_varlen_attention_desc g = varlen(R35A_DTYPE_F16, 4, 4096, 1024, 4, 4, 64);
+    assert_string_equal(encoder_variant_on(&g, ARCH, 40, NULL), "encoder_f16_d64_r32_kb32_nw4_w6");
+    assert_string_equal(encoder_variant_on(&g, ARCH, 80, NULL), "encoder_f16_d64_r32_kb32_nw4_w6");
 }
 
 static void test_encoder_declines(void **state)
@@ -1027,6 +1088,7 @@ int main(void)
         cmocka_unit_test(test_mixed_batch_declines),
         cmocka_unit_test(test_mixed_batch_features),
         cmocka_unit_test(test_encoder_plan),
+        cmocka_unit_test(test_encoder_grid_fill),
         cmocka_unit_test(test_encoder_declines),
         cmocka_unit_test(test_encoder_args),
     };
