@@ -6,9 +6,14 @@
  * write outside the buffers fails the launch, the stream and so the case; bad metadata must come
  * back as R35A_ERR_INVALID_DATA with the field and sequence, the bad rows NaN, the others right.
  *
- *   fuzz_emulator [--cases N] [--oracle-every K]     (default 200 cases, oracle on every case)
- * Problems are kept small (the emulator runs a few thousand workgroups a second). R35A_TEST_SEED
- * replays a run, R35A_TEST_CASE=fuzz:<i> one case. Exit 0 passed, 1 failed.
+ *   fuzz_emulator [--cases N] [--max-seconds S] [--oracle-every K]
+ *                                          (default 200 cases, no time limit, oracle on every case)
+ * Problems are kept small (the emulator runs a few thousand workgroups a second), but the time a run
+ * takes still depends on its seed: 120 cases took 53 s with one seed and 602 s with another
+ * (0x36c7e6f524f5041b) on the 2-core CI machine, with this version and the one before. --max-seconds
+ * starts no case after S seconds: the run passes or fails on the cases it ran and says how many of N
+ * those were (CI's ctest: 120 cases within 300 s). R35A_TEST_SEED replays a run,
+ * R35A_TEST_CASE=fuzz:<i> one case. Exit 0 passed, 1 failed.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "fuzz_core.h"
@@ -131,13 +136,16 @@ static bool load_stand_in(void)
 int main(int argc, char **argv)
 {
     int cases = 200, oracle_every = 1;
+    double max_seconds = 0.0;
     for (int i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--cases") == 0 && i + 1 < argc)
             cases = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--max-seconds") == 0 && i + 1 < argc)
+            max_seconds = atof(argv[++i]);
         else if (strcmp(argv[i], "--oracle-every") == 0 && i + 1 < argc)
             oracle_every = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: %s [--cases N] [--oracle-every K]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--cases N] [--max-seconds S] [--oracle-every K]\n", argv[0]);
             return 2;
         }
     }
@@ -161,12 +169,22 @@ int main(int argc, char **argv)
     memset(&t, 0, sizeof t);
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
-    for (int i = 0; i < tu_scaled(cases); ++i)
+    const int asked = tu_scaled(cases);
+    int stopped_at = -1;   /* the first case not started for --max-seconds */
+    for (int i = 0; i < asked; ++i)
         if (tu_case_selected("fuzz", i)) {
+            clock_gettime(CLOCK_MONOTONIC, &b);
+            if (max_seconds > 0 && (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec) > max_seconds) {
+                stopped_at = i;
+                break;
+            }
             hip.reset_records(); /* else launches fail once the stand-in's record table is full */
             fuzz_run_case(ctx, &env, i, &t);
         }
     clock_gettime(CLOCK_MONOTONIC, &b);
+    if (stopped_at >= 0)
+        printf("[fuzz_emulator] --max-seconds %.0f reached: cases fuzz:%d .. fuzz:%d not started (%d of %d run)\n",
+               max_seconds, stopped_at, asked - 1, t.cases, asked);
     r35a_context_destroy(ctx);
     fuzz_finish();
     check_hip(hip.StreamDestroy(stream), "hipStreamDestroy");
