@@ -2,10 +2,11 @@
 """tune_encoder.py - measures encoder tilings (kernels/encoder.hip) on an NVIDIA GPU against torch SDPA
 flash and picks each head size's winner for variants/<arch>_encoder.tsv.
 
-Two steps, so the compiler and the GPU need not be on one machine:
+Two steps, so the compiler and the GPU need not be on one machine, and a third for the table:
 
     tools/tune_encoder.py build   --arch sm_90 --dir tune-enc            # candidates -> one cubin
     tools/tune_encoder.py measure --dir tune-enc [--out DIR] [--quick]   # on the GPU: check, time, pick
+    tools/tune_encoder.py table   LOG [LOG ...] [--sms N]                # measure's logs -> table rows
 
 `build` compiles every candidate (bf16; f16 gets the same tiling) of every head size into its own cubin
 with nvcc through encoder.hip's R35A_ENCODER_VARIANT_LIST hook and drops those that spill (ptxas -v) or
@@ -30,7 +31,14 @@ raised to it:
 A head size's long-segment winner has the lowest geometric-mean time over its rows among the
 candidates that passed; the short-segment (maxlen > 0) winner likewise over the short rows. Prints
 one table per part, the winners, and the geomean / min ratio of the winners over the 21 shapes;
-writes tune_encoder.json to --out.
+writes tune_encoder.json to --out (with the device's SM count).
+
+`table` reads one or more of those logs (times: the median over them) and says per head size which
+workgroup-wide rows variants/sm_90_encoder.tsv should have: the first (the current row unless another
+is >= 3 % faster in the geomean of the 21 + extra rows) and a second for grids the first leaves with a
+part-empty last round, by the planner's own rule (src/plan_encoder.c: taken where it fills the SMs'
+workgroup slots >= 0.15 better): a candidate with fewer rows per workgroup, faster than the first on
+every measured shape that rule gives it and >= 3 % in their geomean.
 """
 import argparse
 import ctypes
@@ -61,7 +69,7 @@ CANDIDATES = {
          (32, 128, 4, 2, 0), (32, 64, 4, 2, 0, "qs")],
     64: [(32, 64, 4, 2, 0), (32, 32, 4, 2, 0), (32, 32, 4, 3, 0), (16, 64, 8, 2, 0), (16, 32, 8, 3, 0),
          (16, 16, 4, 4, 64), (16, 32, 4, 4, 64), (16, 16, 8, 4, 64),
-         (32, 128, 4, 2, 0), (32, 64, 4, 2, 0, "qs"), (16, 64, 4, 2, 0), (32, 64, 2, 2, 0)],
+         (32, 128, 4, 2, 0), (32, 64, 4, 2, 0, "qs"), (16, 64, 4, 2, 0), (16, 64, 4, 3, 0), (32, 64, 2, 2, 0)],
     72: [(32, 32, 4, 2, 0), (32, 64, 4, 2, 0), (16, 32, 8, 2, 0), (16, 16, 4, 3, 64),
          (32, 128, 4, 2, 0), (32, 64, 4, 2, 0, "qs")],
     80: [(32, 32, 4, 2, 0), (32, 64, 4, 2, 0), (16, 32, 8, 2, 0), (16, 64, 8, 2, 0), (16, 16, 4, 3, 64),
@@ -414,7 +422,7 @@ def cmd_measure(a):
         w = winners.get(f"d{r['D']}{'_short' if r['set'] == 'short' else ''}")
         return r["ours"].get(w, {}).get("ratio") if w else None
     main = [ratio_of(r) for r in results if r["set"] == "21"]
-    out = dict(device=dev.name, seed=seed, candidates=cands, results=results, winners=winners,
+    out = dict(device=dev.name, sms=dev.multi_processor_count, seed=seed, candidates=cands, results=results, winners=winners,
                geomean_21=gmean(main), min_21=min([x for x in main if x] or [float("nan")]))
     os.makedirs(a.out, exist_ok=True)
     json.dump(out, open(os.path.join(a.out, "tune_encoder.json"), "w"), indent=1)
@@ -430,6 +438,90 @@ def cmd_measure(a):
           f"correctness {sum(ok.values())}/{len(ok)} candidates pass; {time.time() - t_start:.0f} s")
 
 
+# ------------------------------------------------------------------------------------------ table
+FILL_MARGIN = 0.15   # src/plan_encoder.c R35A_ENCODER_FILL_MARGIN
+KEEP_GAIN = 0.03     # a row changes only for a >= 3 % faster geomean (tune_variants.py's keep rule)
+
+
+def grid_fill(c, D_rows, sms):
+    """src/plan_encoder.c encoder_grid_fill: workgroups / (rounds x slots), slots = SMs x the contract's
+    resident workgroups per SM (4 sub-partitions x waves / nw)."""
+    _, H, seg, nseg = D_rows
+    wgs = grid_of(c, nseg, seg, H)[0] * H
+    slots = sms * max(1, 4 * c["waves"] // c["nw"])
+    rounds = -(-wgs // slots)
+    return wgs / (rounds * slots) if wgs else 0.0
+
+
+def current_rows(arch="sm_90"):
+    """The workgroup-wide bf16 tilings of variants/<arch>_encoder.tsv per head size, in table order."""
+    rows = {}
+    for line in open(os.path.join(ROOT, "variants", f"{arch}_encoder.tsv")):
+        cells = line.split()
+        if not cells or cells[0] != "encoder" or cells[1] != "bf16" or cells[8] != "0":
+            continue
+        head, r, kb, nw, waves = (int(x) for x in (cells[2], cells[4], cells[5], cells[6], cells[7]))
+        name = f"encoder_bf16_d{head}_r{r}_kb{kb}_nw{nw}_w{waves}"
+        if name not in rows.setdefault(head, []):
+            rows[head].append(name)
+    return rows
+
+
+def cmd_table(a):
+    """From measure's logs: per head size, the first workgroup-wide tiling (the current row unless
+    another is >= 3 % faster in the geomean of the head size's 21 + extra rows) and a second one for
+    grids the first leaves with a part-empty last round: a candidate with fewer rows per workgroup that
+    the planner's fill rule (src/plan_encoder.c) would pick on some measured shapes, faster there than the
+    first on every such shape and >= 3 % in their geomean (the best such geomean if several).
+    Times: the median over the logs."""
+    logs = [json.load(open(p)) for p in a.logs]
+    sms = a.sms or logs[0].get("sms") or 132
+    cands = {label(c): c for log in logs for c in log["candidates"] if not c.get("q_smem_forced")}
+    times = {}
+    for log in logs:
+        for r in log["results"]:
+            if r["set"] == "short":
+                continue
+            key = (r["D"], r["H"], r["seg"], r["nseg"])
+            for lab, o in r["ours"].items():
+                if o.get("t_us") and lab in cands:
+                    times.setdefault(key, {}).setdefault(lab, []).append(o["t_us"])
+    med = {k: {lab: statistics.median(v) for lab, v in d.items() if len(v) == len(logs)} for k, d in times.items()}
+    table = current_rows()
+    print(f"{len(logs)} log(s), {sms} SMs; times: median over the logs")
+    for D in HEADS:
+        shapes = sorted(k for k in med if k[0] == D)
+        wide = [lab for lab, c in cands.items() if c["head"] == D and not c["maxlen"]
+                and all(lab in med[k] for k in shapes)]
+        if not shapes or not wide:
+            continue
+        g = {lab: gmean([med[k][lab] for k in shapes]) for lab in wide}
+        best = min(wide, key=lambda lab: g[lab])
+        cur = (table.get(D) or [None])[0]
+        first = cur if cur in g and g[best] > (1 - KEEP_GAIN) * g[cur] else best
+        why = ("kept: the best is within 3 %" if first == cur and best != cur else
+               "the current row" if first == cur else f"changes from {cur}")
+        print(f"d{D}: first {first} ({why}; geomean {g[first]:.1f} us, best {best} {g[best]:.1f})")
+        fc = cands[first]
+        second, second_gain = None, 0.0
+        for lab in wide:
+            c = cands[lab]
+            if c["rows"] * c["nw"] >= fc["rows"] * fc["nw"]:
+                continue
+            routed = [k for k in shapes if grid_fill(c, k, sms) >= grid_fill(fc, k, sms) + FILL_MARGIN]
+            if not routed or any(med[k][lab] >= med[k][first] for k in routed):
+                continue
+            gain = 1 - gmean([med[k][lab] for k in routed]) / gmean([med[k][first] for k in routed])
+            if gain >= KEEP_GAIN and gain > second_gain:
+                second, second_gain = lab, gain
+                routed_best = routed
+        if second:
+            print(f"     second {second}: {100 * second_gain:.1f} % faster on the shapes the fill rule gives it: " +
+                  ", ".join(f"H{k[1]} {k[3]}x{k[2]} {med[k][first]:.1f} -> {med[k][second]:.1f} us" for k in routed_best))
+        present = (table.get(D) or [None, None])[1:2]
+        print(f"     table's second row: {present[0] if present else 'none'}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -443,8 +535,11 @@ def main():
     m.add_argument("--seed", type=int, default=None)
     m.add_argument("--quick", action="store_true")
     m.add_argument("--budget", type=float, default=150.0, help="seconds for the timing part")
+    t = sub.add_parser("table")
+    t.add_argument("logs", nargs="+", help="tune_encoder.json files of measure")
+    t.add_argument("--sms", type=int, default=0, help="SM count for the fill rule (default: the log's, else 132)")
     a = ap.parse_args()
-    return cmd_build(a) if a.cmd == "build" else cmd_measure(a)
+    return {"build": cmd_build, "measure": cmd_measure, "table": cmd_table}[a.cmd](a)
 
 
 if __name__ == "__main__":
