@@ -86,6 +86,13 @@ uint64_t tu_seed(void)
     return g_seed;
 }
 
+double tu_wall_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 void tu_begin(const char *program)
 {
     /* Test output interleaves with cmocka's; keep it unbuffered so a crash shows the last case. */

@@ -37,6 +37,8 @@ uint64_t tu_case_seed(const char *group, int index);
 bool tu_case_selected(const char *group, int index);
 /* R35A_TEST_SCALE (default 1.0) multiplies the number of random cases of the sweeps. */
 int tu_scaled(int count);
+/* Wall-clock seconds (CLOCK_MONOTONIC) from an arbitrary origin: for time limits of a run. */
+double tu_wall_seconds(void);
 
 /* ---- PRNG (splitmix64 seeding, xoshiro256** stream) ---- */
 typedef struct tu_rng {

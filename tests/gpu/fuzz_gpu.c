@@ -27,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static cuda_dl g_cu;
 static int g_device_failures;
@@ -100,12 +99,6 @@ static void dev_before_run(void *user)
 
 static tu_mem g_mem = {"cuda", dev_upload, dev_download, dev_alloc, dev_release, dev_sync, NULL, NULL};
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 int main(int argc, char **argv)
 {
@@ -165,11 +158,11 @@ int main(int argc, char **argv)
                           .varlen_only = only && strcmp(only, "varlen") == 0};
     fuzz_totals t;
     memset(&t, 0, sizeof t);
-    const double t0 = now_seconds();
+    const double t0 = tu_wall_seconds();
     bool out_of_time = false;
     int run = 0;
     for (int i = 0; i < cases; ++i) {
-        if (max_seconds > 0 && now_seconds() - t0 > max_seconds) {
+        if (max_seconds > 0 && tu_wall_seconds() - t0 > max_seconds) {
             out_of_time = true;
             break;
         }
@@ -182,7 +175,7 @@ int main(int argc, char **argv)
             break;
         }
     }
-    const double secs = now_seconds() - t0;
+    const double secs = tu_wall_seconds() - t0;
     r35a_context_destroy(ctx);
     fuzz_finish();
     check_cu(g_cu.StreamDestroy(stream), "cuStreamDestroy");

@@ -171,6 +171,17 @@ static void record(const char *frag, const char *group, bool ok, double err)
 
 static const char *g_frag = "native";
 
+/* The implementation a plan chose, into out; the plan is destroyed. */
+static void take_implementation(r35a_plan *plan, char *out, size_t len)
+{
+    r35a_plan_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    r35a_plan_get_info(plan, &info);
+    snprintf(out, len, "%s", info.implementation);
+    r35a_plan_destroy(plan);
+}
+
 static bool implementation_of(r35a_context *ctx, const r35a_paged_attention_desc *d, char *out, size_t len)
 {
     r35a_plan *plan = NULL;
@@ -178,12 +189,7 @@ static bool implementation_of(r35a_context *ctx, const r35a_paged_attention_desc
         snprintf(out, len, "(plan failed: %s)", r35a_last_error_detail());
         return false;
     }
-    r35a_plan_info info;
-    memset(&info, 0, sizeof info);
-    info.struct_size = sizeof info;
-    r35a_plan_get_info(plan, &info);
-    snprintf(out, len, "%s", info.implementation);
-    r35a_plan_destroy(plan);
+    take_implementation(plan, out, len);
     return true;
 }
 
@@ -235,14 +241,8 @@ static bool run_varlen(r35a_context *ctx, const varlen_spec *spec, const char *g
     r35a_plan *plan = NULL;
     char impl[160] = "?";
     bool ok = r35a_varlen_attention_plan(ctx, &p.desc, &plan) == R35A_OK;
-    if (ok) {
-        r35a_plan_info info;
-        memset(&info, 0, sizeof info);
-        info.struct_size = sizeof info;
-        r35a_plan_get_info(plan, &info);
-        snprintf(impl, sizeof impl, "%s", info.implementation);
-        r35a_plan_destroy(plan);
-    }
+    if (ok)
+        take_implementation(plan, impl, sizeof impl);
     if (ok && expect && strncmp(impl, expect, strlen(expect)) != 0) {
         printf("FAIL %s: the planner chose %s, the case is for %s\n", label, impl, expect);
         ok = false;
@@ -555,14 +555,8 @@ static void planned_encoder(r35a_context *ctx, r35a_dtype dtype, int32_t head, i
     r35a_varlen_attention_desc_init(&d, dtype, num_segments, num_tokens, max_seqlen, heads, heads, head);
     r35a_plan *plan = NULL;
     impl[0] = '\0';
-    if (r35a_varlen_attention_plan(ctx, &d, &plan) == R35A_OK) {
-        r35a_plan_info info;
-        memset(&info, 0, sizeof info);
-        info.struct_size = sizeof info;
-        r35a_plan_get_info(plan, &info);
-        snprintf(impl, cap, "%s", info.implementation);
-        r35a_plan_destroy(plan);
-    }
+    if (r35a_varlen_attention_plan(ctx, &d, &plan) == R35A_OK)
+        take_implementation(plan, impl, cap);
 }
 
 /* A workgroup-wide variant that the planner takes only where it fills the device's workgroup slots
