@@ -443,10 +443,10 @@ FILL_MARGIN = 0.15   # src/plan_encoder.c R35A_ENCODER_FILL_MARGIN
 KEEP_GAIN = 0.03     # a row changes only for a >= 3 % faster geomean (tune_variants.py's keep rule)
 
 
-def grid_fill(c, D_rows, sms):
+def grid_fill(c, shape, sms):
     """src/plan_encoder.c encoder_grid_fill: workgroups / (rounds x slots), slots = SMs x the contract's
     resident workgroups per SM (4 sub-partitions x waves / nw)."""
-    _, H, seg, nseg = D_rows
+    _, H, seg, nseg = shape   # (D, heads, segment length, segments)
     wgs = grid_of(c, nseg, seg, H)[0] * H
     slots = sms * max(1, 4 * c["waves"] // c["nw"])
     rounds = -(-wgs // slots)
@@ -503,7 +503,7 @@ def cmd_table(a):
                "the current row" if first == cur else f"changes from {cur}")
         print(f"d{D}: first {first} ({why}; geomean {g[first]:.1f} us, best {best} {g[best]:.1f})")
         fc = cands[first]
-        second, second_gain = None, 0.0
+        second, second_gain, second_shapes = None, 0.0, []
         for lab in wide:
             c = cands[lab]
             if c["rows"] * c["nw"] >= fc["rows"] * fc["nw"]:
@@ -513,13 +513,12 @@ def cmd_table(a):
                 continue
             gain = 1 - gmean([med[k][lab] for k in routed]) / gmean([med[k][first] for k in routed])
             if gain >= KEEP_GAIN and gain > second_gain:
-                second, second_gain = lab, gain
-                routed_best = routed
+                second, second_gain, second_shapes = lab, gain, routed
         if second:
             print(f"     second {second}: {100 * second_gain:.1f} % faster on the shapes the fill rule gives it: " +
-                  ", ".join(f"H{k[1]} {k[3]}x{k[2]} {med[k][first]:.1f} -> {med[k][second]:.1f} us" for k in routed_best))
-        present = (table.get(D) or [None, None])[1:2]
-        print(f"     table's second row: {present[0] if present else 'none'}")
+                  ", ".join(f"H{k[1]} {k[3]}x{k[2]} {med[k][first]:.1f} -> {med[k][second]:.1f} us" for k in second_shapes))
+        rows = table.get(D, [])
+        print(f"     table's second row: {rows[1] if len(rows) > 1 else 'none'}")
 
 
 def main():
