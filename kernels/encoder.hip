@@ -42,6 +42,13 @@
  * Output: O^T / l is re-packed by b_from_acc into B-operand layout (lane = query row, 16 contiguous
  * d values) and each lane writes 16 bytes of its row: whole-row 128-bit stores, no scatter.
  *
+ * Tail halves (encoder_args.h "Tail split"; the NVIDIA tables): a workgroup-wide variant's tail kernel
+ * serves an item (R rows) as two workgroups of R / 2 rows. Its waves form two key groups of NW / 2 row
+ * waves (KG = 2): both stage every K/V block as the variant does, key group k computes keys
+ * [k KB / 2, (k + 1) KB / 2) of each, and at the end key group 1 leaves m, l and O^T in LDS for key
+ * group 0, which joins them (the split-KV merge inside a workgroup) and writes the rows. Half the
+ * rows and half the chain of blocks per wave: shorter workgroups for a part-empty last round.
+ *
  * Compile-time: element type, D (and its padding DP to a multiple of 16), T, KB, NW, the group mode:
  * they size registers and LDS (gfx11: static LDS; NVIDIA: dynamic shared memory of exactly the
  * layout's size, published as <name>_lds_bytes for the host). Run-time: segments (cu_seqlens), head count, strides, scale. Head
@@ -90,17 +97,22 @@ struct lds_budget {
 #endif
 };
 
-template <class E, int D, int T, int KB, int NW, int WAVES, int MAXLEN>
+template <class E, int D, int T, int KB, int NW, int WAVES, int MAXLEN, int KG = 1>
 struct encoder_cfg {
     static constexpr int DP = (D + 15) / 16 * 16;   /* head size padded to whole 16-wide chunks */
     static constexpr int DC = DP / 16;              /* d chunks */
     static constexpr int D8 = D / 8;                /* 16-byte chunks of a row in memory */
-    static constexpr int NS = KB / 16;              /* 16-key sub-tiles per block */
+    static constexpr int KBC = KB / KG;             /* keys of a block one wave computes (its key group's share) */
+    static constexpr int NS = KBC / 16;             /* ... in 16-key sub-tiles */
     static constexpr bool SHORT = MAXLEN > 0;       /* small-problem tiling: one wave per group */
     static constexpr int GW = SHORT ? 1 : NW;       /* waves per group (one K/V stream, one barrier domain) */
     static constexpr int NG = NW / GW;              /* groups per workgroup */
     static constexpr int GT = 32 * GW;              /* threads per group */
-    static constexpr int R = 16 * T * GW;           /* query rows per group */
+    /* Key groups (a tail half, encoder_args.h tail_items): the group's waves split into KG key groups
+     * of RW row waves; all serve the same R rows, key group k computing keys [k KBC, (k + 1) KBC) of
+     * every staged block, and key group 1's (m, l, O) joins key group 0's through LDS at the end. */
+    static constexpr int RW = GW / KG;              /* row waves per key group */
+    static constexpr int R = 16 * T * RW;           /* query rows per group */
     /* Row tiles a wave carries through one pass over the keys: all T, or fewer where the fragment
      * layer's registers do not hold T tiles' Q, O and scores at once (the gfx11 emulation on
      * NVIDIA: gfx11's replicated operands take twice the registers); the passes then stream the
@@ -111,6 +123,8 @@ struct encoder_cfg {
     static_assert(D % 8 == 0 && D <= 256, "rows are loaded in 16-byte chunks");
     static_assert(KB % 16 == 0 && KB >= 16, "blocks are whole 16-key sub-tiles");
     static_assert(T == 1 || T == 2, "one or two row tiles per wave");
+    static_assert(KG == 1 || (KG == 2 && !SHORT && GW % 2 == 0 && KB % 32 == 0),
+                  "key groups: 1, or 2 halves of a workgroup-wide group's waves and of each block");
     static_assert(R <= 128 && KB <= 128,
                   "per-thread row offsets are 32-bit byte offsets: rows * token stride (< 2^24) * 2 < 2^32");
     /* LDS row strides in elements. The +8 (16 bytes) staggers rows across banks for the 16-row
@@ -149,10 +163,15 @@ struct encoder_cfg {
     /* stage 0's copies may be issued before Q is staged: they do not land on it */
     static constexpr bool ISSUE_BEFORE_Q = Q_BESIDE || Q_SMEM;
     static constexpr int Q_OFFSET = Q_BESIDE ? STAGE : 0;
-    static constexpr int GROUP_ELEMS =
+    /* The key groups' merge (KG > 1), after the last block: each wave of key group 1 leaves its m and
+     * l (NCOL each per row tile) and O^T (ACC_ELEMS per tile and d chunk) in the group's LDS, lane
+     * fastest. */
+    static constexpr int MERGE_FLOATS_PER_LANE = TE * (2 * frag::NCOL + DC * frag::ACC_ELEMS);
+    static constexpr int MERGE_ELEMS = KG > 1 ? (KG - 1) * RW * 32 * MERGE_FLOATS_PER_LANE * 2 : 0;
+    static constexpr int GROUP_ELEMS = imax_t<MERGE_ELEMS,
         Q_SMEM     ? Q_ELEMS + NSTAGE * STAGE
         : Q_BESIDE ? STAGE + imax_t<(NSTAGE - 1) * STAGE, Q_ELEMS>::value
-                   : imax_t<NSTAGE * STAGE, Q_ELEMS>::value;
+                   : imax_t<NSTAGE * STAGE, Q_ELEMS>::value>::value;
     static constexpr int LDS_BYTES = NG * GROUP_ELEMS * 2;
     static_assert(LDS_BYTES <= BUDGET, "LDS use breaks the variant's occupancy contract (waves) or the target's limit");
     /* Register staging: K and Q in 16-byte chunks (row-major, d fastest); V in units of two keys x
@@ -239,21 +258,18 @@ R35A_DEV void bad_segment(const r35a_encoder_args &a, u32 code, int s, int h, in
     if (h == 0 && gtid == 0) report_bad_data(a.error, code, (u32)s);
 }
 
-template <class E, int D, int T, int KB, int NW, int WAVES, int MAXLEN>
-R35A_DEV void encoder_kernel(const r35a_encoder_args &a) {
-    typedef encoder_cfg<E, D, T, KB, NW, WAVES, MAXLEN> C;
+/* Group g of the workgroup serves item (segment s, row block xb, head h): the R rows of the KG = 1
+ * tiling, all of them, or with KG = 2 (a tail half) half `half` of them. */
+template <class E, int D, int T, int KB, int NW, int WAVES, int MAXLEN, int KG>
+R35A_DEV void encoder_body(const r35a_encoder_args &a, unsigned char *smem, int g, int s, int xb, int h, int half) {
+    typedef encoder_cfg<E, D, T, KB, NW, WAVES, MAXLEN, KG> C;
     typedef typename prob_pack<E>::type P;
-    constexpr int DC = C::DC, D8 = C::D8, NS = C::NS, KLD = C::KLD, GT = C::GT;
-#if defined(R35A_TARGET_CUDA)
-    /* launched with exactly C::LDS_BYTES (<name>_lds_bytes below), within the contract's budget */
-    extern __shared__ __align__(16) unsigned char smem[];
-#else
-    __shared__ __attribute__((aligned(16))) unsigned char smem[C::LDS_BYTES];
-#endif
+    constexpr int DC = C::DC, D8 = C::D8, NS = C::NS, KLD = C::KLD, GT = C::GT, KBC = C::KBC;
 
     const int tid = thread_x(), w = wave_id();
-    const int g = w / C::GW;                                 /* this wave's group (uniform) */
     const int gw = w - g * C::GW;                            /* the wave within its group */
+    const int kgi = gw / C::RW;                              /* its key group */
+    const int rw = gw - kgi * C::RW;                         /* its row wave within the key group */
     /* the thread within its group (a one-wave group: the lane, whose range the compiler knows) */
     const int gtid = C::GW == 1 ? lane_id() : tid - g * GT;
     u16 *const lds = (u16 *)smem + g * C::GROUP_ELEMS;
@@ -264,20 +280,17 @@ R35A_DEV void encoder_kernel(const r35a_encoder_args &a) {
             block_sync();
     };
 
-    const int nrb = (a.max_seqlen + C::R - 1) / C::R;       /* row blocks per segment */
-    const int item = block_x() * C::NG + g;
-    const int s = item / nrb, xb = item - s * nrb, h = block_y();
     if (s >= a.num_segments)
         return;                                              /* group-uniform: no barrier is shared with other groups */
     const int t0 = a.cu_seqlens[s], t1 = a.cu_seqlens[s + 1];
     /* metadata the host never saw: checked before anything else is read (group-uniform) */
     const u32 bad = r35a_varlen_segment_error(s, a.num_segments, t0, t1, a.num_tokens, a.max_seqlen);
     if (bad != R35A_DEVICE_ERROR_NONE) {
-        if (xb == 0) bad_segment<E, D, GT>(a, bad, s, h, t0, t1, gtid);
+        if (xb == 0 && half <= 0) bad_segment<E, D, GT>(a, bad, s, h, t0, t1, gtid);
         return;
     }
     const int len = t1 - t0;
-    const int row0 = xb * C::R;
+    const int row0 = xb * C::R * KG + (half > 0 ? C::R : 0);
     if (row0 >= len)
         return;
 
@@ -439,11 +452,11 @@ R35A_DEV void encoder_kernel(const r35a_encoder_args &a) {
             }
         }
         group_sync();
-        const int wrow0 = row0 + gw * 16 * T + 16 * TE * pass;   /* first row of this wave in this pass */
+        const int wrow0 = row0 + rw * 16 * T + 16 * TE * pass;   /* first row of this wave in this pass */
         const bool wave_has_rows = wrow0 < len;                  /* uniform per wave */
         /* Q^T operand of this pass's tile t, d chunk c, from the staged rows */
         auto q_operand = [&](int t, int c) {
-            return frag::load_vec16_lds(lds + C::Q_OFFSET + (gw * 16 * T + 16 * (TE * pass + t)) * KLD + 16 * c, KLD);
+            return frag::load_vec16_lds(lds + C::Q_OFFSET + (rw * 16 * T + 16 * (TE * pass + t)) * KLD + 16 * c, KLD);
         };
         /* Q^T in registers for the pass (Q_SMEM: read per block from the staged rows, see encoder_cfg) */
         [[maybe_unused]] frag::ab qf[C::Q_SMEM ? 1 : TE][C::Q_SMEM ? 1 : DC];
@@ -452,7 +465,7 @@ R35A_DEV void encoder_kernel(const r35a_encoder_args &a) {
             for (int t = 0; t < TE; ++t)
 #pragma unroll
                 for (int c = 0; c < DC; ++c)
-                    qf[t][c] = frag::load_vec16_lds(lds + C::Q_OFFSET + (gw * 16 * T + 16 * (TE * pass + t)) * KLD + 16 * c,
+                    qf[t][c] = frag::load_vec16_lds(lds + C::Q_OFFSET + (rw * 16 * T + 16 * (TE * pass + t)) * KLD + 16 * c,
                                                     KLD);
             group_sync();                                        /* Q staging is free again */
         }
@@ -472,14 +485,15 @@ R35A_DEV void encoder_kernel(const r35a_encoder_args &a) {
             for (int c = 0; c < DC; ++c) o[t][c] = frag::acc_zero();
         }
 
-        /* One block on stage st: S^T = K Q^T, the softmax update, O^T += V^T P^T. */
+        /* One block on stage st (this wave's key group's KBC keys of it): S^T = K Q^T, the softmax
+         * update, O^T += V^T P^T. */
         auto compute = [&](int b, int st) {
-            if (!wave_has_rows)
+            const int key0 = b * KB + kgi * KBC;
+            if (!wave_has_rows || (KG > 1 && key0 >= len))   /* uniform */
                 return;
-            const u16 *const kl = kstage(st);
-            const u16 *const vl = vstage(st);
-            const int key0 = b * KB;
-            const bool partial = key0 + KB > len;
+            const u16 *const kl = kstage(st) + (KG > 1 ? kgi * KBC * KLD : 0);
+            const u16 *const vl = vstage(st) + (KG > 1 ? kgi * KBC * (C::ASYNC ? KLD : 1) : 0);
+            const bool partial = key0 + KBC > len;
             frag::acc sc[TE][NS];
             frag::ab pf[TE][NS];
 
@@ -670,8 +684,56 @@ R35A_DEV void encoder_kernel(const r35a_encoder_args &a) {
         }
 #endif
 
+        /* ---- the key groups' merge: key group 1's m, l and O^T joined into key group 0's ---- */
+        if constexpr (KG > 1) {
+#if R35A_FRAG_ENC_ASYNC
+            async_wait<0>();                                     /* (only empty copy groups can be left) */
+#endif
+            group_sync();                                        /* every wave is done with the stages */
+            float *const mf = (float *)lds + rw * 32 * C::MERGE_FLOATS_PER_LANE + lane_id();
+            if (kgi == 1 && wave_has_rows) {
+                int i = 0;
+#pragma unroll
+                for (int t = 0; t < TE; ++t) {
+#pragma unroll
+                    for (int c = 0; c < frag::NCOL; ++c) {
+                        mf[32 * i++] = m[t].v[c];
+                        mf[32 * i++] = l[t].v[c];
+                    }
+#pragma unroll
+                    for (int c = 0; c < DC; ++c)
+#pragma unroll
+                        for (int e = 0; e < frag::ACC_ELEMS; ++e) mf[32 * i++] = o[t][c].v[e];
+                }
+            }
+            group_sync();
+            if (kgi == 0 && wave_has_rows) {
+                int i = 0;
+#pragma unroll
+                for (int t = 0; t < TE; ++t) {
+                    frag::colv c0, c1;
+#pragma unroll
+                    for (int c = 0; c < frag::NCOL; ++c) {
+                        /* key group 1 may have had no keys (m1 = -inf, l1 = 0, O^T 0): c1 = 0 */
+                        const float m1 = mf[32 * i++], l1 = mf[32 * i++];
+                        const float mn = fmax(m[t].v[c], m1);
+                        c0.v[c] = exp2_fast(m[t].v[c] - mn);
+                        c1.v[c] = exp2_fast(m1 - mn);
+                        l[t].v[c] = l[t].v[c] * c0.v[c] + l1 * c1.v[c];
+                    }
+#pragma unroll
+                    for (int c = 0; c < DC; ++c)
+#pragma unroll
+                        for (int e = 0; e < frag::ACC_ELEMS; ++e) {
+                            const int sl = frag::acc_slot(e);
+                            o[t][c].v[e] = o[t][c].v[e] * c0.v[sl] + mf[32 * i++] * c1.v[sl];
+                        }
+                }
+            }
+        }
+
         /* ---- O = O^T / l, written as whole rows (16-byte stores) ---- */
-        if (wave_has_rows) {
+        if (wave_has_rows && kgi == 0) {
 #pragma unroll
             for (int t = 0; t < TE; ++t) {
                 const frag::colv lt = frag::col_sum_finish(l[t]);
@@ -702,24 +764,86 @@ R35A_DEV void encoder_kernel(const r35a_encoder_args &a) {
     } /* pass */
 }
 
+/* The kernel of a variant: a normal launch (grid { workgroups of items, heads }, encoder_args.h), or,
+ * for a workgroup-wide tiling with args.tail_items > 0, a one-dimensional grid over the items before
+ * the tail (items in head-major order), whose last tail_items items the variant's tail kernel below
+ * serves. */
+template <class E, int D, int T, int KB, int NW, int WAVES, int MAXLEN>
+R35A_DEV void encoder_kernel(const r35a_encoder_args &a) {
+    typedef encoder_cfg<E, D, T, KB, NW, WAVES, MAXLEN, 1> C;
+#if defined(R35A_TARGET_CUDA)
+    /* launched with exactly C::LDS_BYTES (<name>_lds_bytes below), within the contract's budget */
+    extern __shared__ __align__(16) unsigned char smem[];
+#else
+    __shared__ __attribute__((aligned(16))) unsigned char smem[C::LDS_BYTES];
+#endif
+    const int g = wave_id() / C::GW;                         /* this wave's group (uniform) */
+    int s, xb, h;
+    if (!C::SHORT && a.tail_items > 0) {                     /* uniform */
+        grid_launch_dependents();                            /* the tail kernel may start on free slots */
+        const i64 nrb = ((i64)a.max_seqlen + C::R - 1) / C::R, per_head = nrb * a.num_segments;
+        const i64 item = block_x();
+        h = (int)(item / per_head);
+        const i64 rem = item - h * per_head;
+        s = (int)(rem / nrb);
+        xb = (int)(rem - s * nrb);
+    } else {
+        const int nrb = (a.max_seqlen + C::R - 1) / C::R;   /* row blocks per segment */
+        const int item = block_x() * C::NG + g;
+        s = item / nrb;
+        xb = item - s * nrb;
+        h = block_y();
+    }
+    encoder_body<E, D, T, KB, NW, WAVES, MAXLEN, 1>(a, smem, g, s, xb, h, -1);
+}
+
+/* The tail kernel of a workgroup-wide variant: the last args.tail_items items (head-major order), each
+ * as two workgroups of half its rows whose waves split every block's keys into two key groups (KG =
+ * 2): shorter workgroups for the last, part-empty round of the device's workgroup slots. Grid
+ * { 2 tail_items, 1, 1 }. */
+template <class E, int D, int T, int KB, int NW, int WAVES>
+R35A_DEV void encoder_tail_kernel(const r35a_encoder_args &a) {
+    typedef encoder_cfg<E, D, T, KB, NW, WAVES, 0, 2> C;
+#if defined(R35A_TARGET_CUDA)
+    extern __shared__ __align__(16) unsigned char smem[];
+#else
+    __shared__ __attribute__((aligned(16))) unsigned char smem[C::LDS_BYTES];
+#endif
+    const i64 nrb = ((i64)a.max_seqlen + 2 * C::R - 1) / (2 * C::R), per_head = nrb * a.num_segments;
+    const i64 item = per_head * a.num_heads - a.tail_items + block_x() / 2;
+    const int h = (int)(item / per_head);
+    const i64 rem = item - h * per_head;
+    const int s = (int)(rem / nrb), xb = (int)(rem - s * nrb);
+    encoder_body<E, D, T, KB, NW, WAVES, 0, 2>(a, smem, 0, s, xb, h, (int)(block_x() & 1));
+    /* Launched programmatically after the variant's launch (NVIDIA): it reads nothing that launch
+     * writes, but it must not end before it, so that the stream's later work sees both. */
+    grid_dependency_wait();
+}
+
 } /* namespace r35a */
 
 /* NVIDIA: a variant is launched with exactly the dynamic shared memory its layout uses, published as
  * the device global <name>_lds_bytes, which the host reads at module load (src/gpu_runtime.c), as
  * for decode: the one place the size is decided is encoder_cfg. gfx11: static LDS, no symbol. */
 #if defined(R35A_TARGET_CUDA)
-#define R35A_ENCODER_LDS_SYMBOL(name, dtype, D, rows, KB, NW, WAVES, MAXLEN)                              \
+#define R35A_ENCODER_LDS_SYMBOL(name, dtype, D, rows, KB, NW, WAVES, MAXLEN, KG)                          \
     extern "C" __device__ const int name##_lds_bytes =                                                     \
-        r35a::encoder_cfg<r35a::dtype##_t, D, (rows) / 16, KB, NW, WAVES, MAXLEN>::LDS_BYTES;
+        r35a::encoder_cfg<r35a::dtype##_t, D, (rows) / 16, KB, NW, WAVES, MAXLEN, KG>::LDS_BYTES;
 #else
-#define R35A_ENCODER_LDS_SYMBOL(name, dtype, D, rows, KB, NW, WAVES, MAXLEN)
+#define R35A_ENCODER_LDS_SYMBOL(name, dtype, D, rows, KB, NW, WAVES, MAXLEN, KG)
 #endif
 
-/* One extern "C" kernel per variant; the symbol is the variant name. rows = 16 * T. */
+/* One extern "C" kernel per variant; the symbol is the variant name. rows = 16 * T. Each
+ * workgroup-wide variant (maxlen 0) also has its tail kernel, listed in variants.def on its own line. */
 #define R35A_ENCODER_VARIANT(arch, name, dtype, D, rows, KB, NW, WAVES, MAXLEN)                        \
-    R35A_ENCODER_LDS_SYMBOL(name, dtype, D, rows, KB, NW, WAVES, MAXLEN)                                  \
+    R35A_ENCODER_LDS_SYMBOL(name, dtype, D, rows, KB, NW, WAVES, MAXLEN, 1)                               \
     R35A_KERNEL R35A_KERNEL_BOUNDS(32 * (NW), R35A_FRAG_ENC_WAVES(WAVES)) void name(r35a_encoder_args a) { \
         r35a::encoder_kernel<r35a::dtype##_t, D, (rows) / 16, KB, NW, WAVES, MAXLEN>(a);                  \
+    }
+#define R35A_ENCODER_TAIL(arch, name, variant, dtype, D, rows, KB, NW, WAVES)                              \
+    R35A_ENCODER_LDS_SYMBOL(name, dtype, D, rows, KB, NW, WAVES, 0, 2)                                    \
+    R35A_KERNEL R35A_KERNEL_BOUNDS(32 * (NW), R35A_FRAG_ENC_WAVES(WAVES)) void name(r35a_encoder_args a) { \
+        r35a::encoder_tail_kernel<r35a::dtype##_t, D, (rows) / 16, KB, NW, WAVES>(a);                     \
     }
 /* A tool may point R35A_ENCODER_VARIANT_LIST at its own list of R35A_ENCODER_VARIANT(...) lines
  * (tools/emu_check_encoder.py and tools/tune_encoder.py do, for candidates). */
@@ -729,4 +853,5 @@ R35A_DEV void encoder_kernel(const r35a_encoder_args &a) {
 #include "../variants/variants.def"
 #endif
 #undef R35A_ENCODER_VARIANT
+#undef R35A_ENCODER_TAIL
 #undef R35A_ENCODER_LDS_SYMBOL

@@ -28,8 +28,9 @@ static const char *forced_kernel(const char *family)
 /* The kernel a launch runs, by name: its registry row's, or a decode variant's split merge. */
 static const char *launch_name(const r35a_gpu_launch *l)
 {
-    return l->split_merge ? r35a_decode_merge_name(r35a_decode_variants[l->kernel].dtype)
-                          : r35a_registry_name(l->family, l->kernel);
+    return l->split_merge    ? r35a_decode_merge_name(r35a_decode_variants[l->kernel].dtype)
+           : l->encoder_tail ? r35a_encoder_tail_name(l->kernel)
+                             : r35a_registry_name(l->family, l->kernel);
 }
 
 /* Sets the launch's kernel handle; false (with why) if the context has none for it. */
@@ -38,6 +39,9 @@ static bool bind(const r35a_context *ctx, r35a_gpu_launch *l, char *reason, size
     if (l->split_merge) {   /* no LDS */
         l->handle = r35a_gpu_decode_merge_handle(runtime_of(ctx), l->kernel);
         l->shared_bytes = 0;
+    } else if (l->encoder_tail) {
+        l->handle = r35a_gpu_encoder_tail_handle(runtime_of(ctx), l->kernel);
+        l->shared_bytes = r35a_gpu_encoder_tail_shared_bytes(runtime_of(ctx), l->kernel);
     } else {
         l->handle = r35a_gpu_kernel_handle(runtime_of(ctx), l->family, l->kernel);
         /* NVIDIA: the kernel's own dynamic shared memory (0 on HIP and for static-LDS kernels) */
@@ -100,14 +104,17 @@ static bool generic_varlen_try_plan(const r35a_context *ctx, r35a_plan *plan, ch
            keep_launches(ctx, plan, &l, 1, reason, cap);
 }
 
-/* One launch for all segments, shaped from host-known values only; nothing is read back. */
+/* One launch for all segments (two with the tail split), shaped from host-known values only; nothing
+ * is read back. */
 static bool encoder_try_plan(const r35a_context *ctx, r35a_plan *plan, char *reason, size_t cap)
 {
     const r35a_varlen_attention_desc *d = &plan->desc.varlen;
-    r35a_gpu_launch l, fallback;
+    r35a_gpu_launch l[R35A_ENCODER_MAX_LAUNCHES], fallback;
+    int n = 0;
     char ignored[256];
-    if (!r35a_plan_encoder(d, tuning_of(ctx), runtime_of(ctx)->planner_cus, forced_kernel("encoder"), &l, reason, cap) ||
-        !keep_launches(ctx, plan, &l, 1, reason, cap))
+    if (!r35a_plan_encoder(d, tuning_of(ctx), runtime_of(ctx)->planner_cus, forced_kernel("encoder"), l, &n, reason,
+                           cap) ||
+        !keep_launches(ctx, plan, l, n, reason, cap))
         return false;
     keep_fallback(ctx, plan, r35a_plan_generic_varlen(d, tuning_of(ctx), NULL, &fallback, ignored, sizeof ignored),
                   &fallback);
@@ -205,13 +212,15 @@ static r35a_status launch_one(const r35a_context *ctx, const r35a_plan *plan, co
     case R35A_GPU_ENCODER:
         r35a_fill_encoder_args(&plan->desc.varlen, args, &ka.encoder);
         ka.encoder.error = runtime_of(ctx)->error_device;
+        ka.encoder.tail_items = l->tail_items;
         break;
     case R35A_GPU_NUM_FAMILIES:
         return r35a_fail(R35A_ERR_INTERNAL, "plan holds a launch of no kernel family");
     }
-    /* the split merge waits for its decode launch in the kernel (programmatic dependent launch) */
+    /* the split merge waits for its decode launch in the kernel, an encoder tail kernel for the
+     * encoder launch before it ends (programmatic dependent launch) */
     return runtime_of(ctx)->launch(ctx, l->handle, launch_name(l), l->grid, l->block, &ka, l->shared_bytes,
-                                   l->split_merge, stream);
+                                   l->split_merge || l->programmatic, stream);
 }
 
 static r35a_status gpu_run(const r35a_context *ctx, const r35a_plan *plan, const void *args, void *workspace,

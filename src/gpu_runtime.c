@@ -84,6 +84,16 @@ void *r35a_gpu_kernel_handle(const r35a_gpu_runtime *rt, r35a_gpu_family family,
     return handles_of((r35a_gpu_runtime *)rt, family)[index];
 }
 
+void *r35a_gpu_encoder_tail_handle(const r35a_gpu_runtime *rt, int index)
+{
+    return index >= 0 && index < R35A_NUM_ENCODER_VARIANTS ? rt->encoder_tail[index] : NULL;
+}
+
+uint32_t r35a_gpu_encoder_tail_shared_bytes(const r35a_gpu_runtime *rt, int index)
+{
+    return index >= 0 && index < R35A_NUM_ENCODER_VARIANTS ? rt->encoder_tail_shared_bytes[index] : 0;
+}
+
 void *r35a_gpu_decode_merge_handle(const r35a_gpu_runtime *rt, int index)
 {
     if (index < 0 || index >= R35A_NUM_DECODE_VARIANTS)
@@ -109,6 +119,8 @@ void r35a_gpu_unload_kernels(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader
     memset(rt->decode_merge, 0, sizeof rt->decode_merge);
     memset(rt->decode_shared_bytes, 0, sizeof rt->decode_shared_bytes);
     memset(rt->encoder_shared_bytes, 0, sizeof rt->encoder_shared_bytes);
+    memset(rt->encoder_tail, 0, sizeof rt->encoder_tail);
+    memset(rt->encoder_tail_shared_bytes, 0, sizeof rt->encoder_tail_shared_bytes);
 }
 
 static bool load_module(const r35a_gpu_loader *loader, const r35a_code_object *co, void **module, char *why,
@@ -150,8 +162,8 @@ static const r35a_code_object *pick(const r35a_gpu_loader *loader, r35a_gpu_fami
 /* NVIDIA: kernel i of family (named name) takes dynamic shared memory, exactly what its layout uses
  * (its code object's <name>_lds_bytes), within its occupancy contract's share of an SM (budget); the
  * function's limit is raised to it and the launch passes it (gpu_impls.c bind). */
-static bool load_shared_bytes(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader, r35a_gpu_family family, int i,
-                              const char *name, int32_t budget, char *why, size_t cap)
+static bool load_shared_bytes_of(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader, r35a_gpu_family family,
+                                 void *handle, uint32_t *out, const char *name, int32_t budget, char *why, size_t cap)
 {
     char symbol[160];
     snprintf(symbol, sizeof symbol, "%s_lds_bytes", name);
@@ -165,14 +177,20 @@ static bool load_shared_bytes(r35a_gpu_runtime *rt, const r35a_gpu_loader *loade
         snprintf(why, cap, "%s is %d bytes, outside 1..%d (the variant's occupancy contract)", symbol, bytes, budget);
         return false;
     }
-    e = loader->set_max_dynamic_shared(handles_of(rt, family)[i], bytes);
+    e = loader->set_max_dynamic_shared(handle, bytes);
     if (e != 0) {
         snprintf(why, cap, "%s(%s, %d bytes of dynamic shared memory) failed: %s (%d)", loader->set_shared_call, name,
                  bytes, loader->error_text(e), e);
         return false;
     }
-    shared_bytes_of(rt, family)[i] = (uint32_t)bytes;
+    *out = (uint32_t)bytes;
     return true;
+}
+static bool load_shared_bytes(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader, r35a_gpu_family family, int i,
+                              const char *name, int32_t budget, char *why, size_t cap)
+{
+    return load_shared_bytes_of(rt, loader, family, handles_of(rt, family)[i], &shared_bytes_of(rt, family)[i], name,
+                                budget, why, cap);
 }
 
 bool r35a_gpu_load_kernels(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader, char *why, size_t cap)
@@ -201,6 +219,21 @@ bool r35a_gpu_load_kernels(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader, 
             if (budget > 0 && !load_shared_bytes(rt, loader, family, i, name, budget, why, cap)) {
                 r35a_gpu_unload_kernels(rt, loader);
                 return false;
+            }
+            /* a workgroup-wide encoder variant's tail kernel, under the same occupancy contract */
+            const char *tail = family == R35A_GPU_ENCODER ? r35a_encoder_tail_name(i) : NULL;
+            if (tail) {
+                rt->encoder_tail[i] = module_function(loader, rt->modules[f], tail);
+                if (!rt->encoder_tail[i]) {
+                    snprintf(why, cap, "kernel %s is missing from the %s code objects", tail, rt->arch->arch);
+                    r35a_gpu_unload_kernels(rt, loader);
+                    return false;
+                }
+                if (budget > 0 && !load_shared_bytes_of(rt, loader, family, rt->encoder_tail[i],
+                                                        &rt->encoder_tail_shared_bytes[i], tail, budget, why, cap)) {
+                    r35a_gpu_unload_kernels(rt, loader);
+                    return false;
+                }
             }
         }
         /* the decode variants' split merge kernels live in the decode module */

@@ -20,6 +20,9 @@ struct r35a_gpu_runtime {
     /* The decode variants' split merge kernels (r35a_decode_merge_index), from the decode module;
      * NULL when the device's tuning has no decode variant. */
     void *decode_merge[R35A_NUM_DECODE_MERGE_KERNELS];
+    /* The workgroup-wide encoder variants' tail kernels (<name>_tail, encoder_args.h "Tail split"),
+     * indexed like the variants, from the encoder module; NULL for the others. */
+    void *encoder_tail[R35A_HANDLES(R35A_NUM_ENCODER_VARIANTS)];
     void *modules[R35A_GPU_NUM_FAMILIES];   /* the loaded module of each family (NULL: none) */
     /* NVIDIA: each decode and encoder kernel's dynamic shared memory, read from its code object at
      * load (<name>_lds_bytes of kernels/decode.hip, kernels/encoder.hip), indexed like the handles;
@@ -27,6 +30,7 @@ struct r35a_gpu_runtime {
      * reads them. */
     uint32_t decode_shared_bytes[R35A_HANDLES(R35A_NUM_DECODE_VARIANTS)];
     uint32_t encoder_shared_bytes[R35A_HANDLES(R35A_NUM_ENCODER_VARIANTS)];
+    uint32_t encoder_tail_shared_bytes[R35A_HANDLES(R35A_NUM_ENCODER_VARIANTS)];
     /* The context's device error record (kernels/common/device_error.h): host-mapped pinned memory
      * the backend allocates at context creation. The host reads it through error_host (a plain
      * load: no device call, so graph capture is unaffected); every kernel gets error_device in its
@@ -35,8 +39,9 @@ struct r35a_gpu_runtime {
     uint32_t *error_device;
     /* On stream: launches kernel (named name in messages) with its one by-value argument struct args
      * and shared_bytes of dynamic shared memory per workgroup. programmatic: the kernel waits for the
-     * stream's previous kernel itself (device.h grid_dependency_wait), so the backend may start it
-     * before that one ends (CUDA programmatic dependent launch; HIP: an ordinary launch). Returns
+     * stream's previous kernel itself (device.h grid_dependency_wait: before reading its outputs, or,
+     * an encoder tail kernel, before it ends), so the backend may start it before that one ends (CUDA
+     * programmatic dependent launch; HIP: an ordinary launch). Returns
      * R35A_OK, or the failure through r35a_fail. */
     r35a_status (*launch)(const r35a_context *ctx, void *kernel, const char *name, const uint32_t grid[3],
                           const uint32_t block[3], void *args, uint32_t shared_bytes, bool programmatic, void *stream);
@@ -53,6 +58,9 @@ r35a_status r35a_gpu_take_device_error(const r35a_gpu_runtime *rt);
 void *r35a_gpu_kernel_handle(const r35a_gpu_runtime *rt, r35a_gpu_family family, int index);
 /* The handle of the split merge kernel of decode variant `index` (its dtype's), or NULL. */
 void *r35a_gpu_decode_merge_handle(const r35a_gpu_runtime *rt, int index);
+/* The tail kernel of encoder variant `index` and its dynamic shared memory (NULL / 0: none). */
+void *r35a_gpu_encoder_tail_handle(const r35a_gpu_runtime *rt, int index);
+uint32_t r35a_gpu_encoder_tail_shared_bytes(const r35a_gpu_runtime *rt, int index);
 /* The dynamic shared memory kernel `index` of `family` is launched with (0: static LDS only). */
 uint32_t r35a_gpu_kernel_shared_bytes(const r35a_gpu_runtime *rt, r35a_gpu_family family, int index);
 

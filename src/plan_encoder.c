@@ -47,6 +47,10 @@ static void check_encoder_strides(const r35a_varlen_attention_desc *d, char *rea
  * = CUs x the variant's resident workgroups per CU (its occupancy contract, as decode's splits count
  * them) and rounds = ceil(workgroups / slots). 1: every round full; a part-empty last round (or a
  * single round that does not reach every slot) lowers it. */
+static int64_t encoder_slots(const r35a_encoder_variant *v, int32_t simds, int cus)
+{
+    return (int64_t)cus * r35a_decode_resident_wgs_per_cu(simds, v->waves, v->nw);
+}
 static double encoder_grid_fill(const r35a_encoder_variant *v, const r35a_varlen_attention_desc *d, int32_t simds,
                                 int cus)
 {
@@ -54,7 +58,7 @@ static double encoder_grid_fill(const r35a_encoder_variant *v, const r35a_varlen
                                             r35a_encoder_rows_per_group(v->rows, v->nw, v->maxlen),
                                             r35a_encoder_groups_per_workgroup(v->nw, v->maxlen)) *
                         (int64_t)(d->num_q_heads > 0 ? d->num_q_heads : 0);
-    const int64_t slots = (int64_t)cus * r35a_decode_resident_wgs_per_cu(simds, v->waves, v->nw);
+    const int64_t slots = encoder_slots(v, simds, cus);
     if (wgs <= 0 || slots <= 0)
         return 0.0;
     const int64_t rounds = (wgs + slots - 1) / slots;
@@ -100,9 +104,10 @@ static int choose_encoder_variant(const r35a_varlen_attention_desc *d, const cha
 }
 
 bool r35a_plan_encoder(const r35a_varlen_attention_desc *d, const char *arch, int num_cus, const char *only,
-                       r35a_gpu_launch *out, char *reason, size_t cap)
+                       r35a_gpu_launch out[R35A_ENCODER_MAX_LAUNCHES], int *num_launches, char *reason, size_t cap)
 {
     reason[0] = '\0';
+    *num_launches = 0;
     int forced;
     if (!r35a_registry_forced(R35A_GPU_ENCODER, "encoder variant", arch, only, &forced, reason, cap))
         return false;
@@ -139,12 +144,40 @@ bool r35a_plan_encoder(const r35a_varlen_attention_desc *d, const char *arch, in
         return false;
 
     const r35a_encoder_variant *v = &r35a_encoder_variants[best];
-    r35a_launch_init(out, R35A_GPU_ENCODER, best);
+    r35a_launch_init(&out[0], R35A_GPU_ENCODER, best);
     /* 0 (a zero grid[0]) only when max_seqlen is 0: nothing to launch; the overflow is ruled out above. */
-    (void)r35a_encoder_variant_grid(v->rows, v->nw, v->maxlen, d->num_segments, d->max_seqlen, d->num_q_heads, out->grid);
-    out->block[0] = r35a_encoder_block_threads(v->nw);
-    out->block[1] = out->block[2] = 1;
-    out->workspace_bytes = 0;
+    (void)r35a_encoder_variant_grid(v->rows, v->nw, v->maxlen, d->num_segments, d->max_seqlen, d->num_q_heads,
+                                    out[0].grid);
+    out[0].block[0] = r35a_encoder_block_threads(v->nw);
+    out[0].block[1] = out[0].block[2] = 1;
+    out[0].workspace_bytes = 0;
+    *num_launches = 1;
+    /* The tail split (encoder_args.h): a workgroup-wide tiling whose last round of workgroup slots would
+     * be part-empty runs that round's items as half workgroups in its tail kernel. Items are numbered
+     * over all heads in a one-dimensional grid. */
+    const int64_t items = (int64_t)out[0].grid[0] * out[0].grid[1];
+    const int64_t tail = r35a_encoder_tail_name(best) && items <= 0x7fffffff
+                             ? r35a_encoder_tail_items(items, encoder_slots(v, r35a_tuning_simds_per_cu(arch),
+                                                                             num_cus > 0 ? num_cus
+                                                                                         : R35A_GFX1151_DEFAULT_CUS))
+                             : 0;
+    if (tail > 0) {
+        r35a_gpu_launch tail_launch = out[0];
+        tail_launch.encoder_tail = true;
+        tail_launch.grid[0] = (uint32_t)(2 * tail);
+        tail_launch.grid[1] = 1;
+        tail_launch.tail_items = (int32_t)tail;
+        out[0].grid[0] = (uint32_t)(items - tail);
+        out[0].grid[1] = 1;
+        out[0].tail_items = (int32_t)tail;
+        if (items > tail) {
+            out[1] = tail_launch;
+            out[1].programmatic = true;   /* it may start on the slots the first launch frees */
+            *num_launches = 2;
+        } else {
+            out[0] = tail_launch;   /* every item in the tail: the tail kernel alone */
+        }
+    }
     return true;
 }
 

@@ -34,12 +34,17 @@ bool r35a_plan_generic_paged(const r35a_paged_attention_desc *desc, const char *
 bool r35a_plan_generic_varlen(const r35a_varlen_attention_desc *desc, const char *arch, const char *only,
                               r35a_gpu_launch *out, char *reason, size_t reason_len);
 /* Non-causal varlen on the WMMA encoder kernels: one launch for all segments, its grid from
- * num_segments, max_seqlen and num_q_heads only (a 0 in grid: max_seqlen is 0, nothing to launch);
- * num_cus (0: the default of R35A_GFX1151_DEFAULT_CUS) chooses between workgroup-wide tilings where
- * the table has several (plan_encoder.c). Declines GQA, causal, softcap, f32, head sizes not built
- * for the dtype, strides that are not multiples of 8 elements and token strides >= 2^24 elements. */
+ * num_segments, max_seqlen and num_q_heads only (a 0 in grid: max_seqlen is 0, nothing to launch),
+ * or two with the tail split (encoder_args.h: the variant and its tail kernel, or the tail kernel
+ * alone); num_cus (0: the default of R35A_GFX1151_DEFAULT_CUS) chooses between workgroup-wide
+ * tilings where the table has several and decides the tail split (plan_encoder.c). out gets
+ * *num_launches (1 or 2) launches in stream order. Declines GQA, causal, softcap, f32, head sizes not
+ * built for the dtype, strides that are not multiples of 8 elements and token strides >= 2^24
+ * elements. */
+#define R35A_ENCODER_MAX_LAUNCHES 2
 bool r35a_plan_encoder(const r35a_varlen_attention_desc *desc, const char *arch, int num_cus, const char *only,
-                       r35a_gpu_launch *out, char *reason, size_t reason_len);
+                       r35a_gpu_launch out[R35A_ENCODER_MAX_LAUNCHES], int *num_launches, char *reason,
+                       size_t reason_len);
 
 /* Mixed batch (desc->max_query_len > R35A_DECODE_MAX_QUERY_LEN): two launches on one stream, the
  * decode variant planned on r35a_decode_part(desc) for the sequences with M <= 8 (it skips the

@@ -100,6 +100,9 @@ const char *r35a_family_name(r35a_gpu_family family);   /* "decode", "generic", 
 /* Index of the kernel `name` of `family` among the rows of tuning table `tuning`, or -1. Names are
  * unique within a tuning table, not across tables (the same kernel serves several archs). */
 int r35a_registry_find(r35a_gpu_family family, const char *tuning, const char *name);
+/* The tail kernel of encoder variant `variant` (<name>_tail, encoder_args.h "Tail split"), or NULL:
+ * variants.def lists one for each workgroup-wide variant of the tunings that use the tail split. */
+const char *r35a_encoder_tail_name(int variant);
 /* Why no kernel of family (decode or encoder) among tuning's rows serves (dtype, kv_dtype, head_size):
  * the forced kernel is of another dtype or K/V format, or the head size is not built; the reason lists
  * the head sizes built for them in table order ("head_size 80 not built (gfx1151 f16: 64, 96, 128)",

@@ -103,6 +103,11 @@ def expected_kernels(entries, family, arch):
             fam = "encoder"
             v_arch, name, dtype, head, rows, kb, nw, waves, maxlen = args
             info = {"dtype": dtype, "waves": int(waves), "waves_per_wg": int(nw), "wmma": True, "b128": True}
+        elif macro == "R35A_ENCODER_TAIL":
+            # kernels/encoder.hip: the tail kernel of a workgroup-wide variant, the same occupancy contract
+            fam = "encoder"
+            v_arch, name, variant, dtype, head, rows, kb, nw, waves = args
+            info = {"dtype": dtype, "waves": int(waves), "waves_per_wg": int(nw), "wmma": True, "b128": True}
         elif macro == "R35A_GENERIC_KERNEL":
             fam = "generic"
             v_arch, name = args[0], args[1]

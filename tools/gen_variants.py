@@ -7,7 +7,8 @@ the macros they need before including it (the others default to nothing):
     R35A_DECODE_VARIANT(arch, name, dtype, kv, head_size, rows, kw, dw, rw, waves)
     R35A_GENERIC_KERNEL(arch, name, op, dtype, dmax)
     R35A_ENCODER_VARIANT(arch, name, dtype, head_size, rows, kb, nw, waves, maxlen)
-    R35A_ENCODER_SHAPE(arch, dtype, head_size, heads)       one served encoder shape (bench, tests)
+    R35A_ENCODER_TAIL(arch, name, variant, dtype, head_size, rows, kb, nw, waves)   the tail kernel
+                                        (<variant>_tail) of a maxlen 0 variant of an NVIDIA table (has_tail)    R35A_ENCODER_SHAPE(arch, dtype, head_size, heads)       one served encoder shape (bench, tests)
     R35A_GPU_ARCH(arch, tuning, unit, cus_per_unit, default_cus, vgprs, simds_per_cu)   variants/archs.tsv
 
 kernels/*.hip instantiate one extern "C" kernel per *_VARIANT / *_KERNEL entry (symbol = name);
@@ -55,6 +56,14 @@ COLUMNS = ("kind", "dtype", "head", "rows", "kw", "dw", "rw", "waves", "kv")
 # part for each (the 16-bit kernels keep the plain name).
 DECODE_KV = {"16": ("kv16", ""), "fp8": ("fp8", "_fp8"), "int8": ("int8", "_int8")}
 ENCODER_COLUMNS = ("kind", "dtype", "head", "heads", "rows", "kb", "nw", "waves", "maxlen")
+
+
+# The encoder's tail split (kernels/common/encoder_args.h) needs a tail kernel per workgroup-wide
+# (maxlen 0) variant. Listed for the NVIDIA tunings, where it was measured (bench/NOTES_h200.md,
+# encoder version 6); gfx1151's table gets them once the split is measured on the chip (its planner
+# then sees them: src/plan_encoder.c splits only variants that have one).
+def has_tail(e):
+    return e["kind"] == "encoder" and not e["maxlen"] and e["arch"].startswith("sm_")
 
 
 class TableError(Exception):
@@ -255,6 +264,10 @@ def render(tables, entries, archs):
            "#define R35A_ENCODER_VARIANT(arch, name, dtype, head_size, rows, kb, nw, waves, maxlen)",
            "#define R35A_DEF_UNDEF_ENCODER_",
            "#endif",
+           "#ifndef R35A_ENCODER_TAIL",
+           "#define R35A_ENCODER_TAIL(arch, name, variant, dtype, head_size, rows, kb, nw, waves)",
+           "#define R35A_DEF_UNDEF_TAIL_",
+           "#endif",
            "#ifndef R35A_ENCODER_SHAPE",
            "#define R35A_ENCODER_SHAPE(arch, dtype, head_size, heads)",
            "#define R35A_DEF_UNDEF_SHAPE_",
@@ -297,6 +310,9 @@ def render(tables, entries, archs):
                 if e["kind"] == "encoder":
                     out.append(f"R35A_ENCODER_VARIANT({e['arch']}, {e['name']}, {e['dtype']}, {e['head']}, "
                                f"{e['rows']}, {e['kb']}, {e['nw']}, {e['waves']}, {e['maxlen']})")
+                    if has_tail(e):
+                        out.append(f"R35A_ENCODER_TAIL({e['arch']}, {e['name']}_tail, {e['name']}, {e['dtype']}, "
+                                   f"{e['head']}, {e['rows']}, {e['kb']}, {e['nw']}, {e['waves']})")
             for e in mine:
                 if e["kind"] == "encoder_shape":
                     out.append(f"R35A_ENCODER_SHAPE({e['arch']}, {e['dtype']}, {e['head']}, {e['heads']})")
@@ -314,6 +330,10 @@ def render(tables, entries, archs):
             "#ifdef R35A_DEF_UNDEF_ENCODER_",
             "#undef R35A_ENCODER_VARIANT",
             "#undef R35A_DEF_UNDEF_ENCODER_",
+            "#endif",
+            "#ifdef R35A_DEF_UNDEF_TAIL_",
+            "#undef R35A_ENCODER_TAIL",
+            "#undef R35A_DEF_UNDEF_TAIL_",
             "#endif",
             "#ifdef R35A_DEF_UNDEF_SHAPE_",
             "#undef R35A_ENCODER_SHAPE",
@@ -346,6 +366,8 @@ def main(argv=None):
         for e in entries:
             if e["kind"] != "encoder_shape":
                 print(e["name"])
+            if has_tail(e):
+                print(e["name"] + "_tail")
         return 0
     text = render(tables, entries, archs)
     old = None
@@ -363,7 +385,7 @@ def main(argv=None):
     if old != text:
         with open(OUTPUT, "w", encoding="utf-8") as f:
             f.write(text)
-        n = sum(e["kind"] != "encoder_shape" for e in entries)
+        n = sum((e["kind"] != "encoder_shape") + has_tail(e) for e in entries)
         print(f"wrote {os.path.relpath(OUTPUT, ROOT)} ({n} kernels)")
     return 0
 

@@ -19,6 +19,7 @@
  *            head), its own K/V stream, no workgroup barrier), NW groups per workgroup; the planner
  *            prefers it when max_seqlen <= maxlen (segments of a few dozen tokens)
  * The head count is a run-time value: one kernel per (dtype, D, tiling) serves every Hq.
+ * A workgroup-wide variant (maxlen 0) also has a tail kernel, <name>_tail (see "Tail split" below).
  *
  * Launch (one per call, all segments; graph-capture safe: only host-known values), with
  * R = rows per group (rows * group waves), nrb = ceil(max_seqlen / R) row blocks per segment and
@@ -33,6 +34,16 @@
  * entries before reading anything (r35a_varlen_segment_error); a bad segment is recorded and, when
  * only its length is wrong (longer than max_seqlen), the group of its row block 0 writes all its
  * rows as NaN (those past max_seqlen have no workgroup of their own).
+ *
+ * Tail split (maxlen = 0 variants; src/plan_encoder.c decides, r35a_encoder_tail_items): the
+ * workgroups of a launch are "items" (row block r of segment s and head h, R rows), numbered
+ * head-major: i = (h * num_segments + s) * nrb + r. When the last round of the device's workgroup
+ * slots would be part-empty, its tail_items items run as two workgroups each, of R / 2 rows, whose
+ * waves split every K/V block's keys into two key groups and merge their softmax states at the end
+ * (kernels/encoder.hip, KG = 2): shorter workgroups for the last round. The call is then two launches,
+ * both with args.tail_items set: the variant, grid { items - tail_items, 1, 1 } (item = workgroup;
+ * skipped when empty), and <name>_tail, grid { 2 tail_items, 1, 1 } (item items - tail_items + x / 2,
+ * half x % 2), launched programmatically on NVIDIA so it starts on slots the first frees.
  *
  * Fast-path layout conditions (the planner checks them; the portable kernel serves the rest):
  * every stride a multiple of 8 elements and every pointer 16-byte aligned (128-bit loads and stores
@@ -68,7 +79,7 @@ typedef struct r35a_encoder_args {
     /* (after the fields above, whose layout tools mirror) */
     uint32_t *error;                 /* the context's device error record (device_error.h) */
     int32_t num_tokens;              /* rows of Q, K, V and O: every segment must lie in 0..num_tokens */
-    int32_t reserved;
+    int32_t tail_items;              /* 0: the grid above; > 0 (maxlen 0 variants): the tail split above */
 } r35a_encoder_args;
 
 #define R35A_ENCODER_ARGS_BYTES 136  /* sizeof(r35a_encoder_args) on LP64: the kernarg size checked by tools */
@@ -125,6 +136,17 @@ R35A_HD int r35a_encoder_variant_grid(int32_t rows_per_wave, int32_t waves_per_w
 R35A_HD int r35a_encoder_grid(int32_t num_segments, int32_t max_seqlen, int32_t num_heads,
                                   int32_t rows_per_workgroup, uint32_t grid[3]) {
     return r35a_encoder_variant_grid(rows_per_workgroup, 1, 0, num_segments, max_seqlen, num_heads, grid);
+}
+
+/* The tail split's item count for a workgroup-wide launch of `items` workgroups (all heads) on `slots`
+ * resident workgroup slots: the items of the last round when it is part-empty and their halves fit
+ * in one round (2 x its items <= slots), else 0 (no split). A single part-empty round counts as the
+ * last one. */
+R35A_HD int64_t r35a_encoder_tail_items(int64_t items, int64_t slots) {
+    if (items <= 0 || slots <= 0)
+        return 0;
+    const int64_t last = items % slots;
+    return last > 0 && 2 * last <= slots ? last : 0;
 }
 
 /* NVIDIA: the DYNAMIC shared memory an encoder workgroup of waves_per_workgroup warps may use under

@@ -139,6 +139,22 @@ static const struct {
 #include "variants.def"
 #undef R35A_ENCODER_VARIANT
 };
+/* The workgroup-wide encoder variants with a tail kernel (encoder_args.h "Tail split"). */
+static const struct {
+    const char *arch, *variant;
+} k_encoder_tail[] = {
+#define R35A_ENCODER_TAIL(arch, name, variant, dtype, head_size, rows, kb, nw, waves) {#arch, #variant},
+#include "variants.def"
+#undef R35A_ENCODER_TAIL
+    {NULL, NULL},
+};
+static bool has_tail_kernel(const char *arch, const char *variant)
+{
+    for (size_t i = 0; k_encoder_tail[i].arch; ++i)
+        if (strcmp(k_encoder_tail[i].arch, arch) == 0 && strcmp(k_encoder_tail[i].variant, variant) == 0)
+            return true;
+    return false;
+}
 
 /* ---- per-group tallies ---- */
 
@@ -559,17 +575,39 @@ static void planned_encoder(r35a_context *ctx, r35a_dtype dtype, int32_t head, i
         take_implementation(plan, impl, cap);
 }
 
-/* A workgroup-wide variant that the planner takes only where it fills the device's workgroup slots
- * better than its head size's first tiling (plan_encoder.c): the smallest grid of segments up to 128
- * tokens (1 or 2 heads) on which this device's planner picks it. Its segments are mixed (128, empty,
- * 1, odd lengths; max_seqlen 128), keys growing along each segment. false: no such grid. */
-static bool encoder_fill_spec(r35a_context *ctx, const char *name, r35a_dtype dtype, int32_t head, varlen_spec *v)
+/* How an encoder plan's implementation ("X", "X+X_tail" or "X_tail") runs its variant X (into variant):
+ * ENC_ONE one launch of X; ENC_SPLIT X and its tail kernel (encoder_args.h "Tail split"); ENC_TAIL the
+ * tail kernel alone. */
+enum { ENC_ONE, ENC_SPLIT, ENC_TAIL, ENC_ANY };
+static int encoder_launches_of(const char *impl, char *variant, size_t cap)
 {
-    char impl[160];
-    for (int32_t heads = 1; heads <= 2; ++heads)
+    const char *plus = strchr(impl, '+');
+    size_t n = plus ? (size_t)(plus - impl) : strlen(impl);
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(variant, impl, n);
+    variant[n] = '\0';
+    if (!plus && n > 5 && strcmp(variant + n - 5, "_tail") == 0) {
+        variant[n - 5] = '\0';
+        return ENC_TAIL;
+    }
+    return plus ? ENC_SPLIT : ENC_ONE;
+}
+
+/* The smallest grid of segments up to 128 tokens (1 to 3 heads) on which this device's planner runs
+ * workgroup-wide variant `name` as `how` (ENC_ANY: in any way; a second tiling is taken only where it
+ * fills the device's workgroup slots better than its head size's first, plan_encoder.c). Its segments
+ * are mixed (128, empty, 1, odd lengths; max_seqlen 128), keys growing along each segment. false: no
+ * such grid. */
+static bool encoder_grid_spec(r35a_context *ctx, const char *name, int how, r35a_dtype dtype, int32_t head,
+                              varlen_spec *v)
+{
+    char impl[160], variant[160];
+    for (int32_t heads = 1; heads <= 3; ++heads)
         for (int32_t n = 1; n <= H_MAX_SEGMENTS; ++n) {
             planned_encoder(ctx, dtype, head, heads, n, n * 128, 128, impl, sizeof impl);
-            if (strcmp(impl, name) != 0)
+            const int got = encoder_launches_of(impl, variant, sizeof variant);
+            if (strcmp(variant, name) != 0 || (how != ENC_ANY && got != how))
                 continue;
             varlen_spec_init(v, dtype, heads, heads, head);
             for (int32_t k = 0; k < n; ++k)
@@ -623,11 +661,12 @@ static void encoder_cases(r35a_context *ctx, const char *arch)
             continue;
         }
         const int h = 3;
-        char first[160];
-        planned_encoder(ctx, e->dtype, e->head, h, 4, 254, 100, first, sizeof first);
+        char first[160], impl[160];
+        planned_encoder(ctx, e->dtype, e->head, h, 4, 254, 100, impl, sizeof impl);
+        encoder_launches_of(impl, first, sizeof first);
         if (strcmp(first, e->name) != 0) {
             /* a second workgroup-wide tiling: the cases below would run the first one */
-            if (!encoder_fill_spec(ctx, e->name, e->dtype, e->head, &v)) {
+            if (!encoder_grid_spec(ctx, e->name, ENC_ANY, e->dtype, e->head, &v)) {
                 printf("FAIL %s/encoder_fill:%d: no grid of up to %d segments of 128 tokens on which the planner "
                        "picks %s (it picks %s for the mixed case)\n",
                        g_frag, index, H_MAX_SEGMENTS, e->name, first);
@@ -637,6 +676,21 @@ static void encoder_cases(r35a_context *ctx, const char *arch)
             }
             run_varlen(ctx, &v, "encoder_fill", index++, e->name);
             continue;
+        }
+        /* each way the planner runs the variant (encoder_args.h "Tail split"): one launch, with its tail
+         * kernel after it, the tail kernel alone; on grids this device's planner picks them for (a
+         * table without tail kernels: one launch only) */
+        static const char *const ways[] = {"encoder_one_launch", "encoder_tail_split", "encoder_tail_only"};
+        const int num_ways = has_tail_kernel(arch, e->name) ? 3 : 1;
+        for (int way = 0; way < num_ways; ++way) {
+            if (!encoder_grid_spec(ctx, e->name, way, e->dtype, e->head, &v)) {
+                printf("FAIL %s/%s:%d: no grid of up to %d segments of 128 tokens on which the planner runs %s "
+                       "this way\n", g_frag, ways[way], index, H_MAX_SEGMENTS, e->name);
+                record(g_frag, ways[way], false, 0);
+                ++index;
+                continue;
+            }
+            run_varlen(ctx, &v, ways[way], index++, e->name);
         }
         /* mixed lengths: 1, not multiples of 16, several in one call */
         varlen_spec_init(&v, e->dtype, h, h, e->head);

@@ -126,32 +126,60 @@ static r35a_varlen_attention_desc varlen(r35a_dtype dtype, int num_segments, int
     return d;
 }
 
+/* Checks planned encoder launches against the variant's grid of gx x heads workgroups: one launch of
+ * that grid, or the tail split (encoder_args.h) of its items: the variant over the first items
+ * (one-dimensional) and its tail kernel over two workgroups per tail item, or the tail kernel alone. */
+static void expect_encoder_launches(const r35a_gpu_launch *l, int n, uint32_t gx, uint32_t heads, uint32_t block)
+{
+    assert_true(n == 1 || n == 2);
+    for (int i = 0; i < n; ++i) {
+        assert_int_equal(l[i].kernel, l[0].kernel);
+        assert_int_equal(l[i].grid[2], 1);
+        assert_int_equal(l[i].block[0], block);
+        assert_int_equal(l[i].block[1], 1);
+        assert_int_equal(l[i].block[2], 1);
+        assert_int_equal(l[i].num_splits, 1);
+        assert_int_equal(l[i].workspace_bytes, 0);
+        assert_int_equal(l[i].tail_items, l[0].tail_items);
+    }
+    if (l[0].tail_items == 0) {
+        assert_int_equal(n, 1);
+        assert_false(l[0].encoder_tail);
+        assert_int_equal(l[0].grid[0], gx);
+        assert_int_equal(l[0].grid[1], heads);
+        return;
+    }
+    const uint32_t tail = (uint32_t)l[0].tail_items, items = gx * heads;
+    const r35a_gpu_launch *t = &l[n - 1];
+    assert_true(t->encoder_tail && t->grid[0] == 2 * tail && t->grid[1] == 1);
+    assert_true(t->programmatic == (n == 2));
+    if (n == 2)
+        assert_true(!l[0].encoder_tail && !l[0].programmatic && l[0].grid[0] == items - tail && l[0].grid[1] == 1);
+    else
+        assert_int_equal(tail, items);
+}
+
 /* Plans the encoder and checks the variant, grid, block; no workspace, no splits. */
 static void expect_encoder(const r35a_varlen_attention_desc *d, const char *only, const char *variant, uint32_t gx,
                            uint32_t block)
 {
-    r35a_gpu_launch l;
+    r35a_gpu_launch l[R35A_ENCODER_MAX_LAUNCHES];
+    int n = 0;
     char why[256];
-    bool ok = r35a_plan_encoder(d, ARCH, 40, only, &l, why, sizeof why);
+    bool ok = r35a_plan_encoder(d, ARCH, 40, only, l, &n, why, sizeof why);
     if (!ok)
         print_error("encoder declined: %s\n", why);
     assert_true(ok);
-    assert_string_equal(r35a_encoder_variants[l.kernel].name, variant);
-    assert_int_equal(l.grid[0], gx);
-    assert_int_equal(l.grid[1], (uint32_t)d->num_q_heads);
-    assert_int_equal(l.grid[2], 1);
-    assert_int_equal(l.block[0], block);
-    assert_int_equal(l.block[1], 1);
-    assert_int_equal(l.block[2], 1);
-    assert_int_equal(l.num_splits, 1);
-    assert_int_equal(l.workspace_bytes, 0);
+    assert_string_equal(r35a_encoder_variants[l[0].kernel].name, variant);
+    expect_encoder_launches(l, n, gx, (uint32_t)d->num_q_heads, block);
 }
 
 static void expect_encoder_declines(const r35a_varlen_attention_desc *d, const char *only, const char *needle)
 {
-    r35a_gpu_launch l;
+    r35a_gpu_launch l[R35A_ENCODER_MAX_LAUNCHES];
+    int n = 0;
     char why[256] = "";
-    bool ok = r35a_plan_encoder(d, ARCH, 40, only, &l, why, sizeof why);
+    bool ok = r35a_plan_encoder(d, ARCH, 40, only, l, &n, why, sizeof why);
     if (ok || !strstr(why, needle))
         print_error("expected a decline mentioning '%s', got %s '%s'\n", needle, ok ? "acceptance" : "decline",
                     why);
@@ -809,21 +837,84 @@ static void test_encoder_plan(void **state)
     expect_encoder_declines(&d, "encoder_f16_d80_r16_kb32_nw8_w6", "is for f16");
     expect_encoder_declines(&d, "encoder_bf16_d64_r32_kb32_nw4_w6", "head_size 80 not built (gfx1151 bf16: 64)");
     expect_encoder_declines(&d, "encoder_bf16_d99", "no encoder variant encoder_bf16_d99 for gfx1151");
-    r35a_gpu_launch l;
+    r35a_gpu_launch l[R35A_ENCODER_MAX_LAUNCHES];
+    int n = 0;
     char why[256];
-    assert_false(r35a_plan_encoder(&d, "gfx1100", 40, NULL, &l, why, sizeof why));
+    assert_false(r35a_plan_encoder(&d, "gfx1100", 40, NULL, l, &n, why, sizeof why));
 }
 
 /* The encoder variant planned for d on arch with num_cus CUs (NULL when declined). */
 static const char *encoder_variant_on(const r35a_varlen_attention_desc *d, const char *arch, int num_cus, const char *only)
 {
-    r35a_gpu_launch l;
+    r35a_gpu_launch l[R35A_ENCODER_MAX_LAUNCHES];
+    int n = 0;
     char why[256];
-    if (!r35a_plan_encoder(d, arch, num_cus, only, &l, why, sizeof why)) {
+    if (!r35a_plan_encoder(d, arch, num_cus, only, l, &n, why, sizeof why)) {
         print_error("encoder declined: %s\n", why);
         return NULL;
     }
-    return r35a_encoder_variants[l.kernel].name;
+    return r35a_encoder_variants[l[0].kernel].name;
+}
+
+/* The tail split (encoder_args.h, plan_encoder.c): the items of a part-empty last round of workgroup
+ * slots run as half workgroups in the variant's tail kernel when the halves fit in one round. sm_90,
+ * D = 128 (128-row workgroups, 2 per SM: 264 slots on 132 SMs), 4 segments of 1024 tokens: 12 heads
+ * are 384 items, 120 in a second round: the variant over 264, the tail kernel over 240; 16 heads
+ * (512: 248 left, 496 halves) and 8 (256 in one round: 512 halves) stay one launch; 4 heads (128
+ * items, one part-empty round) run in the tail kernel alone (256 halves). The rule itself, and the
+ * small-problem tilings and gfx1151's table (no tail kernels). */
+static void test_encoder_tail_split(void **state)
+{
+    (void)state;
+    assert_int_equal(r35a_encoder_tail_items(384, 264), 120);
+    assert_int_equal(r35a_encoder_tail_items(512, 264), 0);
+    assert_int_equal(r35a_encoder_tail_items(256, 264), 0);
+    assert_int_equal(r35a_encoder_tail_items(128, 264), 128);
+    assert_int_equal(r35a_encoder_tail_items(528, 264), 0);
+    assert_int_equal(r35a_encoder_tail_items(0, 264), 0);
+    assert_int_equal(r35a_encoder_tail_items(100, 0), 0);
+    const struct {
+        int heads;
+        uint32_t first, second;   /* grid.x of the launches (second 0: one launch) */
+        bool tail_first;          /* the first launch is the tail kernel */
+    } cases[] = {{12, 264, 240, false}, {16, 32, 0, false}, {8, 32, 0, false}, {4, 256, 0, true}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i) {
+        r35a_varlen_attention_desc d = varlen(R35A_DTYPE_BF16, 4, 4096, 1024, cases[i].heads, cases[i].heads, 128);
+        r35a_gpu_launch l[R35A_ENCODER_MAX_LAUNCHES];
+        int n = 0;
+        char why[256];
+        assert_true(r35a_plan_encoder(&d, "sm_90", 132, NULL, l, &n, why, sizeof why));
+        assert_string_equal(r35a_encoder_variants[l[0].kernel].name, "encoder_bf16_d128_r32_kb64_nw4_w2");
+        if (n != (cases[i].second ? 2 : 1) || l[0].grid[0] != cases[i].first || l[0].encoder_tail != cases[i].tail_first)
+            print_error("%d heads: %d launches, first grid.x %u%s\n", cases[i].heads, n, l[0].grid[0],
+                        l[0].encoder_tail ? " (tail kernel)" : "");
+        assert_int_equal(n, cases[i].second ? 2 : 1);
+        assert_int_equal(l[0].grid[0], cases[i].first);
+        assert_int_equal(l[0].encoder_tail, cases[i].tail_first);
+        if (cases[i].second)
+            assert_int_equal(l[1].grid[0], cases[i].second);
+        expect_encoder_launches(l, n, 32, (uint32_t)cases[i].heads, 128);
+        assert_string_equal(r35a_encoder_tail_name(l[0].kernel), "encoder_bf16_d128_r32_kb64_nw4_w2_tail");
+    }
+    /* gfx1151's table has no tail kernels yet (tools/gen_variants.py has_tail): one launch. */
+    r35a_varlen_attention_desc g = varlen(R35A_DTYPE_F16, 2, 400, 200, 8, 8, 64);
+    r35a_gpu_launch lg[R35A_ENCODER_MAX_LAUNCHES];
+    int ng = 0;
+    char whyg[256];
+    assert_true(r35a_plan_encoder(&g, ARCH, 40, NULL, lg, &ng, whyg, sizeof whyg));
+    assert_null(r35a_encoder_tail_name(lg[0].kernel));
+    assert_int_equal(ng, 1);
+    assert_int_equal(lg[0].tail_items, 0);
+    /* A small-problem tiling (maxlen > 0) has no tail kernel: one launch whatever its grid. */
+    r35a_varlen_attention_desc s = varlen(R35A_DTYPE_BF16, 300, 300 * 16, 16, 16, 16, 128);
+    r35a_gpu_launch l[R35A_ENCODER_MAX_LAUNCHES];
+    int n = 0;
+    char why[256];
+    assert_true(r35a_plan_encoder(&s, "sm_90", 132, NULL, l, &n, why, sizeof why));
+    assert_true(r35a_encoder_variants[l[0].kernel].maxlen > 0);
+    assert_null(r35a_encoder_tail_name(l[0].kernel));
+    assert_int_equal(n, 1);
+    assert_int_equal(l[0].tail_items, 0);
 }
 
 /* Two workgroup-wide tilings of one head size (sm_90's table at D = 64: 128-row workgroups, 2 per SM,
@@ -1088,6 +1179,7 @@ int main(void)
         cmocka_unit_test(test_mixed_batch_features),
         cmocka_unit_test(test_encoder_plan),
         cmocka_unit_test(test_encoder_grid_fill),
+        cmocka_unit_test(test_encoder_tail_split),
         cmocka_unit_test(test_encoder_declines),
         cmocka_unit_test(test_encoder_args),
     };
