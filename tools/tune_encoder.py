@@ -16,7 +16,9 @@ choice); its label ends in _qs, its kernel symbol is the plain name. `measure` l
 the CUDA driver and launches the kernels directly with r35a_encoder_args (the encoder_args.h grid
 formulas are mirrored below) and, as the library does (src/gpu_runtime.c), with exactly the dynamic
 shared memory the kernel's layout uses (its <name>_lds_bytes device global), the function's limit
-raised to it:
+raised to it, and, for a workgroup-wide candidate, with the library's tail split (its <name>_tail kernel
+over the items of a part-empty last round of workgroup slots, src/plan_encoder.c; launched after the
+variant here, programmatically in the library):
 
   1. correctness of every candidate: a varlen problem with segment lengths [1, 37, 100, 577, 16, 0,
      129, 1100] (partial blocks, an empty segment, a length-1 segment, several row blocks, growing
@@ -115,7 +117,7 @@ def cmd_build(a):
     os.makedirs(a.dir, exist_ok=True)
     nvcc = a.nvcc or "nvcc"
     cands = [dict(name=name_of("bf16", h, c), label=label_of("bf16", h, c), head=h, rows=c[0], kb=c[1], nw=c[2],
-                  waves=c[3], maxlen=c[4], q_smem_forced="qs" in c[5:])
+                  waves=c[3], maxlen=c[4], q_smem_forced="qs" in c[5:], tail=c[4] == 0 and c[1] % 32 == 0)
              for h in HEADS for c in CANDIDATES[h]]
     kept = []
     # compile one candidate at a time: a candidate whose LDS breaks the contract fails static_assert
@@ -125,6 +127,9 @@ def cmd_build(a):
         with open(lst, "w") as f:
             f.write(f"R35A_ENCODER_VARIANT({a.arch}, {c['name']}, bf16, {c['head']}, {c['rows']}, {c['kb']}, "
                     f"{c['nw']}, {c['waves']}, {c['maxlen']})\n")
+            if c["tail"]:
+                f.write(f"R35A_ENCODER_TAIL({a.arch}, {c['name']}_tail, {c['name']}, bf16, {c['head']}, {c['rows']}, "
+                        f"{c['kb']}, {c['nw']}, {c['waves']})\n")
         out = os.path.join(a.dir, f"{c['label']}.cubin")
         cmd = [nvcc, "-x", "cu", "-cubin", "-O3", "-std=c++17", "-Xptxas", "-v", f"-arch={a.arch}",
                "-DR35A_FRAGMENT_EMULATE_GFX11=0", "-I", os.path.join(ROOT, "kernels"), "-I", os.path.join(ROOT, "variants"),
@@ -135,12 +140,12 @@ def cmd_build(a):
         if p.returncode != 0:
             print(f"  {c['label']}: does not compile ({p.stderr.strip().splitlines()[-1][:120] if p.stderr else '?'})")
             continue
-        spill = re.search(r"(\d+) bytes spill stores", p.stderr)
-        regs = re.search(r"Used (\d+) registers", p.stderr)
-        c["regs"] = int(regs.group(1)) if regs else None
+        spill = max([int(x) for x in re.findall(r"(\d+) bytes spill stores", p.stderr)] or [0])   # every kernel's
+        regs = [int(x) for x in re.findall(r"Used (\d+) registers", p.stderr)]
+        c["regs"] = max(regs) if regs else None
         c["lds_bytes"] = elf_int_symbol(out, f"{c['name']}_lds_bytes")
-        if spill and int(spill.group(1)):
-            print(f"  {c['label']}: {spill.group(1)} bytes of spill stores, dropped")
+        if spill:
+            print(f"  {c['label']}: {spill} bytes of spill stores, dropped")
             continue
         c["cubin"] = os.path.basename(out)
         kept.append(c)
@@ -155,10 +160,35 @@ class EncoderArgs(ctypes.Structure):
                 + [(n, ctypes.c_int64) for n in ("qts", "qhs", "kts", "khs", "vts", "vhs", "ots", "ohs")]
                 + [("num_segments", ctypes.c_int32), ("num_heads", ctypes.c_int32), ("max_seqlen", ctypes.c_int32),
                    ("scale_log2", ctypes.c_float), ("error", ctypes.c_void_p), ("num_tokens", ctypes.c_int32),
-                   ("reserved", ctypes.c_int32)])
+                   ("tail_items", ctypes.c_int32)])
 
 
 assert ctypes.sizeof(EncoderArgs) == ARGS_BYTES
+
+
+def tail_items(items, slots):
+    """kernels/common/encoder_args.h r35a_encoder_tail_items: the items of a part-empty last round of
+    workgroup slots when their halves fit in one round, else 0."""
+    last = items % slots if items > 0 and slots > 0 else 0
+    return last if last and 2 * last <= slots else 0
+
+
+def tail_launches(c, nseg, max_seqlen, heads, sms, tail=None):
+    """[(kernel name, grid, tail_items)] as the library launches a candidate (src/plan_encoder.c): a
+    workgroup-wide one with the tail split (its <name>_tail kernel over two half workgroups per tail
+    item, after the variant over the others, or alone), else one launch. `tail` forces the tail's item
+    count (the correctness check). The tail kernel is launched the ordinary way here, after the first
+    (the library launches it programmatically: it may start on slots the first frees)."""
+    grid = grid_of(c, nseg, max_seqlen, heads)
+    if not c.get("tail") or c["maxlen"]:
+        return [(c["name"], grid, 0)]
+    total = grid[0] * heads
+    if tail is None:
+        tail = tail_items(total, sms * max(1, 4 * c["waves"] // c["nw"]))
+    if tail == 0:
+        return [(c["name"], grid, 0)]
+    out = [(c["name"], (total - tail, 1, 1), tail)] if total > tail else []
+    return out + [(c["name"] + "_tail", (2 * tail, 1, 1), tail)]
 
 
 def grid_of(c, nseg, max_seqlen, heads):
@@ -233,13 +263,13 @@ def time_graph(torch, fn, copies, reps=15, warm=3):
 _ERROR_RECORDS = []   # the kernels' device error record (kernels/common/device_error.h), kept alive
 
 
-def args_for(q, k, v, o, cu, nseg, H, D, max_seqlen):
+def args_for(q, k, v, o, cu, nseg, H, D, max_seqlen, tail_items=0):
     ts = H * D
     if not _ERROR_RECORDS:
         _ERROR_RECORDS.append(q.new_zeros((2,), dtype=cu.dtype))
     return EncoderArgs(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), cu.data_ptr(), ts, D, ts, D, ts, D, ts, D,
                        nseg, H, max_seqlen, float((1.0 / math.sqrt(D)) * 1.4426950408889634),
-                       _ERROR_RECORDS[0].data_ptr(), q.shape[0], 0)
+                       _ERROR_RECORDS[0].data_ptr(), q.shape[0], tail_items)
 
 
 def check_candidate(torch, cu_rt, path, c, seed):
@@ -257,9 +287,10 @@ def check_candidate(torch, cu_rt, path, c, seed):
     v = (torch.randn(T, H, D, device="cuda", generator=g) + 0.5).to(torch.bfloat16)
     o = torch.full((T, H, D), float("nan"), device="cuda", dtype=torch.bfloat16)
     cu = torch.tensor([0] + list(__import__("itertools").accumulate(segs)), dtype=torch.int32, device="cuda")
-    f = cu_rt.function(path, c["name"])
-    arg = args_for(q, k, v, o, cu, len(segs), H, D, max(segs))
-    cu_rt.launch(f, grid_of(c, len(segs), max(segs), H), 32 * c["nw"], arg, torch.cuda.current_stream().cuda_stream)
+    grid = grid_of(c, len(segs), max(segs), H)
+    for name, grid, tail in tail_launches(c, len(segs), max(segs), H, 1, tail=(grid[0] * H) // 2 + 1):
+        arg = args_for(q, k, v, o, cu, len(segs), H, D, max(segs), tail)
+        cu_rt.launch(cu_rt.function(path, name), grid, 32 * c["nw"], arg, torch.cuda.current_stream().cuda_stream)
     torch.cuda.synchronize()
     err, s0 = 0.0, 0
     refmax = 0.0
@@ -308,14 +339,15 @@ class Problem:
         self.flash_out = ref.transpose(1, 2).reshape(self.seg * self.nseg, self.H, self.D).float()
         del outs
 
-    def ours(self, torch, cu_rt, path, c):
-        f = cu_rt.function(path, c["name"])
-        args = [args_for(self.q[i], self.k[i], self.v[i], self.o[i], self.cu, self.nseg, self.H, self.D, self.seg)
-                for i in range(self.copies)]
-        grid = grid_of(c, self.nseg, self.seg, self.H)
+    def ours(self, torch, cu_rt, path, c, sms=132):
+        ls = [(cu_rt.function(path, name), grid, tail)
+              for name, grid, tail in tail_launches(c, self.nseg, self.seg, self.H, sms)]
+        args = [[args_for(self.q[i], self.k[i], self.v[i], self.o[i], self.cu, self.nseg, self.H, self.D, self.seg, tail)
+                 for _, _, tail in ls] for i in range(self.copies)]
 
         def call(i):
-            cu_rt.launch(f, grid, 32 * c["nw"], args[i], torch.cuda.current_stream().cuda_stream)
+            for (f, grid, _), arg in zip(ls, args[i]):
+                cu_rt.launch(f, grid, 32 * c["nw"], arg, torch.cuda.current_stream().cuda_stream)
         t = time_graph(torch, call, self.copies)
         torch.cuda.synchronize()
         diff = float((self.o[0].float() - self.flash_out).abs().max()) if self.flash_out is not None else None
@@ -389,7 +421,7 @@ def cmd_measure(a):
             if not ok.get(label(c)) or (kind != "short" and c["maxlen"] and seg > c["maxlen"]):
                 continue
             try:
-                t, diff = p.ours(torch, cu_rt, os.path.join(a.dir, c["cubin"]), c)
+                t, diff = p.ours(torch, cu_rt, os.path.join(a.dir, c["cubin"]), c, dev.multi_processor_count)
             except Exception as e:  # noqa: BLE001
                 print(f"  {label(c)}: {e}")
                 continue
