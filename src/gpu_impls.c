@@ -220,7 +220,7 @@ static r35a_status launch_one(const r35a_context *ctx, const r35a_plan *plan, co
     /* the split merge waits for its decode launch in the kernel, an encoder tail kernel for the
      * encoder launch before it ends (programmatic dependent launch) */
     return runtime_of(ctx)->launch(ctx, l->handle, launch_name(l), l->grid, l->block, &ka, l->shared_bytes,
-                                   l->split_merge || l->programmatic, stream);
+                                   l->programmatic, stream);
 }
 
 static r35a_status gpu_run(const r35a_context *ctx, const r35a_plan *plan, const void *args, void *workspace,

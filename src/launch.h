@@ -30,7 +30,7 @@ typedef struct r35a_gpu_launch {
     int32_t min_query_len;       /* generic paged: serves only sequences with M > this (0: all) */
     bool encoder_tail;           /* encoder: the tail kernel of variant `kernel` (<name>_tail), not the variant */
     bool programmatic;           /* follows a launch of the same call and orders itself after it in the kernel
-                                    (an encoder tail kernel: before it ends); the decode split merge is too */
+                                    (the decode split merge; an encoder tail kernel: before it ends) */
     int32_t tail_items;          /* encoder: args.tail_items of both launches of a tail split (encoder_args.h) */
     size_t workspace_bytes;      /* workspace the launch uses, from offset 0 */
     uint32_t shared_bytes;       /* dynamic shared memory per workgroup (0: the kernel's static LDS only) */

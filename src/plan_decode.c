@@ -180,6 +180,7 @@ bool r35a_plan_decode_merge(const r35a_paged_attention_desc *d, const r35a_gpu_l
     const r35a_decode_variant *v = &r35a_decode_variants[decode->kernel];
     *out = *decode;
     out->split_merge = true;
+    out->programmatic = true;   /* it waits for the decode launch in the kernel */
     r35a_decode_merge_grid(d->num_seqs, d->num_kv_heads, decode->num_row_groups, v->rows,
                            d->num_q_heads / d->num_kv_heads, decode->max_query_len, v->head_size, decode->num_splits,
                            out->grid);

@@ -8,7 +8,8 @@ the macros they need before including it (the others default to nothing):
     R35A_GENERIC_KERNEL(arch, name, op, dtype, dmax)
     R35A_ENCODER_VARIANT(arch, name, dtype, head_size, rows, kb, nw, waves, maxlen)
     R35A_ENCODER_TAIL(arch, name, variant, dtype, head_size, rows, kb, nw, waves)   the tail kernel
-                                        (<variant>_tail) of a maxlen 0 variant of an NVIDIA table (has_tail)    R35A_ENCODER_SHAPE(arch, dtype, head_size, heads)       one served encoder shape (bench, tests)
+                                        (<variant>_tail) of a maxlen 0 variant of an NVIDIA table (has_tail)
+    R35A_ENCODER_SHAPE(arch, dtype, head_size, heads)       one served encoder shape (bench, tests)
     R35A_GPU_ARCH(arch, tuning, unit, cus_per_unit, default_cus, vgprs, simds_per_cu)   variants/archs.tsv
 
 kernels/*.hip instantiate one extern "C" kernel per *_VARIANT / *_KERNEL entry (symbol = name);

@@ -166,7 +166,7 @@ class EncoderArgs(ctypes.Structure):
 assert ctypes.sizeof(EncoderArgs) == ARGS_BYTES
 
 
-def tail_items(items, slots):
+def tail_item_count(items, slots):
     """kernels/common/encoder_args.h r35a_encoder_tail_items: the items of a part-empty last round of
     workgroup slots when their halves fit in one round, else 0."""
     last = items % slots if items > 0 and slots > 0 else 0
@@ -184,7 +184,7 @@ def tail_launches(c, nseg, max_seqlen, heads, sms, tail=None):
         return [(c["name"], grid, 0)]
     total = grid[0] * heads
     if tail is None:
-        tail = tail_items(total, sms * max(1, 4 * c["waves"] // c["nw"]))
+        tail = tail_item_count(total, sms * max(1, 4 * c["waves"] // c["nw"]))
     if tail == 0:
         return [(c["name"], grid, 0)]
     out = [(c["name"], (total - tail, 1, 1), tail)] if total > tail else []
@@ -287,8 +287,8 @@ def check_candidate(torch, cu_rt, path, c, seed):
     v = (torch.randn(T, H, D, device="cuda", generator=g) + 0.5).to(torch.bfloat16)
     o = torch.full((T, H, D), float("nan"), device="cuda", dtype=torch.bfloat16)
     cu = torch.tensor([0] + list(__import__("itertools").accumulate(segs)), dtype=torch.int32, device="cuda")
-    grid = grid_of(c, len(segs), max(segs), H)
-    for name, grid, tail in tail_launches(c, len(segs), max(segs), H, 1, tail=(grid[0] * H) // 2 + 1):
+    items = grid_of(c, len(segs), max(segs), H)[0] * H
+    for name, grid, tail in tail_launches(c, len(segs), max(segs), H, 1, tail=items // 2 + 1):
         arg = args_for(q, k, v, o, cu, len(segs), H, D, max(segs), tail)
         cu_rt.launch(cu_rt.function(path, name), grid, 32 * c["nw"], arg, torch.cuda.current_stream().cuda_stream)
     torch.cuda.synchronize()
