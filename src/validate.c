@@ -364,8 +364,13 @@ static r35a_status check_scales(const char *field, const float *scale, int32_t c
 static r35a_status validate_paged_data(const r35a_paged_attention_desc *d, const r35a_paged_attention_args *a)
 {
     const int32_t *qsl = a->query_start_loc;
+    /* query_start_loc's ends and bounds come before any page: a wrong entry changes which keys a
+     * sequence's rows reach, and the detail must name the cause, not a block-table entry it exposes */
     if (qsl[0] != 0)
         return r35a_fail(R35A_ERR_INVALID_DATA, ARGS_PAGED ".query_start_loc[0]: %d is not 0", (int)qsl[0]);
+    if (qsl[d->num_seqs] != d->num_tokens)
+        return r35a_fail(R35A_ERR_INVALID_DATA, ARGS_PAGED ".query_start_loc[%d]: %d is not num_tokens %d",
+                         (int)d->num_seqs, (int)qsl[d->num_seqs], (int)d->num_tokens);
     for (int32_t s = 0; s < d->num_seqs; ++s) {
         int32_t len = a->seq_lens[s];
         if (len < 0 || len > d->max_seq_len)
@@ -374,6 +379,9 @@ static r35a_status validate_paged_data(const r35a_paged_attention_desc *d, const
         if (qsl[s + 1] < qsl[s])
             return r35a_fail(R35A_ERR_INVALID_DATA, ARGS_PAGED ".query_start_loc[%d]: %d is below [%d] = %d",
                              (int)s + 1, (int)qsl[s + 1], (int)s, (int)qsl[s]);
+        if (qsl[s + 1] > d->num_tokens)
+            return r35a_fail(R35A_ERR_INVALID_DATA, ARGS_PAGED ".query_start_loc[%d]: %d is above num_tokens %d",
+                             (int)s + 1, (int)qsl[s + 1], (int)d->num_tokens);
         int64_t m = (int64_t)qsl[s + 1] - qsl[s];
         if (m > d->max_query_len)
             return r35a_fail(R35A_ERR_INVALID_DATA,
@@ -395,9 +403,6 @@ static r35a_status validate_paged_data(const r35a_paged_attention_desc *d, const
                                  (int)s, (long long)p, (int)row[p], (int)d->num_pages - 1);
         }
     }
-    if (qsl[d->num_seqs] != d->num_tokens)
-        return r35a_fail(R35A_ERR_INVALID_DATA, ARGS_PAGED ".query_start_loc[%d]: %d is not num_tokens %d",
-                         (int)d->num_seqs, (int)qsl[d->num_seqs], (int)d->num_tokens);
     if (r35a_dtype_is_kv8(r35a_paged_kv_dtype(d))) {
         TRY(check_scales("k_scale", a->k_scale, d->kv_scale_per_head ? d->num_kv_heads : 1));
         TRY(check_scales("v_scale", a->v_scale, d->kv_scale_per_head ? d->num_kv_heads : 1));

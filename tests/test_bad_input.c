@@ -773,6 +773,23 @@ static void test_paged_data(void **state)
     bt[2 * bts + 2] = p.desc.num_pages;
     paged_run_expect("invalid block_table entries only where no query reaches (valid)", &p, plan, &a,
                      R35A_OK, NULL, NULL);
+
+    /* a wrong query_start_loc entry that would make garbage entries reachable is named itself, not
+       the entry it exposes (seq 2: L = 40 and garbage pages, M 0 -> 1 by the last entry; the same
+       through an entry above num_tokens in the middle of the array) */
+    RESET();
+    sl[2] = 40;
+    bt[2 * bts + 0] = INT32_MIN;
+    bt[2 * bts + 1] = -1;
+    bt[2 * bts + 2] = p.desc.num_pages;
+    paged_run_expect("seq 2 with garbage pages and no query (valid)", &p, plan, &a, R35A_OK, NULL, NULL);
+    qsl[3] = 4;
+    paged_run_expect("query_start_loc[3] = 4 > num_tokens 3, exposing garbage pages", &p, plan, &a,
+                     R35A_ERR_INVALID_DATA, NULL, "paged_attention_args.query_start_loc[3]");
+    qsl[3] = 3;
+    qsl[2] = 4;
+    paged_run_expect("query_start_loc[2] = 4 > num_tokens 3, then [3] = 3", &p, plan, &a,
+                     R35A_ERR_INVALID_DATA, NULL, "paged_attention_args.query_start_loc[2]");
     r35a_plan_destroy(plan);
     plan = NULL;
     paged_problem_free(&p);
