@@ -37,7 +37,7 @@ typedef short v16s __attribute__((ext_vector_type(16)));
 typedef float v8f __attribute__((ext_vector_type(8)));
 typedef u32 v8u __attribute__((ext_vector_type(8)));
 
-enum { ACC_ELEMS = 8, NCOL = 1 };
+enum { ACC_ELEMS = 8, NCOL = 1, TILE_ROWS = 16 };   /* TILE_ROWS: query rows per row tile (an accumulator's n) */
 
 /* Operand fragment: 16 x 16-bit elements per lane. */
 struct ab {

@@ -21,7 +21,7 @@
 namespace r35a {
 namespace frag {
 
-enum { ACC_ELEMS = 8, NCOL = 1 };
+enum { ACC_ELEMS = 8, NCOL = 1, TILE_ROWS = 16 };   /* TILE_ROWS: query rows per row tile (an accumulator's n) */
 
 struct ab {
     u32 v[8];

@@ -27,7 +27,7 @@
 namespace r35a {
 namespace frag {
 
-enum { ACC_ELEMS = 8, NCOL = 2 };
+enum { ACC_ELEMS = 8, NCOL = 2, TILE_ROWS = 16 };   /* TILE_ROWS: query rows per row tile (an accumulator's n) */
 
 struct ab {
     u32 v[4];
@@ -591,5 +591,7 @@ R35A_DEV void store_vec16_global_pv(const ab &a, int n, F ptr_of) { store_vec16_
 
 } /* namespace frag */
 } /* namespace r35a */
+
+#include "fragment_nv_mma_n8.h"   /* decode's 8-row layer (frag_n8) */
 
 #endif /* R35A_FRAGMENT_NV_MMA_H */
