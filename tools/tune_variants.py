@@ -39,7 +39,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEADS = (64, 96, 128, 192, 256, 512)
-ROWS = (16, 32)
+ROWS = (8, 16, 32)   # rows 8: NVIDIA only (rows_of)
+
+
+def rows_of(arch):
+    """The row counts a table of arch has: rows 8 is NVIDIA's 8-row layer (kernels/common/fragment_nv_mma_n8.h)."""
+    return ROWS if arch.startswith("sm_") else tuple(r for r in ROWS if r != 8)
 
 
 # ------------------------------------------------------------------------------------------ candidates
@@ -87,7 +92,11 @@ def decode_cfg(arch, head, rows, kw, dw, waves, reg_stages=2, lds_stages_max=Non
     lds_stages_max: R35A_DECODE_LDS_STAGES_MAX (16-bit, 4) or _MAX_8BIT (8)."""
     if lds_stages_max is None:
         lds_stages_max = 4 if kv == "16" else 8
-    T, ds, nw = rows // 16, head // dw, kw * dw * rw
+    # row tiles: 16 rows (8 on NVIDIA's rows-8 layer, fragment_nv_mma_n8.h: 128 accumulator floats a tile)
+    tr = 8 if arch.startswith("sm_") and rows == 8 else 16
+    acc_floats = 128 if tr == 8 else 256
+    T, ds, nw = -(-rows // tr), head // dw, kw * dw * rw
+    rt = T * tr                                    # the row tiles' rows
     tw = T // rw                                   # row tiles per wave
     pipes = nw // rw if arch.startswith("sm_") else nw   # the row waves share a shared-memory pipeline
     nc = ds // 16
@@ -96,10 +105,10 @@ def decode_cfg(arch, head, rows, kw, dw, waves, reg_stages=2, lds_stages_max=Non
         budget = nv_smem_bytes(waves, nw)   # dynamic shared memory (decode_args.h)
     else:
         budget = min(131072 // pool, 65536)
-    px = tw * 256 * 4 if dw > 1 else 0        # one wave's partial S^T
-    sr = kw * T * 256 * 4 if dw > 1 else 0
+    px = tw * acc_floats * 4 if dw > 1 else 0   # one wave's partial S^T
+    sr = kw * T * acc_floats * 4 if dw > 1 else 0
     per_stage = nv_stage_bytes(ds, kv)
-    q_bytes = dw * rows * (ds + 8) * 2   # Q^T in shared memory (R = 32) where the stages still fit
+    q_bytes = dw * rt * (ds + 8) * 2   # Q^T in shared memory (R = 32) where the stages still fit
     if not (arch.startswith("sm_") and tw >= 2 and (budget - 16 - nw * px - sr - q_bytes) // pipes // per_stage >= 2):
         q_bytes = 0
     free = budget - 16 - nw * px - sr - q_bytes
@@ -114,8 +123,8 @@ def decode_cfg(arch, head, rows, kw, dw, waves, reg_stages=2, lds_stages_max=Non
         region, exch = stages * per_stage, nw * px
     else:
         region, exch = (stages * per_stage + px if use_lds else max(vt, px)), 0
-    loop = (pipes if use_lds else nw) * region + exch + sr + (q_bytes if use_lds else 0) + rows * 4   # + ALiBi slopes
-    merge = (kw // 2) * (dw * T * nc * 256 + 2 * rows) * 4 if kw > 1 else 0
+    loop = (pipes if use_lds else nw) * region + exch + sr + (q_bytes if use_lds else 0) + rt * 4   # + ALiBi slopes
+    merge = (kw // 2) * (dw * T * nc * acc_floats + 2 * rt) * 4 if kw > 1 else 0
     split_merge = 65 * rows * 4   # the split merge's weights ((R35A_DECODE_MAX_SPLITS + 1) x R floats)
     return dict(pipe="lds" if use_lds else "regs", stages=stages, lds=max(loop, merge, split_merge) + 16, budget=budget)
 
@@ -206,7 +215,7 @@ def compile_group(arch, d, head, rows, src_dir=None, rws=None, kv="16", dtype="f
 
 def cmd_build(args):
     os.makedirs(args.dir, exist_ok=True)
-    groups = [(h, r) for h in HEADS for r in ROWS if not args.groups or f"d{h}_r{r}" in args.groups.split(",")]
+    groups = [(h, r) for h in HEADS for r in rows_of(args.arch) if not args.groups or f"d{h}_r{r}" in args.groups.split(",")]
     with ThreadPoolExecutor(max_workers=args.jobs) as ex:
         rws = [int(x) for x in args.rw.split(",")] if args.rw else None
         res = list(ex.map(lambda g: compile_group(args.arch, args.dir, g[0], g[1], args.src, rws, args.kv,
@@ -465,6 +474,7 @@ def cmd_measure(args):
     winners = {}
     for head in HEADS:
         shapes_by_rows = {
+            8: [(4, 1, 8192, 1), (4, 1, 8192, 16), (8, 1, 32768, 1), (4, 1, 1024, 16), (8, 1, 8192, 16)],
             16: [(4, 1, 8192, 1), (4, 1, 8192, 16), (8, 2, 32768, 1), (4, 1, 1024, 16), (4, 1, 32768, 16)],
             32: [(8, 4, 8192, 1), (8, 4, 8192, 16), (8, 4, 1024, 16)],
         }

@@ -275,12 +275,27 @@ static bool run_varlen(r35a_context *ctx, const varlen_spec *spec, const char *g
     return ok;
 }
 
-/* G such that G x M rows make the planner pick a variant with R rows: (R - 16, R]. */
-static int32_t group_for(int rows, int m)
+/* The rows of the next smaller variant of v's arch, dtype, K/V format and head size (0: none): the
+ * planner takes v for G x M in (that, v's rows]. */
+static int rows_below(const char *arch, const variant *v)
+{
+    int below = 0;
+    for (size_t i = 0; i < sizeof k_decode / sizeof *k_decode; ++i) {
+        const variant *u = &k_decode[i].v;
+        if (strcmp(k_decode[i].arch, arch) == 0 && u->dtype == v->dtype && u->kv == v->kv && u->head == v->head &&
+            u->rows < v->rows && u->rows > below)
+            below = u->rows;
+    }
+    return below;
+}
+
+/* G such that G x M rows make the planner pick the variant with R rows whose next smaller variant has
+ * `below` rows: G x M in (below, R] (M <= R - below: M <= 8, rows 8 / 16 / 32). */
+static int32_t group_for_rows(int rows, int below, int m)
 {
     int32_t g = rows / m;
-    if (g * m <= rows - 16)
-        g = (rows - 16) / m + 1;
+    if (g * m <= below)
+        g = below / m + 1;
     return g < 1 ? 1 : g;
 }
 
@@ -300,6 +315,8 @@ static void decode_cases(r35a_context *ctx, const char *arch)
         if (strcmp(k_decode[vi].arch, arch) != 0)
             continue;
         const variant *v = &k_decode[vi].v;
+        const int below = rows_below(arch, v);
+#define group_for(rows, m) group_for_rows(rows, below, m)
         if (g_quick && (v->dtype != R35A_DTYPE_F16 || (v->head != 128 && v->head != 64) || (v->kv && v->head != 128)))
             continue;
         /* the 8-bit variants' cases tally apart (same shapes, their format's cache) */
@@ -410,6 +427,7 @@ static void decode_cases(r35a_context *ctx, const char *arch)
         paged_spec_add_seq(&s, 57, 1);
         run_paged(ctx, &s, GROUP("softcap_alibi"), index++, v->name);
 #undef GROUP
+#undef group_for
     }
 }
 

@@ -195,7 +195,8 @@ static void test_registry(void **state)
     for (int i = 0; i < R35A_NUM_DECODE_VARIANTS; ++i) {
         const r35a_decode_variant *v = &r35a_decode_variants[i];
         assert_int_equal(r35a_registry_find(R35A_GPU_DECODE, v->arch, v->name), i);
-        assert_true(v->rows % 16 == 0 && v->kw >= 1 && v->dw >= 1 && v->rw >= 1 && 32 * v->kw * v->dw * v->rw <= 1024);
+        /* rows: whole 16-row tiles, or 8 (NVIDIA's 8-row layer, one row wave) */
+        assert_true((v->rows % 16 == 0 || (v->rows == 8 && v->rw == 1 && strncmp(v->arch, "sm_", 3) == 0)) && v->kw >= 1 && v->dw >= 1 && v->rw >= 1 && 32 * v->kw * v->dw * v->rw <= 1024);
         assert_true(v->head_size % (16 * v->dw) == 0);
     }
     for (int i = 0; i < R35A_NUM_GENERIC_KERNELS; ++i)
@@ -573,6 +574,51 @@ static void test_decode_nv_short_splits(void **state)
                                                              r35a_decode_waves(v->kw, v->dw, v->rw));
     assert_int_equal(l.num_splits, r35a_decode_num_splits(1, 8, l.num_row_groups, 2048, 4, 0, 40, resident,
                                                           R35A_DECODE_MIN_TILES_PER_SPLIT));
+}
+
+/* The rows a kv head's G x M rows run with: the fewest row groups, then the smallest R (one row
+ * group whenever a variant of the arch, dtype, K/V format and head size has R >= G x M). NVIDIA's
+ * tables may list rows 8 (the 8-row fragment layer, fragment_nv_mma_n8.h); gfx1151's have 16 and 32. */
+static int32_t smallest_rows_for(const char *arch, r35a_dtype dtype, r35a_dtype kv, int32_t head, int32_t rows)
+{
+    int32_t best = 0;
+    for (int i = 0; i < R35A_NUM_DECODE_VARIANTS; ++i) {
+        const r35a_decode_variant *v = &r35a_decode_variants[i];
+        const r35a_dtype v_kv = v->kv_dtype ? v->kv_dtype : v->dtype;
+        if (strcmp(v->arch, arch) == 0 && v->dtype == dtype && v_kv == kv && v->head_size == head && v->rows >= rows &&
+            (!best || v->rows < best))
+            best = v->rows;
+    }
+    return best;
+}
+
+static void test_decode_rows_choice(void **state)
+{
+    (void)state;
+    r35a_gpu_launch l;
+    char why[256];
+    const struct {
+        const char *arch;
+        int q_heads, m, head;
+    } cases[] = {
+        {"sm_90", 32, 1, 128}, {"sm_90", 32, 2, 128}, {"sm_90", 64, 1, 64},  {"sm_90", 8, 8, 256},
+        {"sm_90", 32, 3, 128}, {"sm_90", 64, 2, 64},  {"sm_90", 64, 4, 128}, {"sm_90", 32, 1, 512},
+        {ARCH, 32, 1, 128},    {ARCH, 64, 1, 64},     {ARCH, 64, 4, 128},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i) {
+        for (int kv8 = 0; kv8 < 2; ++kv8) {
+            r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 4, cases[i].m, 4096, cases[i].q_heads, 8, cases[i].head, 16);
+            if (kv8)
+                d.kv_dtype = R35A_DTYPE_FP8_E4M3;
+            assert_true(r35a_plan_decode(&d, cases[i].arch, 132, NULL, &l, why, sizeof why));
+            const r35a_decode_variant *v = &r35a_decode_variants[l.kernel];
+            const int32_t want = smallest_rows_for(cases[i].arch, R35A_DTYPE_F16, kv8 ? R35A_DTYPE_FP8_E4M3 : R35A_DTYPE_F16,
+                                                   cases[i].head, cases[i].q_heads / 8 * cases[i].m);
+            assert_true(want > 0);
+            assert_int_equal(v->rows, want);
+            assert_int_equal(l.num_row_groups, 1);
+        }
+    }
 }
 
 static void test_decode_forced_variant(void **state)
@@ -1169,6 +1215,7 @@ int main(void)
         cmocka_unit_test(test_decode_nv_single_split),
         cmocka_unit_test(test_decode_nv_single_split_warps),
         cmocka_unit_test(test_decode_nv_short_splits),
+        cmocka_unit_test(test_decode_rows_choice),
         cmocka_unit_test(test_decode_forced_variant),
         cmocka_unit_test(test_generic_paged),
         cmocka_unit_test(test_generic_varlen),
