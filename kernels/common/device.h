@@ -510,7 +510,8 @@ R35A_DEV float int8_to_f32(u32 b) { return (float)((int)(b << 24) >> 24); }
  * cache holds is exact in f16 and bf16 in those units, so the only rounding is the products'
  * (the kernel multiplies the unit and the caller's scale into the logit scale for K and into the
  * output normalization for V). Instruction counts per pair: gfx11 fp8 -> f16 6 (v_perm_b32,
- * v_pk_ashrrev_i16 and the NaN flag: and, add, shift, v_bfi_b32), int8 -> f16 2.5 (the byte-flip is shared by two pairs, v_perm_b32,
+ * v_pk_ashrrev_i16 and the NaN flag: and, add, shift, v_bfi_b32), or 3 on the fast path plus ~1.25
+ * for the operand's NaN-code test (kv8x2_fast below), int8 -> f16 2.5 (the byte-flip is shared by two pairs, v_perm_b32,
  * v_pk_add_f16); -> bf16 by way of f32 (exact: at most 8 significant bits) 5-6. NVIDIA: fp8 -> f16
  * one cvt.rn.f16x2.e4m3x2 (sm_89+), int8 -> f16 2, -> bf16 3-4.
  * fp8 NaN codes (S.1111.111) come out NaN on both (the reference's rule; the emulator's
@@ -580,7 +581,37 @@ R35A_DEV u32 kv8x2(u32 x) {
         }
     }
 }
+/* The fp8 -> f16 fast path (gfx11): kv8x2 without the NaN flag, 3 instructions per pair instead of 6
+ * (v_perm_b32, v_pk_ashrrev_i16, v_and_b32). Exact for every code but S.1111.111, which it would turn
+ * into the finite 480 / 2^8, so it is taken only for operands whose bytes hold no NaN code, a
+ * wave-uniform test (kv8_nan_codes, or-ed over the operand's dwords, then wave_any): a wave with a
+ * NaN code anywhere in the operand converts all of it with kv8x2. Other (E, KV): kv8x2 itself. */
+template <class E, class KV>
+struct kv8_fast_path {
+    static constexpr bool value = same_type<KV, kv_fp8_t>::value && same_type<E, f16_t>::value;
+};
+template <class E, class KV, int B0, int B1>
+R35A_DEV u32 kv8x2_fast(u32 x) {
+    if constexpr (kv8_fast_path<E, KV>::value) {
+        typedef short s16x2 __attribute__((ext_vector_type(2)));
+        const u32 t = byte_perm(0u, x, ((u32)B1 << 24) | (4u << 16) | ((u32)B0 << 8) | 4u);
+        return __builtin_bit_cast(u32, __builtin_bit_cast(s16x2, t) >> (s16x2){1, 1}) & 0xbfffbfffu;
+    } else {
+        return kv8x2<E, KV, B0, B1>(x);
+    }
+}
+/* Bit 7 of byte i is set where byte i of x is an fp8 NaN code (magnitude 0x7f; (b & 0x7f) + 1
+ * carries into bit 7): or the words of an operand together, then test & 0x80808080. */
+R35A_DEV u32 kv8_nan_codes(u32 x) { return (x & 0x7f7f7f7fu) + 0x01010101u; }
 #else
+/* NVIDIA: the hardware conversion is one instruction, so there is no fast path (kv8x2_fast is kv8x2). */
+template <class E, class KV>
+struct kv8_fast_path {
+    static constexpr bool value = false;
+};
+template <class E, class KV, int B0, int B1>
+R35A_DEV u32 kv8x2_fast(u32 x);
+R35A_DEV u32 kv8_nan_codes(u32 x) { return (x & 0x7f7f7f7fu) + 0x01010101u; }
 /* NVIDIA (sm_89 and later): fp8 by the hardware conversion (exact values, NaN kept). */
 template <class KV>
 R35A_DEV constexpr float kv8_unit() { return 1.0f; }
@@ -622,6 +653,16 @@ R35A_DEV u32 kv8x2(u32 x) {
 template <class E, class KV>
 R35A_DEV u32x4 kv8x8(u32x2 x) {
     return u32x4{kv8x2<E, KV, 0, 1>(x[0]), kv8x2<E, KV, 2, 3>(x[0]), kv8x2<E, KV, 0, 1>(x[1]), kv8x2<E, KV, 2, 3>(x[1])};
+}
+#if !defined(R35A_TARGET_AMDGCN)
+template <class E, class KV, int B0, int B1>
+R35A_DEV u32 kv8x2_fast(u32 x) { return kv8x2<E, KV, B0, B1>(x); }
+#endif
+/* The same by kv8x2_fast: only for bytes that hold no fp8 NaN code (see there). */
+template <class E, class KV>
+R35A_DEV u32x4 kv8x8_fast(u32x2 x) {
+    return u32x4{kv8x2_fast<E, KV, 0, 1>(x[0]), kv8x2_fast<E, KV, 2, 3>(x[0]), kv8x2_fast<E, KV, 0, 1>(x[1]),
+                 kv8x2_fast<E, KV, 2, 3>(x[1])};
 }
 
 } /* namespace r35a */

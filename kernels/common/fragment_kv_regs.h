@@ -83,8 +83,20 @@ struct kv_pipe_regs {
     R35A_MEMBER void prepare_v(int slot) {
         if constexpr (B8) {
             u32x4 rows[VCH];
+            bool fast = false;   /* the fast conversion where the format has one (device.h kv8x2_fast) */
+            if constexpr (kv8_fast_path<E, KV>::value) {
+                u32 codes = 0u;   /* an fp8 NaN code anywhere in the wave's V tile: every lane converts exactly */
 #pragma unroll
-            for (int u = 0; u < VCH; ++u) rows[u] = kv8x8<E, KV>(v[slot][u]);
+                for (int u = 0; u < VCH; ++u) codes |= kv8_nan_codes(v[slot][u][0]) | kv8_nan_codes(v[slot][u][1]);
+                fast = !wave_any((codes & 0x80808080u) != 0u);
+            }
+            if (fast) {
+#pragma unroll
+                for (int u = 0; u < VCH; ++u) rows[u] = kv8x8_fast<E, KV>(v[slot][u]);
+            } else {
+#pragma unroll
+                for (int u = 0; u < VCH; ++u) rows[u] = kv8x8<E, KV>(v[slot][u]);
+            }
             store_v_rows_lds<DS>(vt, rows);
         } else {
             store_v_rows_lds<DS>(vt, v[slot]);
