@@ -137,6 +137,8 @@ R35A_DEV acc acc_load_lds(const float *lds) {
     c.v[3] = __uint_as_float(x.w);
     return c;
 }
+/* colv_store / colv_load: namespace frag's text, restated so that col_owner and acc_n_of_slot bind to
+ * this layer's coordinates (frag's bodies name frag's) */
 R35A_DEV void colv_store(float *p, colv c, bool global) {
     (void)global;
     if (col_owner(0)) {
