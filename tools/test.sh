@@ -4,7 +4,8 @@
 # so CI never skips them), then builds again with clang-19 as the host compiler (-Werror) and runs a
 # quick subset, then runs the suite in an AddressSanitizer + UndefinedBehaviorSanitizer build, then
 # the reliability jobs (a one-minute fuzz smoke run, the ThreadSanitizer concurrency test, valgrind
-# memcheck). The emulator tests run once: the other passes leave them out (-LE emulator).
+# memcheck). The emulator tests and the nvcc compile check run once: the other passes leave them out
+# (-LE 'emulator|nvcc').
 # -Werror is off by default for users (R35A_WERROR); every build here turns it on explicitly.
 # Replay a randomized failure with R35A_TEST_SEED=<printed seed> tools/test.sh
 set -euo pipefail
@@ -29,7 +30,7 @@ CC=clang-19 CXX=clang++-19 cmake -S . -B build-clang -DCMAKE_BUILD_TYPE=Release 
   -DR35A_REQUIRE_GPU_KERNELS=ON >/dev/null
 cmake --build build-clang -j"$jobs"
 (cd build-clang && R35A_TEST_SCALE=0.25 ctest --output-on-failure -j"$jobs" -E '^(consumers|python_pip_install)$' \
-  -LE emulator)
+  -LE 'emulator|nvcc')
 
 echo "== build (Debug, ASan + UBSan) =="
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DR35A_WERROR=ON -DR35A_SANITIZE=ON \
@@ -37,7 +38,7 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DR35A_WERROR=ON -DR3
 cmake --build build-asan -j"$jobs"
 echo "== tests under ASan + UBSan =="
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --output-on-failure -j"$jobs" -LE emulator)
+  ctest --output-on-failure -j"$jobs" -LE 'emulator|nvcc')
 
 echo "== reliability: fuzz smoke, ThreadSanitizer, valgrind =="
 tools/test_reliability.sh
