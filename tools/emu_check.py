@@ -654,18 +654,19 @@ def static_summary(objs, dec, gen):
 # ------------------------------------------------------------------------------------- counting
 
 
-def count_default(G_, co, dec, co_path, kv8=None):
+def count_default(G_, co, dec, co_path, kv8=None, dt="f16"):
     """Instruction counts for the bench's default problem: 1 sequence, 8 kv heads x G = 4 (32 query
     heads), D = 128, f16, page 16, context 4096, M = 1 and M = 4, planner's split count; kv8: the
-    same with an 8-bit cache ("fp8" or "int8") on its format's variant (per tensor scales)."""
-    v = next(x for x in dec if x["dtype"] == "f16" and x["D"] == 128 and x["R"] == 16 and x["kv8"] == kv8)
+    same with an 8-bit cache ("fp8" or "int8") on its format's variant (per tensor scales); dt: the
+    Q/O dtype (bf16: the same problem on the bf16 variant)."""
+    v = next(x for x in dec if x["dtype"] == dt and x["D"] == 128 and x["R"] == 16 and x["kv8"] == kv8)
     rng = np.random.default_rng(7)
     results = []
     for M in (1, 4):
         mem = Mem(G_)
         try:
             L, Hkv, G = 4096, 8, 4
-            P = PagedProblem(mem, rng, "f16", 128, Hkv=Hkv, G=G, B=16, seqs=[(L, M)], kv8=kv8)
+            P = PagedProblem(mem, rng, dt, 128, Hkv=Hkv, G=G, B=16, seqs=[(L, M)], kv8=kv8)
             rg = HOST.num_row_groups(G, M, v["R"])
             splits = HOST.num_splits(1, Hkv, rg, L, M, 0, 40, resident_per_cu(v), HOST.min_tiles())   # the planner's, 40 CUs
             wsb = HOST.workspace_bytes(1, Hkv, rg, splits, v["R"], 128)
@@ -675,20 +676,20 @@ def count_default(G_, co, dec, co_path, kv8=None):
             st = G_.launch(co.kernels[v["name"]], grid=HOST.grid(1, Hkv, rg, splits),
                            block=(HOST.block_threads(v["KW"], v["DW"], v["RW"]),), args=[bytes(a)], count=True)
             if splits > 1:   # the split merge, launched after it (decode_args.h): counted with it
-                sm = G_.launch(co.kernels["decode_merge_f16"], grid=HOST.merge_grid(1, Hkv, rg, v["R"], G, M, 128, splits),
+                sm = G_.launch(co.kernels[f"decode_merge_{dt}"], grid=HOST.merge_grid(1, Hkv, rg, v["R"], G, M, 128, splits),
                                block=(HOST.merge_threads(),), args=[bytes(a)], count=True)
                 st = type(st)(st.seconds + sm.seconds, st.instructions + sm.instructions,
                               {k: st.by_class[k] + sm.by_class[k] for k in st.by_class},
                               st.bytes_loaded + sm.bytes_loaded, st.bytes_stored + sm.bytes_stored)
             ref = P.reference(1 / math.sqrt(128))
-            ok, err, msg = compare(P.out_rows(), ref, "f16", np.ones(M, dtype=bool), TOL["f16"])
+            ok, err, msg = compare(P.out_rows(), ref, dt, np.ones(M, dtype=bool), TOL[dt])
             kv_bytes = L * Hkv * 128 * 2 * (1 if kv8 else 2)
             must_bytes = kv_bytes + 2 * M * Hkv * G * 128 * 2 + 4 * (-(-L // 16))
             est = G_.cost_model(st)
             results.append((M, splits, st, est, kv_bytes, must_bytes, ok, err))
         finally:
             mem.close()
-    print(f"\ndefault bench problem: variant {v['name']}, 1 sequence, L=4096, Hkv=8, G=4, D=128, f16, page 16"
+    print(f"\ndefault bench problem: variant {v['name']}, 1 sequence, L=4096, Hkv=8, G=4, D=128, {dt}, page 16"
           + (f", {kv8} KV cache" if kv8 else ""))
     b16_splits = HOST.num_splits(16, 8, 1, 8192, 1, 0, 40, resident_per_cu(v), HOST.min_tiles())
     pipeline_summary(co_path, v, results[0][1], 16 * 8 * b16_splits)
@@ -796,6 +797,8 @@ def main():
     ap.add_argument("--count", action="store_true", help="instruction counts for the default bench problem")
     ap.add_argument("--count-kv", choices=("fp8", "int8"), default=None,
                     help="with --count: the same problem with an 8-bit KV cache, on its format's variant")
+    ap.add_argument("--count-dtype", choices=("f16", "bf16"), default="f16",
+                    help="with --count: the Q/O dtype (bf16: the bf16 variant)")
     args = ap.parse_args()
 
     dec, gen = read_variants()
@@ -813,7 +816,7 @@ def main():
     import gfx11emu as G_   # noqa: E402  (path given at run time)
 
     cos = {src: G_.load(obj) for src, (obj, _) in objs.items()}
-    count_default(G_, cos["decode"], dec, objs["decode"][0], args.count_kv)
+    count_default(G_, cos["decode"], dec, objs["decode"][0], args.count_kv, args.count_dtype)
     return 0
 
 

@@ -511,7 +511,7 @@ R35A_DEV float int8_to_f32(u32 b) { return (float)((int)(b << 24) >> 24); }
  * (the kernel multiplies the unit and the caller's scale into the logit scale for K and into the
  * output normalization for V). Instruction counts per pair: gfx11 fp8 -> f16 6 (v_perm_b32,
  * v_pk_ashrrev_i16 and the NaN flag: and, add, shift, v_bfi_b32), or 3 on the fast path plus ~1.25
- * for the operand's NaN-code test (kv8x2_fast below), int8 -> f16 2.5 (the byte-flip is shared by two pairs, v_perm_b32,
+ * for the operand's NaN-code test (kv8x2_fast below; bf16 likewise, 3 more each), int8 -> f16 2.5 (the byte-flip is shared by two pairs, v_perm_b32,
  * v_pk_add_f16); -> bf16 by way of f32 (exact: at most 8 significant bits) 5-6. NVIDIA: fp8 -> f16
  * one cvt.rn.f16x2.e4m3x2 (sm_89+), int8 -> f16 2, -> bf16 3-4.
  * fp8 NaN codes (S.1111.111) come out NaN on both (the reference's rule; the emulator's
@@ -588,14 +588,20 @@ R35A_DEV u32 kv8x2(u32 x) {
  * NaN code anywhere in the operand converts all of it with kv8x2. Other (E, KV): kv8x2 itself. */
 template <class E, class KV>
 struct kv8_fast_path {
-    static constexpr bool value = same_type<KV, kv_fp8_t>::value && same_type<E, f16_t>::value;
+    static constexpr bool value = same_type<KV, kv_fp8_t>::value;
 };
 template <class E, class KV, int B0, int B1>
 R35A_DEV u32 kv8x2_fast(u32 x) {
     if constexpr (kv8_fast_path<E, KV>::value) {
         typedef short s16x2 __attribute__((ext_vector_type(2)));
         const u32 t = byte_perm(0u, x, ((u32)B1 << 24) | (4u << 16) | ((u32)B0 << 8) | 4u);
-        return __builtin_bit_cast(u32, __builtin_bit_cast(s16x2, t) >> (s16x2){1, 1}) & 0xbfffbfffu;
+        const u32 h = __builtin_bit_cast(u32, __builtin_bit_cast(s16x2, t) >> (s16x2){1, 1}) & 0xbfffbfffu;
+        if constexpr (same_type<E, f16_t>::value) {
+            return h;
+        } else {   /* bf16: by way of f32, as kv8x2 (3 more instructions, exact) */
+            const float lo = f16_to_f32((u16)h), hi = f16_to_f32((u16)(h >> 16));
+            return byte_perm(__builtin_bit_cast(u32, hi), __builtin_bit_cast(u32, lo), 0x07060302u);
+        }
     } else {
         return kv8x2<E, KV, B0, B1>(x);
     }

@@ -1151,20 +1151,25 @@ static void generic_cases(void)
  * with the two NaN codes replaced by +-0, so the gfx11 decode kernel converts V on its fast path
  * (device.h kv8x2_fast: taken where a wave's operand holds no NaN code): every other code must still
  * be exact; case 3 also puts the NaN code 0xff in the key (element 5), so K takes the exact path and
- * every output must be NaN. */
+ * every output must be NaN; case 4 is case 2 with bf16 queries and output (the bf16 variant's fast
+ * path; bf16 holds every e4m3 value exactly too). */
 static void kv8_codes_cases(bool decode)
 {
-    const r35a_dtype kv_dtypes[4] = {R35A_DTYPE_FP8_E4M3, R35A_DTYPE_INT8, R35A_DTYPE_FP8_E4M3, R35A_DTYPE_FP8_E4M3};
-    for (int kd = 0; kd < 4; ++kd) {
-        const bool fp8 = kd != 1, v_nan_codes = kd == 0, k_nan_code = kd == 3;
+    const r35a_dtype kv_dtypes[5] = {R35A_DTYPE_FP8_E4M3, R35A_DTYPE_INT8, R35A_DTYPE_FP8_E4M3, R35A_DTYPE_FP8_E4M3,
+                                     R35A_DTYPE_FP8_E4M3};
+    for (int kd = 0; kd < 5; ++kd) {
+        const bool fp8 = kd != 1, v_nan_codes = kd == 0, k_nan_code = kd == 3, bf16 = kd == 4;
         const char *group = decode ? "decode8_codes" : "generic_kv8_codes";
-        const char *expect = decode ? (fp8 ? "decode_f16_fp8_d256_" : "decode_f16_int8_d256_") : "generic_paged_f16_";
+        const char *expect = decode ? (bf16  ? "decode_bf16_fp8_d256_"
+                                       : fp8 ? "decode_f16_fp8_d256_"
+                                             : "decode_f16_int8_d256_")
+                                    : bf16 ? "generic_paged_bf16_" : "generic_paged_f16_";
         if (!tu_case_selected(group, kd))
             continue;
         char label[64];
         snprintf(label, sizeof label, "%dwgp/%s:%d", g_reported_cus, group, kd);
         r35a_paged_attention_desc d;
-        r35a_paged_attention_desc_init(&d, R35A_DTYPE_F16, 1, 1, 1, 1, 1, 1, 256, decode ? 16 : 8, 1);
+        r35a_paged_attention_desc_init(&d, bf16 ? R35A_DTYPE_BF16 : R35A_DTYPE_F16, 1, 1, 1, 1, 1, 1, 256, decode ? 16 : 8, 1);
         d.kv_dtype = kv_dtypes[kd];
         uint8_t k[16 * 256] = {0}, v[16 * 256] = {0};
         for (int c = 0; c < 256; ++c)
@@ -1221,7 +1226,7 @@ static void kv8_codes_cases(bool decode)
             double want = fp8 ? tu_f16_to_double((uint16_t)((code & 0x7F) << 7)) * 256.0 * (code & 0x80 ? -1.0 : 1.0)
                               : (double)(code < 128 ? code : code - 256);
             const bool nan_code = k_nan_code || (fp8 && (code & 0x7F) == 0x7F);
-            const double got = tu_f16_to_double(out[c]);
+            const double got = bf16 ? tu_bf16_to_double(out[c]) : tu_f16_to_double(out[c]);
             if (nan_code ? !isnan(got) : got != want) {
                 if (bad++ < 6)
                     printf("FAIL %s: code 0x%02x: library %.9g, want %.9g\n", label, c, got, nan_code ? NAN : want);
@@ -1238,7 +1243,8 @@ static void kv8_codes_cases(bool decode)
             printf("  replay: R35A_TEST_SEED=0x%016llx R35A_TEST_CASE=%s:%d\n", (unsigned long long)tu_seed(), group, kd);
         if (ok && tu_verbose())
             printf("  ok %s [%s]: all 256 %s codes exact\n", label, info.implementation,
-                   !fp8 ? "int8" : k_nan_code ? "fp8 e4m3 (NaN key)" : v_nan_codes ? "fp8 e4m3" : "fp8 e4m3 (no NaN code)");
+                   !fp8 ? "int8" : k_nan_code ? "fp8 e4m3 (NaN key)" : v_nan_codes ? "fp8 e4m3"
+                   : bf16 ? "fp8 e4m3 (no NaN code, bf16)" : "fp8 e4m3 (no NaN code)");
         record(group, ok, 0.0);
         g_failures_total += !ok;
     }
