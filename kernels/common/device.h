@@ -581,43 +581,7 @@ R35A_DEV u32 kv8x2(u32 x) {
         }
     }
 }
-/* The fp8 -> f16 fast path (gfx11): kv8x2 without the NaN flag, 3 instructions per pair instead of 6
- * (v_perm_b32, v_pk_ashrrev_i16, v_and_b32). Exact for every code but S.1111.111, which it would turn
- * into the finite 480 / 2^8, so it is taken only for operands whose bytes hold no NaN code, a
- * wave-uniform test (kv8_nan_codes, or-ed over the operand's dwords, then wave_any): a wave with a
- * NaN code anywhere in the operand converts all of it with kv8x2. Other (E, KV): kv8x2 itself. */
-template <class E, class KV>
-struct kv8_fast_path {
-    static constexpr bool value = same_type<KV, kv_fp8_t>::value;
-};
-template <class E, class KV, int B0, int B1>
-R35A_DEV u32 kv8x2_fast(u32 x) {
-    if constexpr (kv8_fast_path<E, KV>::value) {
-        typedef short s16x2 __attribute__((ext_vector_type(2)));
-        const u32 t = byte_perm(0u, x, ((u32)B1 << 24) | (4u << 16) | ((u32)B0 << 8) | 4u);
-        const u32 h = __builtin_bit_cast(u32, __builtin_bit_cast(s16x2, t) >> (s16x2){1, 1}) & 0xbfffbfffu;
-        if constexpr (same_type<E, f16_t>::value) {
-            return h;
-        } else {   /* bf16: by way of f32, as kv8x2 (3 more instructions, exact) */
-            const float lo = f16_to_f32((u16)h), hi = f16_to_f32((u16)(h >> 16));
-            return byte_perm(__builtin_bit_cast(u32, hi), __builtin_bit_cast(u32, lo), 0x07060302u);
-        }
-    } else {
-        return kv8x2<E, KV, B0, B1>(x);
-    }
-}
-/* Bit 7 of byte i is set where byte i of x is an fp8 NaN code (magnitude 0x7f; (b & 0x7f) + 1
- * carries into bit 7): or the words of an operand together, then test & 0x80808080. */
-R35A_DEV u32 kv8_nan_codes(u32 x) { return (x & 0x7f7f7f7fu) + 0x01010101u; }
 #else
-/* NVIDIA: the hardware conversion is one instruction, so there is no fast path (kv8x2_fast is kv8x2). */
-template <class E, class KV>
-struct kv8_fast_path {
-    static constexpr bool value = false;
-};
-template <class E, class KV, int B0, int B1>
-R35A_DEV u32 kv8x2_fast(u32 x);
-R35A_DEV u32 kv8_nan_codes(u32 x) { return (x & 0x7f7f7f7fu) + 0x01010101u; }
 /* NVIDIA (sm_89 and later): fp8 by the hardware conversion (exact values, NaN kept). */
 template <class KV>
 R35A_DEV constexpr float kv8_unit() { return 1.0f; }
@@ -660,11 +624,43 @@ template <class E, class KV>
 R35A_DEV u32x4 kv8x8(u32x2 x) {
     return u32x4{kv8x2<E, KV, 0, 1>(x[0]), kv8x2<E, KV, 2, 3>(x[0]), kv8x2<E, KV, 0, 1>(x[1]), kv8x2<E, KV, 2, 3>(x[1])};
 }
-#if !defined(R35A_TARGET_AMDGCN)
-template <class E, class KV, int B0, int B1>
-R35A_DEV u32 kv8x2_fast(u32 x) { return kv8x2<E, KV, B0, B1>(x); }
+/* The fp8 fast path (gfx11): kv8x2 without the NaN flag, 3 instructions per pair instead of 6
+ * (v_perm_b32, v_pk_ashrrev_i16, v_and_b32; bf16 then by way of f32 as kv8x2, 3 more). Exact for every
+ * code but S.1111.111, which it would turn into the finite 480 / 2^8, so it is taken only for operands
+ * whose bytes hold no NaN code anywhere in the wave (kv8_wave_fast): a wave with a NaN code in the
+ * operand converts all of it with kv8x2. NVIDIA's conversion is one instruction: no fast path there,
+ * and kv8x2_fast is kv8x2 for every other format too. */
+template <class E, class KV>
+struct kv8_fast_path {
+#if defined(R35A_TARGET_AMDGCN)
+    static constexpr bool value = same_type<KV, kv_fp8_t>::value;
+#else
+    static constexpr bool value = false;
 #endif
-/* The same by kv8x2_fast: only for bytes that hold no fp8 NaN code (see there). */
+};
+template <class E, class KV, int B0, int B1>
+R35A_DEV u32 kv8x2_fast(u32 x) {
+#if defined(R35A_TARGET_AMDGCN)
+    if constexpr (kv8_fast_path<E, KV>::value) {
+        typedef short s16x2 __attribute__((ext_vector_type(2)));
+        const u32 t = byte_perm(0u, x, ((u32)B1 << 24) | (4u << 16) | ((u32)B0 << 8) | 4u);
+        const u32 h = __builtin_bit_cast(u32, __builtin_bit_cast(s16x2, t) >> (s16x2){1, 1}) & 0xbfffbfffu;
+        if constexpr (same_type<E, f16_t>::value) {
+            return h;
+        } else {
+            const float lo = f16_to_f32((u16)h), hi = f16_to_f32((u16)(h >> 16));
+            return byte_perm(__builtin_bit_cast(u32, hi), __builtin_bit_cast(u32, lo), 0x07060302u);
+        }
+    }
+#endif
+    return kv8x2<E, KV, B0, B1>(x);
+}
+/* Bit 7 of byte i is set where byte i of x is an fp8 NaN code (magnitude 0x7f; (b & 0x7f) + 1
+ * carries into bit 7): or the words of an operand together and pass them to kv8_wave_fast. */
+R35A_DEV u32 kv8_nan_codes(u32 x) { return (x & 0x7f7f7f7fu) + 0x01010101u; }
+/* Whether the wave takes the fast path for an operand: no lane's kv8_nan_codes (or-ed) flags a code. */
+R35A_DEV bool kv8_wave_fast(u32 codes) { return !wave_any((codes & 0x80808080u) != 0u); }
+/* Eight elements as kv8x8 by kv8x2_fast: only for bytes that hold no fp8 NaN code (see there). */
 template <class E, class KV>
 R35A_DEV u32x4 kv8x8_fast(u32x2 x) {
     return u32x4{kv8x2_fast<E, KV, 0, 1>(x[0]), kv8x2_fast<E, KV, 2, 3>(x[0]), kv8x2_fast<E, KV, 0, 1>(x[1]),

@@ -144,8 +144,7 @@ R35A_DEV ab k8_operand(const k8_raw &x) {
     ab a;
     if constexpr (kv8_fast_path<E, KV>::value) {
         /* no NaN code in the operand anywhere in the wave (uniform): the fast conversion (device.h) */
-        const u32 codes = (kv8_nan_codes(x.x) | kv8_nan_codes(x.y) | kv8_nan_codes(x.z) | kv8_nan_codes(x.w)) & 0x80808080u;
-        if (!wave_any(codes != 0u)) {
+        if (kv8_wave_fast(kv8_nan_codes(x.x) | kv8_nan_codes(x.y) | kv8_nan_codes(x.z) | kv8_nan_codes(x.w))) {
             a.v = (v8u){kv8x2_fast<E, KV, 0, 1>(x.x), kv8x2_fast<E, KV, 2, 3>(x.x), kv8x2_fast<E, KV, 0, 1>(x.y),
                         kv8x2_fast<E, KV, 2, 3>(x.y), kv8x2_fast<E, KV, 0, 1>(x.z), kv8x2_fast<E, KV, 2, 3>(x.z),
                         kv8x2_fast<E, KV, 0, 1>(x.w), kv8x2_fast<E, KV, 2, 3>(x.w)};

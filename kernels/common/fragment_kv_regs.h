@@ -88,7 +88,7 @@ struct kv_pipe_regs {
                 u32 codes = 0u;   /* an fp8 NaN code anywhere in the wave's V tile: every lane converts exactly */
 #pragma unroll
                 for (int u = 0; u < VCH; ++u) codes |= kv8_nan_codes(v[slot][u][0]) | kv8_nan_codes(v[slot][u][1]);
-                fast = !wave_any((codes & 0x80808080u) != 0u);
+                fast = kv8_wave_fast(codes);
             }
             if (fast) {
 #pragma unroll

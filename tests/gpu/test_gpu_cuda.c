@@ -291,7 +291,7 @@ static int rows_below(const char *arch, const variant *v)
 
 /* G such that G x M rows make the planner pick the variant with R rows whose next smaller variant has
  * `below` rows: G x M in (below, R] (M <= R - below: M <= 8, rows 8 / 16 / 32). */
-static int32_t group_for_rows(int rows, int below, int m)
+static int32_t group_for(int rows, int below, int m)
 {
     int32_t g = rows / m;
     if (g * m <= below)
@@ -316,7 +316,6 @@ static void decode_cases(r35a_context *ctx, const char *arch)
             continue;
         const variant *v = &k_decode[vi].v;
         const int below = rows_below(arch, v);
-#define group_for(rows, m) group_for_rows(rows, below, m)
         if (g_quick && (v->dtype != R35A_DTYPE_F16 || (v->head != 128 && v->head != 64) || (v->kv && v->head != 128)))
             continue;
         /* the 8-bit variants' cases tally apart (same shapes, their format's cache) */
@@ -328,7 +327,7 @@ static void decode_cases(r35a_context *ctx, const char *arch)
         for (int m = 1; m <= 8; ++m) {
             if ((g_quick || v->kv) && m != 1 && m != 5 && m != 8)
                 continue;
-            const int32_t g = group_for(v->rows, m);
+            const int32_t g = group_for(v->rows, below, m);
             paged_spec_init(&s, v->dtype, g * hkv, hkv, v->head, 32);
             use_kv_format(&s, v, m & 1);
             paged_spec_add_seq(&s, 37 + 11 * m, m);
@@ -342,14 +341,14 @@ static void decode_cases(r35a_context *ctx, const char *arch)
         /* split-KV: one long sequence, twice (fresh workspace garbage each time) */
         for (int rep = 0; rep < 2; ++rep) {
             const int m = rep ? 4 : 1;
-            paged_spec_init(&s, v->dtype, group_for(v->rows, m) * hkv, hkv, v->head, 16);
+            paged_spec_init(&s, v->dtype, group_for(v->rows, below, m) * hkv, hkv, v->head, 16);
             use_kv_format(&s, v, rep);
             paged_spec_add_seq(&s, g_quick ? 1500 : 3001 + 13 * rep, m);
             s.shuffle_pages = true;
             run_paged(ctx, &s, GROUP("split_kv"), index++, v->name);
         }
         /* split-KV over several sequences of different lengths (some splits empty) */
-        paged_spec_init(&s, v->dtype, group_for(v->rows, 2) * hkv, hkv, v->head, 16);
+        paged_spec_init(&s, v->dtype, group_for(v->rows, below, 2) * hkv, hkv, v->head, 16);
         use_kv_format(&s, v, 0);
         paged_spec_add_seq(&s, 700, 2);
         paged_spec_add_seq(&s, 33, 2);
@@ -357,7 +356,7 @@ static void decode_cases(r35a_context *ctx, const char *arch)
         s.max_seq_len_slack = 1200;
         run_paged(ctx, &s, GROUP("split_kv"), index++, v->name);
         /* sliding window over garbage table entries, page 528, padded Q/O/KV strides (16-byte rows) */
-        paged_spec_init(&s, v->dtype, group_for(v->rows, 3) * hkv, hkv, v->head, 528);
+        paged_spec_init(&s, v->dtype, group_for(v->rows, below, 3) * hkv, hkv, v->head, 528);
         use_kv_format(&s, v, 1);
         paged_spec_add_seq(&s, 1700, 3);
         paged_spec_add_seq(&s, 60, 3);
@@ -371,14 +370,14 @@ static void decode_cases(r35a_context *ctx, const char *arch)
         s.v_layout.pad[1] = 16;
         run_paged(ctx, &s, GROUP("window"), index++, v->name);
         /* NHD cache layout, page 16 */
-        paged_spec_init(&s, v->dtype, group_for(v->rows, 1) * hkv, hkv, v->head, 16);
+        paged_spec_init(&s, v->dtype, group_for(v->rows, below, 1) * hkv, hkv, v->head, 16);
         use_kv_format(&s, v, 0);
         s.k_layout.nhd = s.v_layout.nhd = true;
         paged_spec_add_seq(&s, 300, 1);
         paged_spec_add_seq(&s, 77, 1);
         run_paged(ctx, &s, GROUP("nhd"), index++, v->name);
         /* L == M = 8, page 784 */
-        paged_spec_init(&s, v->dtype, group_for(v->rows, 8) * hkv, hkv, v->head, 784);
+        paged_spec_init(&s, v->dtype, group_for(v->rows, below, 8) * hkv, hkv, v->head, 784);
         use_kv_format(&s, v, 1);
         paged_spec_add_seq(&s, 8, 8);
         paged_spec_add_seq(&s, 9, 8);
@@ -392,7 +391,7 @@ static void decode_cases(r35a_context *ctx, const char *arch)
             run_paged(ctx, &s, GROUP("row_groups"), index++, v->name);
         }
         /* mixed batch: M = 9 and a 20-token chunk run on the portable kernel in the same call */
-        paged_spec_init(&s, v->dtype, group_for(v->rows, 8) * hkv, hkv, v->head, 16);
+        paged_spec_init(&s, v->dtype, group_for(v->rows, below, 8) * hkv, hkv, v->head, 16);
         use_kv_format(&s, v, 1);
         paged_spec_add_seq(&s, 200, 1);
         paged_spec_add_seq(&s, 90, 9);
@@ -403,7 +402,7 @@ static void decode_cases(r35a_context *ctx, const char *arch)
         /* the model features, run-time arguments of every variant: gpt-oss's sinks with a 128-key
          * window (some heads' sinks -inf), one long sequence merged from splits and short ones
          * written directly, an L = 0 padding sequence */
-        paged_spec_init(&s, v->dtype, group_for(v->rows, 2) * hkv, hkv, v->head, 16);
+        paged_spec_init(&s, v->dtype, group_for(v->rows, below, 2) * hkv, hkv, v->head, 16);
         use_kv_format(&s, v, 1);
         s.use_sinks = 1;
         s.sink_center = 1.0;
@@ -417,7 +416,7 @@ static void decode_cases(r35a_context *ctx, const char *arch)
         paged_spec_add_seq(&s, 131, 2);
         run_paged(ctx, &s, GROUP("sinks"), index++, v->name);
         /* softcap then ALiBi (and sinks), split and not */
-        paged_spec_init(&s, v->dtype, group_for(v->rows, 3) * hkv, hkv, v->head, 32);
+        paged_spec_init(&s, v->dtype, group_for(v->rows, below, 3) * hkv, hkv, v->head, 32);
         use_kv_format(&s, v, 0);
         s.logit_softcap = 20.f;
         s.use_alibi = 1;
@@ -427,7 +426,6 @@ static void decode_cases(r35a_context *ctx, const char *arch)
         paged_spec_add_seq(&s, 57, 1);
         run_paged(ctx, &s, GROUP("softcap_alibi"), index++, v->name);
 #undef GROUP
-#undef group_for
     }
 }
 
