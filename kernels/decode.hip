@@ -47,7 +47,7 @@
  * it too (namespace r35a::n8): no product, exponent or shuffle then works on padding rows when a kv
  * head has G x M <= 8 rows. (None is enabled in the table yet: variants/sm_90.tsv says why.)
  *
- * Compile-time: element type, K/V element format, D, R (rows per workgroup: T = R / 16 row tiles, R / 8 on the rows-8 layer), KW, DW, RW, WAVES (the occupancy
+ * Compile-time: element type, K/V element format, D, R (rows per workgroup, in ceil(R / 16) row tiles; R / 8 on the rows-8 layer), KW, DW, RW, WAVES (the occupancy
  * contract): they size registers and LDS, and the LDS left decides the pipeline depth.
  * Run-time: page size (any multiple of 16), strides, G, M (per sequence), window, scale, splits,
  * softcap, ALiBi, sinks, the 8-bit scales (per tensor or per kv head).
