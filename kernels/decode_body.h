@@ -2,12 +2,14 @@
  * decode_body.h - the part of decode.hip written against the fragment layer: the tiling's
  * configuration (decode_cfg), the online-softmax state, the output stores and the kernel body.
  * No include guard: decode.hip includes it once in namespace r35a with `frag` the target's layer
- * (fragment.h) and, where the layer has one (R35A_FRAG_HAS_N8: NVIDIA's native layer), a second time
- * in namespace r35a::n8 with `frag` naming the 8-row layer frag_n8 (fragment_nv_mma_n8.h), for the
- * variants with rows 8. Everything else the body uses (the tile feed, the split merge, the softcap
+ * (fragment.h) and, where the target has one, a second time: in namespace r35a::n8 with `frag` naming
+ * the 8-row layer frag_n8 (R35A_FRAG_HAS_N8: NVIDIA's native layer, fragment_nv_mma_n8.h) for the
+ * variants with rows 8, in namespace r35a::d4 with `frag` naming the 4-row layer frag_d4
+ * (R35A_FRAG_HAS_D4: gfx11, fragment_gfx11_d4.h) for the variants with rows 4. A layer's B operands
+ * (Q^T, P^T) are its `bop` (namespace frag's `ab` except in frag_d4). Everything else the body uses (the tile feed, the split merge, the softcap
  * rule) is decode.hip's, in namespace r35a, before the first include.
  *
- * Row tiles. A layer's products hold frag::TILE_ROWS query rows per tile (16; 8 in frag_n8); a
+ * Row tiles. A layer's products hold frag::TILE_ROWS query rows per tile (16; 8 in frag_n8, 4 in frag_d4); a
  * variant's R rows per workgroup are T = ceil(R / TILE_ROWS) tiles, RT = T x TILE_ROWS rows of them.
  * Where RT > R (rows 8 on a 16-row layer: gfx11's, or NVIDIA's gfx11 emulation in the tests) the
  * tile's rows past R are padding: they see no key, and nothing of theirs is stored.
@@ -89,6 +91,7 @@ struct decode_cfg {
     static constexpr int REG_BUDGET = 65536 / (128 * WAVES) < 255 ? 65536 / (128 * WAVES) : 255;
 #endif
     static constexpr int AB_WORDS = (int)(sizeof(frag::ab) / 4);
+    static constexpr int BOP_WORDS = (int)(sizeof(frag::bop) / 4);   /* a B operand (Q^T, P^T) */
     /* Register pipeline depth: as many stages as the budget holds after the estimate's base (Q^T in
      * registers or not), with a 25 % margin (what clang and ptxas use beyond the estimate, measured on
      * these tilings). A stage: K and V as the register pipeline holds them (16-bit: operand fragments
@@ -96,8 +99,8 @@ struct decode_cfg {
     typedef frag::kv_pipe_regs<DS, 1, E, KV> REG_PIPE_1;
     static constexpr int REG_STAGE = NC * (int)(sizeof(typename REG_PIPE_1::kraw) / 4) +
                                      REG_PIPE_1::VCH * (int)(sizeof(typename REG_PIPE_1::vraw) / 4);
-    static constexpr int REG_REST = TW * NC * frag::ACC_ELEMS + TW * (frag::ACC_ELEMS + AB_WORDS / 2) + 32;
-    static constexpr int REG_Q = TW * NC * AB_WORDS;   /* Q^T fragments held in registers */
+    static constexpr int REG_REST = TW * NC * frag::ACC_ELEMS + TW * (frag::ACC_ELEMS + BOP_WORDS / 2) + 32;
+    static constexpr int REG_Q = TW * NC * BOP_WORDS;   /* Q^T fragments held in registers */
     static constexpr int REG_FIT_QREG = (4 * REG_BUDGET / 5 - REG_REST - REG_Q) / REG_STAGE;
     static constexpr int REG_FIT_QLDS = (4 * REG_BUDGET / 5 - REG_REST) / REG_STAGE;
     /* ... and for one row tile on the register pipeline where two stages would not fit with Q^T in
@@ -313,7 +316,7 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
     }
 
     /* ---- Q^T fragments of this wave's d slice (B operand: vector = query row) ---- */
-    frag::ab qf[C::Q_LDS ? 1 : TW][NC];
+    frag::bop qf[C::Q_LDS ? 1 : TW][NC];
     u16 *const qs = (u16 *)(smem + C::Q_OFF) + dg * RT * C::QROW;   /* Q_LDS: this d slice's RT rows */
     if constexpr (C::Q_LDS) {
         /* RT rows x DS of each d slice, 16 bytes per thread and step; padding rows are zeros */
@@ -340,7 +343,7 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
         for (int t = 0; t < TW; ++t)
 #pragma unroll
             for (int c = 0; c < NC; ++c)
-                qf[t][c] = frag::load_vec16_global_u16<P::K_PERM>(
+                qf[t][c] = frag::load_bop_global_u16<P::K_PERM>(
                     [&](int n) -> const void * {
                         /* padding rows: a real row */
                         const int row = RT == R ? imin(rg * R + (t0 + t) * TR + n, rows - 1)
@@ -352,8 +355,8 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
                     [&](int n) { return (RT == R || (t0 + t) * TR + n < R) && rg * R + (t0 + t) * TR + n < rows; });
     }
     /* Q^T fragment (the wave's row tile t, d chunk c) of this wave's slice */
-    auto q_frag = [&](int t, int c) -> frag::ab {
-        if constexpr (C::Q_LDS) return frag::load_vec16_lds(qs + (t0 + t) * TR * C::QROW + 16 * c, C::QROW);
+    auto q_frag = [&](int t, int c) -> frag::bop {
+        if constexpr (C::Q_LDS) return frag::load_bop_lds<P::K_PERM>(qs + (t0 + t) * TR * C::QROW + 16 * c, C::QROW);
         else return qf[t][c];
     };
 
@@ -457,7 +460,7 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
                 }
             }
             const bool need_mask = !(j0 >= full_lo && j0 + 15 <= full_hi);
-            frag::ab pf[TW];
+            frag::bop pf[TW];
 #pragma unroll
             for (int t = 0; t < TW; ++t) {
                 frag::acc &sc = sacc[t];

@@ -32,4 +32,16 @@
 #error "fragment.h: no fragment layer for this target (AMDGPU gfx11 or NVIDIA)"
 #endif
 
+namespace r35a {
+namespace frag {
+/* The B operand of a product (decode's Q^T and P^T) and its loads: an operand fragment `ab` on every
+ * target layer; a second layer may hold B operands its own way (frag_d4::bop). */
+typedef ab bop;
+template <bool K8_ORDER = false, class F, class OK>
+R35A_DEV bop load_bop_global_u16(F ptr_of, OK ok) { return load_vec16_global_u16<K8_ORDER>(ptr_of, ok); }
+template <bool K8_ORDER = false>   /* (Q^T is staged in LDS in the K operands' order: k8_q_word_pos) */
+R35A_DEV bop load_bop_lds(const u16 *lds, int ld) { return load_vec16_lds(lds, ld); }
+} /* namespace frag */
+} /* namespace r35a */
+
 #endif /* R35A_FRAGMENT_H */

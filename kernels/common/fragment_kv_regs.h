@@ -11,7 +11,8 @@
  * as loaded (half the registers) and converted when used (kv8x2).
  *   K: the operand fragments of S^T = K Q^T straight from memory (load_vec16_global; on gfx11 both
  *      half-waves load the same rows, as WMMA's replication rule wants: the same cache lines, one
- *      instruction); 8-bit: the layer's load_k8_rows / k8_operand.
+ *      instruction); 8-bit: the K8 policy's load / operand (k8_rows: the layer's load_k8_rows /
+ *      k8_operand; frag_d4's k8_split: each half-wave loads and converts half of a row).
  *   V: its rows as loaded (lane l: row l % 16, 8-element chunks 2u + l / 16: 16-byte loads, 8-byte
  *      ones for 8-bit elements, converted to E right before the store below); the
  *      products reduce over keys, so prepare_v() writes the tile into the wave's LDS region in the
@@ -31,7 +32,17 @@
 namespace r35a {
 namespace frag {
 
-template <int DS, int S, class E, class KV>
+/* How a pipeline holds and converts 8-bit K: the layer's load_k8_rows / k8_operand (its K8_PERM k
+ * order). A second fragment layer may bring its own (frag_d4::k8_split). */
+struct k8_rows {
+    typedef k8_raw raw;
+    static constexpr bool PERM = K8_PERM;
+    R35A_MEMBER static raw load(const void *base, u32 row_bytes) { return load_k8_rows(base, row_bytes); }
+    template <class E, class KV>
+    R35A_MEMBER static ab operand(const raw &x) { return k8_operand<E, KV>(x); }
+};
+
+template <int DS, int S, class E, class KV, class K8 = k8_rows>
 struct kv_pipe_regs {
     static constexpr bool B8 = kv_is_8bit<KV>::value;
     static constexpr int EB = B8 ? 1 : 2;    /* bytes per element */
@@ -40,13 +51,13 @@ struct kv_pipe_regs {
     static constexpr bool ISSUE_ALWAYS = true;   /* see tile_feed (decode.hip) */
     static constexpr int SHARERS = 1;            /* a wave's own stages (registers): never shared */
     static constexpr bool WAIT_FIRST = false;    /* issue tile i + S - 1, then wait for tile i */
-    static constexpr bool K_PERM = B8 && K8_PERM, V_DPERM = false;
+    static constexpr bool K_PERM = B8 && K8::PERM, V_DPERM = false;
     static constexpr int LDS_PER_STAGE = 0;
     static constexpr int LDS_FIXED = VT_BYTES<DS>::value;
     static constexpr int LDS_BYTES = LDS_FIXED;
     static_assert(VCH * 32 * 8 == 16 * DS, "a V tile must split evenly over the lanes");
     /* registers per stage: K as operands (16-bit) or as the bytes of the layer's 8-bit form; V rows */
-    typedef typename pick_type<B8, k8_raw, ab>::type kraw;
+    typedef typename pick_type<B8, typename K8::raw, ab>::type kraw;
     typedef typename pick_type<B8, u32x2, u32x4>::type vraw;
     kraw k[S][NC];
     vraw v[S][VCH];
@@ -58,7 +69,7 @@ struct kv_pipe_regs {
     R35A_MEMBER void issue(int slot, const char *k0, const char *v0, i64 ks, i64 vs, int valid_rows, int first_row) {
 #pragma unroll
         for (int c = 0; c < NC; ++c) {
-            if constexpr (B8) k[slot][c] = load_k8_rows(k0 + 16 * c, (u32)ks);
+            if constexpr (B8) k[slot][c] = K8::load(k0 + 16 * c, (u32)ks);
             else k[slot][c] = load_vec16_global_rows(k0 + 32 * c, (u32)ks);
         }
         /* lane l: row l % 16, pieces 2u + l / 16 of 8 elements */
@@ -77,7 +88,7 @@ struct kv_pipe_regs {
     }
     R35A_MEMBER void wait(int slot) { (void)slot; }
     R35A_MEMBER ab k_operand(int slot, int c) const {
-        if constexpr (B8) return k8_operand<E, KV>(k[slot][c]);
+        if constexpr (B8) return K8::template operand<E, KV>(k[slot][c]);
         else return k[slot][c];
     }
     R35A_MEMBER void prepare_v(int slot) {
