@@ -46,8 +46,11 @@
  * rows as the products' n = 8 (16 on every other layer), and the body (decode_body.h) is compiled for
  * it too (namespace r35a::n8): no product, exponent or shuffle then works on padding rows when a kv
  * head has G x M <= 8 rows. (None is enabled in the table yet: variants/sm_90.tsv says why.)
+ * Rows 4 on gfx11 (variants/gfx1151.tsv): likewise fragment_gfx11_d4.h, 4-row tiles whose products are
+ * v_dot2 instead of WMMA (namespace r35a::d4): a kv head with G x M <= 4 rows no longer pays for 12
+ * padding rows of a 16 x 16 x 16 WMMA; its 8-bit K is converted half a row per half-wave.
  *
- * Compile-time: element type, K/V element format, D, R (rows per workgroup, in ceil(R / 16) row tiles; R / 8 on the rows-8 layer), KW, DW, RW, WAVES (the occupancy
+ * Compile-time: element type, K/V element format, D, R (rows per workgroup, in ceil(R / 16) row tiles; R / 8 on the rows-8 layer, R / 4 on the rows-4 one), KW, DW, RW, WAVES (the occupancy
  * contract): they size registers and LDS, and the LDS left decides the pipeline depth.
  * Run-time: page size (any multiple of 16), strides, G, M (per sequence), window, scale, splits,
  * softcap, ALiBi, sinks, the 8-bit scales (per tensor or per kv head).
@@ -474,17 +477,26 @@ namespace frag = ::r35a::frag_n8;
 #include "decode_body.h"
 } /* namespace n8 */
 #endif
+#if defined(R35A_FRAG_HAS_D4)
+/* ... and again on the 4-row layer (fragment_gfx11_d4.h), for the variants with rows 4 */
+namespace d4 {
+namespace frag = ::r35a::frag_d4;
+#include "decode_body.h"
+} /* namespace d4 */
+#endif
 
-/* Which body a variant of R rows runs: the 8-row layer's where the target has one and R is 8, else
- * the target layer's (R = 8 there: one 16-row tile, half of it padding). */
-template <class E, class KV, int D, int R, int KW, int DW, int RW, int WAVES, bool N8 = false>
+/* Which body a variant of R rows runs (LAYER, R35A_DECODE_LAYER below): the 8-row layer's where the
+ * target has one and R is 8, the 4-row layer's where it has one and R is 4, else the target layer's
+ * (rows 4 or 8 there: one 16-row tile, the rest of it padding). */
+enum { DECODE_LAYER_TARGET = 0, DECODE_LAYER_N8 = 1, DECODE_LAYER_D4 = 2 };
+template <class E, class KV, int D, int R, int KW, int DW, int RW, int WAVES, int LAYER = DECODE_LAYER_TARGET>
 struct decode_entry {
     typedef decode_cfg<E, KV, D, R, KW, DW, RW, WAVES> cfg;
     R35A_MEMBER static void run(const r35a_decode_args &a) { decode_kernel<E, KV, D, R, KW, DW, RW, WAVES>(a); }
 };
 #if defined(R35A_FRAG_HAS_N8)
 template <class E, class KV, int D, int R, int KW, int DW, int RW, int WAVES>
-struct decode_entry<E, KV, D, R, KW, DW, RW, WAVES, true> {
+struct decode_entry<E, KV, D, R, KW, DW, RW, WAVES, DECODE_LAYER_N8> {
     typedef n8::decode_cfg<E, KV, D, R, KW, DW, RW, WAVES> cfg;
     R35A_MEMBER static void run(const r35a_decode_args &a) { n8::decode_kernel<E, KV, D, R, KW, DW, RW, WAVES>(a); }
 };
@@ -492,6 +504,18 @@ struct decode_entry<E, KV, D, R, KW, DW, RW, WAVES, true> {
 #else
 #define R35A_DECODE_N8_ROWS(R) false
 #endif
+#if defined(R35A_FRAG_HAS_D4)
+template <class E, class KV, int D, int R, int KW, int DW, int RW, int WAVES>
+struct decode_entry<E, KV, D, R, KW, DW, RW, WAVES, DECODE_LAYER_D4> {
+    typedef d4::decode_cfg<E, KV, D, R, KW, DW, RW, WAVES> cfg;
+    R35A_MEMBER static void run(const r35a_decode_args &a) { d4::decode_kernel<E, KV, D, R, KW, DW, RW, WAVES>(a); }
+};
+#define R35A_DECODE_D4_ROWS(R) ((R) == 4)
+#else
+#define R35A_DECODE_D4_ROWS(R) false
+#endif
+#define R35A_DECODE_LAYER(R) \
+    (R35A_DECODE_N8_ROWS(R) ? r35a::DECODE_LAYER_N8 : R35A_DECODE_D4_ROWS(R) ? r35a::DECODE_LAYER_D4 : r35a::DECODE_LAYER_TARGET)
 
 } /* namespace r35a */
 
@@ -501,7 +525,7 @@ struct decode_entry<E, KV, D, R, KW, DW, RW, WAVES, true> {
  * budget of the occupancy contract instead would let fewer workgroups share an SM than fit.) */
 #define R35A_DECODE_ENTRY(dtype, kv, D, R, KW, DW, RW, WAVES)                                             \
     r35a::decode_entry<r35a::dtype##_t, r35a::kv_type<r35a::dtype##_t, r35a::kv_##kv##_t>::type, D, R, KW, DW, RW, WAVES, \
-                       R35A_DECODE_N8_ROWS(R)>
+                       R35A_DECODE_LAYER(R)>
 #if defined(R35A_TARGET_CUDA)
 #define R35A_DECODE_LDS_SYMBOL(name, dtype, kv, D, R, KW, DW, RW, WAVES)                                    \
     extern "C" __device__ const int name##_lds_bytes = R35A_DECODE_ENTRY(dtype, kv, D, R, KW, DW, RW, WAVES)::cfg::LDS_BYTES;

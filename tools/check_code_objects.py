@@ -20,6 +20,8 @@ What it checks, from `llvm-readelf --notes` (the AMDGPU metadata) and `llvm-objd
     occupancy (the generic family) are held to the defaults VGPRs <= 128 and LDS <= 32 KiB;
     LDS never above the 64 KiB a workgroup can have;
   - the decode and encoder (WMMA) variants contain v_wmma_f32_16x16x16_<dtype> and global_load_b128;
+    the rows-4 decode variants (kernels/common/fragment_gfx11_d4.h) v_dot2 products of <dtype> instead
+    of WMMA, and 128-bit loads only with a 16-bit cache (their 8-bit K and V rows load 8 bytes a lane);
   - each kernel takes one by-value argument struct of the size the host gives it (--abi), and
     allows the workgroup size the host launches it with.
 It prints one row per kernel (VGPRs, SGPRs, LDS, scratch, occupancy, WMMA and 128-bit load counts)
@@ -96,8 +98,9 @@ def expected_kernels(entries, family, arch):
         if macro == "R35A_DECODE_VARIANT":
             fam = "decode"
             v_arch, name, dtype, kv, head, rows, kw, dw, rw, waves = args
-            info = {"dtype": dtype, "waves": int(waves), "waves_per_wg": int(kw) * int(dw) * int(rw), "wmma": True,
-                    "b128": True}
+            dot = int(rows) == 4   # the 4-row layer: v_dot2 products, no WMMA
+            info = {"dtype": dtype, "waves": int(waves), "waves_per_wg": int(kw) * int(dw) * int(rw), "wmma": not dot,
+                    "dot2": dot, "b128": not (dot and kv != "kv16")}
         elif macro == "R35A_ENCODER_VARIANT":
             # kernels/encoder.hip: R35A_ENCODER_VARIANT(arch, name, dtype, D, rows, KB, NW, WAVES, MAXLEN)
             fam = "encoder"
@@ -336,6 +339,12 @@ def main():
             want_wmma = f"v_wmma_f32_16x16x16_{info['dtype']}"
             if wmma.get(want_wmma, 0) == 0:
                 bad(f"no {want_wmma} (found {wmma or 'no WMMA'})")
+        if info.get("dot2"):
+            dot2 = re.compile(rf"v_(dual_)?dot2(acc)?_f32_{info['dtype']}$")
+            if not any(dot2.match(m) for m in counts):
+                bad(f"no v_dot2_f32_{info['dtype']} product (the rows-4 layer)")
+            if wmma_total:
+                bad(f"{wmma_total} WMMA in a rows-4 kernel (its products are v_dot2)")
         if info["b128"] and b128 == 0:
             bad("no global_load_b128: the KV cache is not read with 128-bit loads")
         rows.append((name, str(vgprs), str(sgprs), str(lds), str(scratch),

@@ -51,8 +51,8 @@ def compile_kernels(build_dir, arch="gfx1151", sources=("decode", "generic")):
     returns {src: (path, seconds spent compiling or None if cached)}."""
     os.makedirs(build_dir, exist_ok=True)
     deps = [os.path.join(ROOT, "variants", "variants.def")]
-    for d in ("kernels/common",):
-        deps += [os.path.join(ROOT, d, f) for f in os.listdir(os.path.join(ROOT, d))]
+    for d in ("kernels/common", "kernels"):   # kernels/: the headers beside the sources (decode_body.h)
+        deps += [os.path.join(ROOT, d, f) for f in os.listdir(os.path.join(ROOT, d)) if f.endswith(".h")]
     out = {}
     for src in sources:
         hip = os.path.join(ROOT, "kernels", f"{src}.hip")
@@ -654,15 +654,25 @@ def static_summary(objs, dec, gen):
 # ------------------------------------------------------------------------------------- counting
 
 
-def count_default(G_, co, dec, co_path, kv8=None, dt="f16"):
+def planner_variant(dec, dt, D, kv8, G, M, rows=None):
+    """The decode variant the planner picks for G x M rows (src/plan_decode.c): the fewest row groups
+    (each reads the KV once), the smaller R on a tie; rows: the variant with that R instead."""
+    cands = [x for x in dec if x["arch"] == "gfx1151" and x["dtype"] == dt and x["D"] == D and x["kv8"] == kv8
+             and (rows is None or x["R"] == rows)]
+    if not cands:
+        raise SystemExit(f"no gfx1151 decode variant for {dt}, D {D}, kv {kv8 or '16-bit'}" + (f", rows {rows}" if rows else ""))
+    return min(cands, key=lambda x: (HOST.num_row_groups(G, M, x["R"]), x["R"]))
+
+
+def count_default(G_, co, dec, co_path, kv8=None, dt="f16", rows=None):
     """Instruction counts for the bench's default problem: 1 sequence, 8 kv heads x G = 4 (32 query
     heads), D = 128, f16, page 16, context 4096, M = 1 and M = 4, planner's split count; kv8: the
     same with an 8-bit cache ("fp8" or "int8") on its format's variant (per tensor scales); dt: the
     Q/O dtype (bf16: the same problem on the bf16 variant)."""
-    v = next(x for x in dec if x["dtype"] == dt and x["D"] == 128 and x["R"] == 16 and x["kv8"] == kv8)
     rng = np.random.default_rng(7)
     results = []
     for M in (1, 4):
+        v = planner_variant(dec, dt, 128, kv8, 4, M, rows)
         mem = Mem(G_)
         try:
             L, Hkv, G = 4096, 8, 4
@@ -686,17 +696,21 @@ def count_default(G_, co, dec, co_path, kv8=None, dt="f16"):
             kv_bytes = L * Hkv * 128 * 2 * (1 if kv8 else 2)
             must_bytes = kv_bytes + 2 * M * Hkv * G * 128 * 2 + 4 * (-(-L // 16))
             est = G_.cost_model(st)
-            results.append((M, splits, st, est, kv_bytes, must_bytes, ok, err))
+            results.append((M, v, splits, st, est, kv_bytes, must_bytes, ok, err))
         finally:
             mem.close()
-    print(f"\ndefault bench problem: variant {v['name']}, 1 sequence, L=4096, Hkv=8, G=4, D=128, {dt}, page 16"
-          + (f", {kv8} KV cache" if kv8 else ""))
-    b16_splits = HOST.num_splits(16, 8, 1, 8192, 1, 0, 40, resident_per_cu(v), HOST.min_tiles())
-    pipeline_summary(co_path, v, results[0][1], 16 * 8 * b16_splits)
-    for M, splits, st, est, kv, must, ok, err in results:
+    print(f"\ndefault bench problem: 1 sequence, L=4096, Hkv=8, G=4, D=128, {dt}, page 16"
+          + (f", {kv8} KV cache" if kv8 else "") + "; each M on the planner's variant")
+    for M, v, splits, *_ in results:
+        print(f"\n  M={M}: variant {v['name']}")
+        b16_splits = HOST.num_splits(16, 8, HOST.num_row_groups(4, M, v["R"]), 8192, M, 0, 40, resident_per_cu(v),
+                                     HOST.min_tiles())
+        pipeline_summary(co_path, v, splits, 16 * 8 * b16_splits)
+    print()
+    for M, v, splits, st, est, kv, must, ok, err in results:
         c = st.by_class
         simd = c["VALU"] + 4 * c["VALU_TRANS"] + 32 * c["WMMA"]
-        print(f"  M={M}: splits={splits}  {'PASS' if ok else 'FAIL'} err={err:.2e}  emulated in {st.seconds:.1f}s")
+        print(f"  M={M}: {v['name']}, splits={splits}  {'PASS' if ok else 'FAIL'} err={err:.2e}  emulated in {st.seconds:.1f}s")
         print(f"    wave instructions {st.instructions:,}  = {st.instructions / kv:.4f} per KV byte")
         print("    by class: " + ", ".join(f"{k} {n:,}" for k, n in c.items() if n))
         print(f"    per KV byte: VALU {c['VALU'] / kv:.4f}, TRANS {c['VALU_TRANS'] / kv:.4f}, WMMA {c['WMMA'] / kv:.5f}, "
@@ -797,6 +811,8 @@ def main():
     ap.add_argument("--count", action="store_true", help="instruction counts for the default bench problem")
     ap.add_argument("--count-kv", choices=("fp8", "int8"), default=None,
                     help="with --count: the same problem with an 8-bit KV cache, on its format's variant")
+    ap.add_argument("--count-rows", type=int, default=None,
+                    help="with --count: the variant with this many rows R for both M (default: the planner's)")
     ap.add_argument("--count-dtype", choices=("f16", "bf16"), default="f16",
                     help="with --count: the Q/O dtype (bf16: the bf16 variant)")
     args = ap.parse_args()
@@ -816,7 +832,7 @@ def main():
     import gfx11emu as G_   # noqa: E402  (path given at run time)
 
     cos = {src: G_.load(obj) for src, (obj, _) in objs.items()}
-    count_default(G_, cos["decode"], dec, objs["decode"][0], args.count_kv, args.count_dtype)
+    count_default(G_, cos["decode"], dec, objs["decode"][0], args.count_kv, args.count_dtype, args.count_rows)
     return 0
 
 

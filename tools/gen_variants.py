@@ -156,19 +156,22 @@ def parse_table(path):
                 rows, kw, dw, rw, waves = (_int(k, row[k], where) for k in ("rows", "kw", "dw", "rw", "waves"))
                 if head < 16 or head % 16 or head > DECODE_MAX_HEAD:
                     raise TableError(f"{where}: decode head {head} must be a multiple of 16 up to {DECODE_MAX_HEAD}")
-                if rows not in (8, 16, 32, 48, 64):
-                    raise TableError(f"{where}: rows {rows} must be 8, 16, 32, 48 or 64")
+                if rows not in (4, 8, 16, 32, 48, 64):
+                    raise TableError(f"{where}: rows {rows} must be 4, 8, 16, 32, 48 or 64")
                 if rows == 8 and not arch.startswith("sm_"):
                     # rows 8 is NVIDIA's 8-row fragment layer (kernels/common/fragment_nv_mma_n8.h); a
                     # 16-row layer would run it as half-padding 16-row tiles, rows 16's work
                     raise TableError(f"{where}: rows 8 is for NVIDIA tables (sm_*) only")
+                if rows == 4 and not arch.startswith("gfx11"):
+                    # rows 4 is gfx11's 4-row fragment layer (kernels/common/fragment_gfx11_d4.h)
+                    raise TableError(f"{where}: rows 4 is for gfx11 tables only")
                 if kw not in (1, 2, 4, 8):
                     raise TableError(f"{where}: kw {kw} must be 1, 2, 4 or 8")
                 if dw < 1 or head % (16 * dw):
                     raise TableError(f"{where}: dw {dw} must split head {head} into whole 16-wide chunks")
-                if rw not in (1, 2, 4) or rows % (16 * rw) and not (rows == 8 and rw == 1):
+                if rw not in (1, 2, 4) or rows % (16 * rw) and not (rows < 16 and rw == 1):
                     raise TableError(f"{where}: rw {rw} must be 1, 2 or 4 and split rows {rows} into whole 16-row tiles "
-                                     "(rows 8: rw 1)")
+                                     "(rows 4 and 8: rw 1)")
                 if kw * dw * rw > 16:
                     raise TableError(f"{where}: kw * dw * rw = {kw * dw * rw} waves exceed a 512-thread workgroup")
                 if not 1 <= waves <= 16:

@@ -9,6 +9,10 @@
  *   NVIDIA, R35A_FRAGMENT_EMULATE_GFX11=1        fragment_nv_gfx11emu.h the gfx11 lane layouts,
  *                                                                       exactly, with warp shuffles
  *
+ * Decode's second layers, for variants with few rows (namespaces of their own, decode.hip compiles its
+ * body once more on each): fragment_gfx11_d4.h (gfx11, rows 4: v_dot2 products) and
+ * fragment_nv_mma_n8.h (NVIDIA native, rows 8: the rows as mma's n = 8).
+ *
  * The emulation runs the kernels with gfx11's data layouts on NVIDIA hardware: real concurrency for
  * the code that was written against fragment_gfx11.h, and a check of its half-wave replication.
  */
@@ -43,5 +47,9 @@ template <bool K8_ORDER = false>   /* (Q^T is staged in LDS in the K operands' o
 R35A_DEV bop load_bop_lds(const u16 *lds, int ld) { return load_vec16_lds(lds, ld); }
 } /* namespace frag */
 } /* namespace r35a */
+
+#if defined(R35A_TARGET_AMDGCN)
+#include "fragment_gfx11_d4.h"   /* decode's 4-row layer (v_dot2 products) */
+#endif
 
 #endif /* R35A_FRAGMENT_H */

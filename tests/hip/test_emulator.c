@@ -25,12 +25,15 @@
  *            over garbage block-table entries with padded strides and sinks, split-KV with the
  *            workspace reused (two problems of one plan on one workspace: the second run finds the
  *            first's records), the same with softcap + ALiBi + sinks (decode_features), two
- *            row groups (R = 32), L == M, a mixed batch; misaligned K for some; pages beyond 2^32
+ *            row groups (R = 32), L == M, a mixed batch (not on rows 4: a mixed batch's decode
+ *            launch is planned for M = 8); M 1-8 over the variants (1-4 on the rows-4 variants, the
+ *            G x M <= 4 calls they serve); misaligned K for some; pages beyond 2^32
  *            elements for D = 128; split counts that differ between the two reported CU counts
  *            for two variants. The stand-in reports 20 (a Radeon 8060S's WGPs) and then 40 units:
  *            under the second every case is planned and checked, and those split cases run again.
  *   decode8  per 8-bit (fp8 e4m3, int8) decode variant: the partial case with per-tensor scales,
- *            the window case (per-kv-head scales, slots padded by 16 elements) and the features case.
+ *            the window case (per-kv-head scales, slots padded by 16 elements) and the features case;
+ *            every stored code through the D = 256 variants of rows 4 and 16 (decode8_codes).
  *   generic  the portable kernel (all 8): softcap, ALiBi, odd page sizes, windows over garbage,
  *            prefill and mixed batches, head sizes up to dmax, sinks, fp8/int8 KV caches (every
  *            code), pages beyond 2^32 elements, varlen causal / GQA / fused, a misaligned K.
@@ -810,13 +813,34 @@ static bool run_varlen(const varlen_spec *spec, const char *group, int index, co
     return ok;
 }
 
-/* G such that G x M rows make the planner pick a variant with R rows: (R - 16, R]. */
-static int32_t group_for(int rows, int m)
+/* The next smaller R among the variants of v's arch, dtype, head size and KV format (0: none). */
+static int rows_below(const decode_variant *v)
 {
-    int32_t g = rows / m;
-    if (g * m <= rows - 16)
-        g = (rows - 16) / m + 1;
+    int below = 0;
+    for (size_t i = 0; i < sizeof k_decode / sizeof *k_decode; ++i) {
+        const decode_variant *u = &k_decode[i];
+        if (strcmp(u->arch, v->arch) == 0 && u->dtype == v->dtype && u->kv == v->kv && u->head == v->head &&
+            u->rows < v->rows && u->rows > below)
+            below = u->rows;
+    }
+    return below;
+}
+
+/* G such that G x M rows make the planner pick variant v (R rows): G x M in (the next smaller
+ * variant's R, R]. M must fit: m_for(). */
+static int32_t group_for(const decode_variant *v, int m)
+{
+    const int below = rows_below(v);
+    int32_t g = v->rows / m;
+    if (g * m <= below)
+        g = below / m + 1;
     return g < 1 ? 1 : g;
+}
+
+/* A case's M on variant v: at most its R (a rows-4 variant serves G x M <= 4: M 1-4). */
+static int m_for(const decode_variant *v, int m)
+{
+    return m <= v->rows ? m : v->rows;
 }
 
 /* ---- decode ---- */
@@ -832,7 +856,7 @@ static void decode_split_case(const decode_variant *v, int m, int index, bool fe
 {
     paged_spec s;
     const int hkv = 1;
-    paged_spec_init(&s, v->dtype, group_for(v->rows, m) * hkv, hkv, v->head, 16);
+    paged_spec_init(&s, v->dtype, group_for(v, m) * hkv, hkv, v->head, 16);
     s.kv_dtype = v->kv;
     s.kv_scale_per_head = v->kv != 0;
     if (features) { /* the model features on the same splits: sinks join a row once (row_inv with one
@@ -863,7 +887,7 @@ static void decode_cu_split_case(const decode_variant *v, int index)
 {
     paged_spec s;
     const int hkv = 4;
-    paged_spec_init(&s, v->dtype, group_for(v->rows, 1) * hkv, hkv, v->head, 32);
+    paged_spec_init(&s, v->dtype, group_for(v, 1) * hkv, hkv, v->head, 32);
     for (int i = 0; i < 4; ++i)
         paged_spec_add_seq(&s, 1600 - 97 * i, 1);
     s.shuffle_pages = true;
@@ -894,7 +918,8 @@ static void decode_cases(bool second_count, const char *only)
             ++vi; /* case indices stay those of a whole run */
             continue;
         }
-        const int m = 1 + vi % 8; /* M = 1..8 over the variants */
+        const int m = m_for(v, 1 + vi % 8); /* M = 1..8 over the variants (1..4 on rows 4) */
+        const int m8 = m_for(v, 8);          /* the largest M the variant serves, up to 8 */
         const int hkv = 2;
         const bool kv8 = v->kv != 0; /* an 8-bit variant: the cases that reach its own code (the
                                       * K/V loads and conversions, the scales); the rest of the
@@ -906,10 +931,10 @@ static void decode_cases(bool second_count, const char *only)
         g_plan_only = second_count;
         if (!kv8)
             decode_split_case(v, m, vi, false);
-        decode_split_case(v, 1 + (vi + 5) % 8, vi, true);
+        decode_split_case(v, m_for(v, 1 + (vi + 5) % 8), vi, true);
 
         /* partial last pages (page 32), an L = 0 padding sequence and an L = 1 one, shuffled pages */
-        paged_spec_init(&s, v->dtype, group_for(v->rows, m) * hkv, hkv, v->head, 32);
+        paged_spec_init(&s, v->dtype, group_for(v, m) * hkv, hkv, v->head, 32);
         paged_spec_add_seq(&s, 37 + 11 * m, m);
         paged_spec_add_seq(&s, 0, 0);
         paged_spec_add_seq(&s, 1, 1);
@@ -923,8 +948,8 @@ static void decode_cases(bool second_count, const char *only)
         /* a window of 70 keys over garbage table entries, page 528, padded Q/O/K/V strides (8-bit
          * K/V rows padded by 16 elements: their strides must stay 16-byte multiples), with sinks
          * (gpt-oss: sinks on windowed layers; some heads -inf) */
-        const int mw = 1 + (vi + 3) % 8;
-        paged_spec_init(&s, v->dtype, group_for(v->rows, mw) * hkv, hkv, v->head, 528);
+        const int mw = m_for(v, 1 + (vi + 3) % 8);
+        paged_spec_init(&s, v->dtype, group_for(v, mw) * hkv, hkv, v->head, 528);
         paged_spec_add_seq(&s, 1700, mw);
         paged_spec_add_seq(&s, 60, mw);
         s.window = 70;
@@ -957,23 +982,26 @@ static void decode_cases(bool second_count, const char *only)
         }
 
         /* mixed batch: the M = 9 sequence runs on the portable kernel in a second launch (kept
-         * short: that kernel reads KV once per query row) */
-        paged_spec_init(&s, v->dtype, group_for(v->rows, 8) * hkv, hkv, v->head, 16);
-        paged_spec_add_seq(&s, 200, 1);
-        paged_spec_add_seq(&s, 12, 9);
-        paged_spec_add_seq(&s, 0, 0);
-        paged_spec_add_seq(&s, 133, 8);
-        run_paged(&s, "decode_mixed", vi, &(case_opts){.expect = v->name});
+         * short: that kernel reads KV once per query row). The decode launch is planned for M = 8
+         * (the host does not read which sequences are short): never a rows-4 variant. */
+        if (v->rows >= 8) {
+            paged_spec_init(&s, v->dtype, group_for(v, 8) * hkv, hkv, v->head, 16);
+            paged_spec_add_seq(&s, 200, 1);
+            paged_spec_add_seq(&s, 12, 9);
+            paged_spec_add_seq(&s, 0, 0);
+            paged_spec_add_seq(&s, 133, 8);
+            run_paged(&s, "decode_mixed", vi, &(case_opts){.expect = v->name});
+        }
 
-        /* L == M = 8: every key is one of the new tokens (causal among them), page 784 */
-        paged_spec_init(&s, v->dtype, group_for(v->rows, 8) * hkv, hkv, v->head, 784);
-        paged_spec_add_seq(&s, 8, 8);
-        paged_spec_add_seq(&s, 9, 8);
+        /* L == M = 8 (4 on rows 4): every key is one of the new tokens (causal among them), page 784 */
+        paged_spec_init(&s, v->dtype, group_for(v, m8) * hkv, hkv, v->head, 784);
+        paged_spec_add_seq(&s, m8, m8);
+        paged_spec_add_seq(&s, m8 + 1, m8);
         run_paged(&s, "decode_l_eq_m", vi, &(case_opts){.expect = v->name});
 
         /* pages beyond 2^32 elements of K and V (page 544): 64-bit page offsets */
         if (v->head == 128 && v->rows == 16) {
-            paged_spec_init(&s, v->dtype, group_for(v->rows, 2) * hkv, hkv, v->head, 544);
+            paged_spec_init(&s, v->dtype, group_for(v, 2) * hkv, hkv, v->head, 544);
             paged_spec_add_seq(&s, 1200, 2);
             paged_spec_add_seq(&s, 45, 2);
             s.shuffle_pages = true;
@@ -983,7 +1011,7 @@ static void decode_cases(bool second_count, const char *only)
         /* K 2 bytes off a 16-byte boundary: the portable kernel runs instead, whole (D = 64: the
          * portable kernel is slow on the emulator) */
         if (v->head == 64) {
-            paged_spec_init(&s, v->dtype, group_for(v->rows, m) * hkv, hkv, v->head, 16);
+            paged_spec_init(&s, v->dtype, group_for(v, m) * hkv, hkv, v->head, 16);
             paged_spec_add_seq(&s, 81, m);
             paged_spec_add_seq(&s, 1, 1);
             run_paged(&s, "decode_misaligned", vi, &(case_opts){.expect = v->name, .misalign_k = true});
@@ -1152,31 +1180,37 @@ static void generic_cases(void)
  * (device.h kv8x2_fast: taken where a wave's operand holds no NaN code): every other code must still
  * be exact; case 3 also puts the NaN code 0xff in the key (element 5), so K takes the exact path and
  * every output must be NaN; case 4 is case 2 with bf16 queries and output (the bf16 variant's fast
- * path; bf16 holds every e4m3 value exactly too). */
+ * path; bf16 holds every e4m3 value exactly too). The decode cases run twice: with one query head
+ * (G = 1: the rows-4 variants, whose 8-bit K is loaded and converted a half-wave at a time,
+ * fragment_gfx11_d4.h k8_split) and with 8 (cases 5-9: the rows-16 variants, frag::k8_operand). */
+enum { KV8_CODES_MAX_G = 8 };
 static void kv8_codes_cases(bool decode)
 {
     const r35a_dtype kv_dtypes[5] = {R35A_DTYPE_FP8_E4M3, R35A_DTYPE_INT8, R35A_DTYPE_FP8_E4M3, R35A_DTYPE_FP8_E4M3,
                                      R35A_DTYPE_FP8_E4M3};
-    for (int kd = 0; kd < 5; ++kd) {
-        const bool fp8 = kd != 1, v_nan_codes = kd == 0, k_nan_code = kd == 3, bf16 = kd == 4;
+    for (int kd = 0; kd < (decode ? 10 : 5); ++kd) {
+        const int kc = kd % 5, G = kd < 5 ? 1 : KV8_CODES_MAX_G;
+        const bool fp8 = kc != 1, v_nan_codes = kc == 0, k_nan_code = kc == 3, bf16 = kc == 4;
         const char *group = decode ? "decode8_codes" : "generic_kv8_codes";
-        const char *expect = decode ? (bf16  ? "decode_bf16_fp8_d256_"
-                                       : fp8 ? "decode_f16_fp8_d256_"
-                                             : "decode_f16_int8_d256_")
-                                    : bf16 ? "generic_paged_bf16_" : "generic_paged_f16_";
+        char expect[64];
+        if (decode)
+            snprintf(expect, sizeof expect, "decode_%s_%s_d256_r%d_", bf16 ? "bf16" : "f16", fp8 ? "fp8" : "int8",
+                     G == 1 ? 4 : 16);
+        else
+            snprintf(expect, sizeof expect, "%s", bf16 ? "generic_paged_bf16_" : "generic_paged_f16_");
         if (!tu_case_selected(group, kd))
             continue;
         char label[64];
         snprintf(label, sizeof label, "%dwgp/%s:%d", g_reported_cus, group, kd);
         r35a_paged_attention_desc d;
-        r35a_paged_attention_desc_init(&d, bf16 ? R35A_DTYPE_BF16 : R35A_DTYPE_F16, 1, 1, 1, 1, 1, 1, 256, decode ? 16 : 8, 1);
-        d.kv_dtype = kv_dtypes[kd];
+        r35a_paged_attention_desc_init(&d, bf16 ? R35A_DTYPE_BF16 : R35A_DTYPE_F16, 1, 1, 1, 1, G, 1, 256, decode ? 16 : 8, 1);
+        d.kv_dtype = kv_dtypes[kc];
         uint8_t k[16 * 256] = {0}, v[16 * 256] = {0};
         for (int c = 0; c < 256; ++c)
             v[c] = (uint8_t)(fp8 && !v_nan_codes && (c & 0x7F) == 0x7F ? c & 0x80 : c);
         if (k_nan_code)
             k[5] = 0xFF;
-        uint16_t q[256] = {0}, out[256];
+        uint16_t q[KV8_CODES_MAX_G * 256] = {0}, out[KV8_CODES_MAX_G * 256];
         memset(out, 0xFF, sizeof out);
         const float k_scale = 2.0f, v_scale = 1.0f;
         const int32_t seq_lens[1] = {1}, qsl[2] = {0, 1}, bt[1] = {0};
@@ -1221,15 +1255,16 @@ static void kv8_codes_cases(bool decode)
                 printf("FAIL %s: run: %s\n", label, r35a_last_error_detail());
         }
         int bad = 0;
-        for (int c = 0; ok && c < 256; ++c) {
-            const int code = v[c];
+        for (int e = 0; ok && e < G * 256; ++e) {   /* every query head: the same single key */
+            const int c = e % 256, code = v[c];
             double want = fp8 ? tu_f16_to_double((uint16_t)((code & 0x7F) << 7)) * 256.0 * (code & 0x80 ? -1.0 : 1.0)
                               : (double)(code < 128 ? code : code - 256);
             const bool nan_code = k_nan_code || (fp8 && (code & 0x7F) == 0x7F);
-            const double got = bf16 ? tu_bf16_to_double(out[c]) : tu_f16_to_double(out[c]);
+            const double got = bf16 ? tu_bf16_to_double(out[e]) : tu_f16_to_double(out[e]);
             if (nan_code ? !isnan(got) : got != want) {
                 if (bad++ < 6)
-                    printf("FAIL %s: code 0x%02x: library %.9g, want %.9g\n", label, c, got, nan_code ? NAN : want);
+                    printf("FAIL %s: head %d code 0x%02x: library %.9g, want %.9g\n", label, e / 256, c, got,
+                           nan_code ? NAN : want);
             }
         }
         ok = ok && bad == 0 && hip.emulator_errors() == errors_before;

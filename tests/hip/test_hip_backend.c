@@ -245,19 +245,19 @@ static void test_gpu_decode_plan_and_run(void **state)
     (void)state;
     open_fake();
     r35a_context *ctx = create(R35A_BACKEND_GPU, R35A_OK);
-    /* D=128, G=4, M=1, one sequence of 4096 tokens (see test_planner.c for the numbers). */
+    /* D=128, G=4, M=1, one sequence of 4096 tokens: the rows-4 variant (see test_planner.c for the numbers). */
     r35a_paged_attention_desc d;
     r35a_paged_attention_desc_init(&d, R35A_DTYPE_F16, 1, 1, 1, 4096, 32, 8, 128, 16, 256);
     r35a_plan *plan = plan_paged(ctx, &d, R35A_OK);
     r35a_plan_info pi = plan_info_of(plan);
-    assert_string_equal(pi.implementation, "decode_f16_d128_r16_kw2_dw2_w6+decode_merge_f16");
+    assert_string_equal(pi.implementation, "decode_f16_d128_r4_kw2_dw2_w8+decode_merge_f16");
     assert_string_equal(pi.fallback_reason, "");
     assert_int_equal(pi.num_splits, 10);
     assert_int_equal(pi.grid[0], 10);
     assert_int_equal(pi.grid[1], 8);
     assert_int_equal(pi.grid[2], 1);
     assert_int_equal(pi.block[0], 128);
-    assert_int_equal(pi.workspace_bytes, 80 * 2080 * 4);
+    assert_int_equal(pi.workspace_bytes, 80 * 520 * 4);
 
     /* Too small a workspace is refused before anything is launched. */
     fake.reset();
@@ -269,7 +269,7 @@ static void test_gpu_decode_plan_and_run(void **state)
     assert_int_equal(r35a_paged_attention_run(ctx, plan, &a, ws_buf, sizeof ws_buf, &stream_token), R35A_OK);
     assert_string_equal(fake.order(), "LL"); /* the kernel, then its split merge, on one stream; no memset */
     const fake_launch *l = fake.launch(0);
-    assert_string_equal(l->kernel, "decode_f16_d128_r16_kw2_dw2_w6");
+    assert_string_equal(l->kernel, "decode_f16_d128_r4_kw2_dw2_w8");
     assert_memory_equal(l->grid, pi.grid, sizeof pi.grid);
     assert_memory_equal(l->block, pi.block, sizeof pi.block);
     assert_ptr_equal(l->stream, &stream_token);
@@ -284,7 +284,7 @@ static void test_gpu_decode_plan_and_run(void **state)
     assert_int_equal(ka.group_size, 4);
     assert_int_equal(ka.num_row_groups, 1);
     assert_int_equal(ka.page_size, 16);
-    assert_int_equal(ka.rows_per_group, 16);
+    assert_int_equal(ka.rows_per_group, 4);
     assert_int_equal(ka.head_size, 128);
     assert_int_equal(ka.min_split_tiles, 4);
     /* the merge: the same argument struct, 4 rows x 128 d / 4 x 4 lanes = 512 threads per kv head */
@@ -314,7 +314,7 @@ static void test_gpu_decode_plan_and_run(void **state)
     r35a_paged_attention_desc_init(&busy, R35A_DTYPE_BF16, 64, 64, 1, 4096, 8, 8, 64, 16, 64 * 256);
     plan = plan_paged(ctx, &busy, R35A_OK);
     pi = plan_info_of(plan);
-    assert_string_equal(pi.implementation, "decode_bf16_d64_r16_kw4_dw1_w6");
+    assert_string_equal(pi.implementation, "decode_bf16_d64_r4_kw4_dw1_w8");
     assert_int_equal(pi.workspace_bytes, 0);
     fake.reset();
     a = paged_args();
@@ -382,19 +382,19 @@ static void test_gpu_decode_features(void **state)
     r35a_paged_attention_desc_init(&d, R35A_DTYPE_F16, 2, 2, 1, 4096, 32, 8, 128, 16, 512);
     r35a_paged_attention_desc f = d;
     f.logit_softcap = 30.0f;
-    expect_decode_features(ctx, &f, "decode_f16_d128_r16_kw2_dw2_w6");
+    expect_decode_features(ctx, &f, "decode_f16_d128_r4_kw2_dw2_w8");
     f.use_alibi = 1;
     f.use_sinks = 1;
-    expect_decode_features(ctx, &f, "decode_f16_d128_r16_kw2_dw2_w6");
+    expect_decode_features(ctx, &f, "decode_f16_d128_r4_kw2_dw2_w8");
     r35a_paged_attention_desc fp8 = d;
     fp8.kv_dtype = R35A_DTYPE_FP8_E4M3;
     fp8.kv_scale_per_head = 1;
     fp8.use_sinks = 1;
-    expect_decode_features(ctx, &fp8, "decode_f16_fp8_d128_r16_kw2_dw2_w6");
+    expect_decode_features(ctx, &fp8, "decode_f16_fp8_d128_r4_kw2_dw2_w6");
     r35a_paged_attention_desc int8 = d;
     int8.kv_dtype = R35A_DTYPE_INT8;
     int8.dtype = R35A_DTYPE_BF16;
-    expect_decode_features(ctx, &int8, "decode_bf16_int8_d128_r16_kw2_dw2_w6");
+    expect_decode_features(ctx, &int8, "decode_bf16_int8_d128_r4_kw2_dw2_w6");
     /* a mixed batch: the format's decode kernel, then the portable kernel */
     r35a_paged_attention_desc mixed;
     r35a_paged_attention_desc_init(&mixed, R35A_DTYPE_F16, 2, 13, 12, 4096, 32, 8, 128, 16, 512);

@@ -195,8 +195,10 @@ static void test_registry(void **state)
     for (int i = 0; i < R35A_NUM_DECODE_VARIANTS; ++i) {
         const r35a_decode_variant *v = &r35a_decode_variants[i];
         assert_int_equal(r35a_registry_find(R35A_GPU_DECODE, v->arch, v->name), i);
-        /* rows: whole 16-row tiles, or 8 (NVIDIA's 8-row layer, one row wave) */
-        assert_true((v->rows % 16 == 0 || (v->rows == 8 && v->rw == 1 && strncmp(v->arch, "sm_", 3) == 0)) && v->kw >= 1 && v->dw >= 1 && v->rw >= 1 && 32 * v->kw * v->dw * v->rw <= 1024);
+        /* rows: whole 16-row tiles, or 8 (NVIDIA's 8-row layer) or 4 (gfx11's 4-row layer), one row wave */
+        assert_true((v->rows % 16 == 0 || (v->rows == 8 && v->rw == 1 && strncmp(v->arch, "sm_", 3) == 0) ||
+                     (v->rows == 4 && v->rw == 1 && strncmp(v->arch, "gfx11", 5) == 0)) &&
+                    v->kw >= 1 && v->dw >= 1 && v->rw >= 1 && 32 * v->kw * v->dw * v->rw <= 1024);
         assert_true(v->head_size % (16 * v->dw) == 0);
     }
     for (int i = 0; i < R35A_NUM_GENERIC_KERNELS; ++i)
@@ -233,13 +235,27 @@ static void test_registry(void **state)
 static void test_decode_single_sequence(void **state)
 {
     (void)state;
-    r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 1, 1, 4096, 32, 8, 128, 16);
+    /* G = 8, M = 1: 8 rows, one 16-row tile (gfx1151 has no rows-8 variant); 8 workgroups want 80 ->
+     * 10 splits, records of 2 x 16 + 16 x 128 floats */
+    r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 1, 1, 4096, 64, 8, 128, 16);
     expect_decode(&d, 40, "decode_f16_d128_r16_kw2_dw2_w6", 10, 8, 1, 128, 80 * 2080 * 4);
     /* 32 CUs (Radeon 8050S): 64 workgroups wanted -> 8 splits. */
     expect_decode(&d, 32, "decode_f16_d128_r16_kw2_dw2_w6", 8, 8, 1, 128, 64 * 2080 * 4);
     /* bf16 picks the bf16 kernel of the same shape. */
-    r35a_paged_attention_desc b = paged(R35A_DTYPE_BF16, 1, 1, 4096, 32, 8, 128, 16);
+    r35a_paged_attention_desc b = paged(R35A_DTYPE_BF16, 1, 1, 4096, 64, 8, 128, 16);
     expect_decode(&b, 40, "decode_bf16_d128_r16_kw2_dw2_w6", 10, 8, 1, 128, 80 * 2080 * 4);
+    /* G = 4, M = 1 (the bench's default problem): 4 rows, the rows-4 variant; records of 2 x 4 + 4 x 128 */
+    r35a_paged_attention_desc r4 = paged(R35A_DTYPE_F16, 1, 1, 4096, 32, 8, 128, 16);
+    expect_decode(&r4, 40, "decode_f16_d128_r4_kw2_dw2_w8", 10, 8, 1, 128, 80 * 520 * 4);
+    r4.kv_dtype = R35A_DTYPE_FP8_E4M3;
+    expect_decode(&r4, 40, "decode_f16_fp8_d128_r4_kw2_dw2_w6", 10, 8, 1, 128, 80 * 520 * 4);
+    /* G = 2, M = 2: 4 rows too; G = 5, M = 1 and G = 2, M = 3: 5 and 6 rows, one 16-row tile */
+    r35a_paged_attention_desc m2 = paged(R35A_DTYPE_BF16, 1, 2, 4096, 16, 8, 256, 16);
+    expect_decode(&m2, 40, "decode_bf16_d256_r4_kw1_dw4_w8", 10, 8, 1, 128, 80 * (8 + 4 * 256) * 4);
+    r35a_paged_attention_desc g5 = paged(R35A_DTYPE_F16, 1, 1, 4096, 40, 8, 128, 16);
+    expect_decode(&g5, 40, "decode_f16_d128_r16_kw2_dw2_w6", 10, 8, 1, 128, 80 * 2080 * 4);
+    r35a_paged_attention_desc m3 = paged(R35A_DTYPE_F16, 1, 3, 4096, 16, 8, 128, 16);
+    expect_decode(&m3, 40, "decode_f16_d128_r16_kw2_dw2_w6", 10, 8, 1, 128, 80 * 2080 * 4);
 }
 
 /* G=8, M=4: 32 rows -> R=32 needs 1 row group, R=16 two: R=32. 2 seqs x 8 kv heads = 16 WGs ->
@@ -264,7 +280,7 @@ static void test_decode_no_split_when_busy_or_short(void **state)
     (void)state;
     /* 64 seqs x 8 kv heads = 512 WGs >= 80: one split, no workspace. */
     r35a_paged_attention_desc d = paged(R35A_DTYPE_BF16, 64, 1, 4096, 8, 8, 64, 16);
-    expect_decode(&d, 40, "decode_bf16_d64_r16_kw4_dw1_w6", 1, 8, 64, 128, 0);
+    expect_decode(&d, 40, "decode_bf16_d64_r4_kw4_dw1_w8", 1, 8, 64, 128, 0);
     /* 40 keys: (40+15)/16 + 1 = 4 tiles, one split's worth: one split. 100 keys: 8 tiles allow 2
      * splits of 4 (the one workgroup wants 80); 2 records of (32 + 16*256) floats. */
     r35a_paged_attention_desc t = paged(R35A_DTYPE_F16, 1, 1, 40, 8, 1, 256, 16);
@@ -320,13 +336,13 @@ static void test_decode_window_limits_splits(void **state)
     (void)state;
     /* Window 512 over a 32768 context: the rows reach 512 keys = 33 tiles -> at most 8 splits (the 8
      * workgroups want 10). */
-    r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 1, 1, 32768, 32, 8, 128, 16);
+    r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 1, 1, 32768, 64, 8, 128, 16);
     d.window = 512;
     expect_decode(&d, 40, "decode_f16_d128_r16_kw2_dw2_w6", 8, 8, 1, 128, 64 * 2080 * 4);
     /* Page sizes of the hybrid models (multiples of 16) are served. */
     const int pages[] = {32, 528, 544, 784, 1056};
     for (size_t i = 0; i < sizeof pages / sizeof *pages; ++i) {
-        r35a_paged_attention_desc p = paged(R35A_DTYPE_BF16, 1, 1, 4096, 32, 8, 128, pages[i]);
+        r35a_paged_attention_desc p = paged(R35A_DTYPE_BF16, 1, 1, 4096, 64, 8, 128, pages[i]);
         expect_decode(&p, 40, "decode_bf16_d128_r16_kw2_dw2_w6", 10, 8, 1, 128, 80 * 2080 * 4);
     }
 }
@@ -447,7 +463,7 @@ static void test_decode_declines(void **state)
 static void test_decode_model_features(void **state)
 {
     (void)state;
-    r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 1, 1, 4096, 32, 8, 128, 16);
+    r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 1, 1, 4096, 64, 8, 128, 16);   /* G = 8: rows 16 */
     const size_t ws = 8 * 10 * (2 * 16 + 16 * 128) * 4;
     expect_decode(&d, 40, "decode_f16_d128_r16_kw2_dw2_w6", 10, 8, 1, 128, ws);
     r35a_paged_attention_desc f = d;
