@@ -664,18 +664,18 @@ def planner_variant(dec, dt, D, kv8, G, M, rows=None):
     return min(cands, key=lambda x: (HOST.num_row_groups(G, M, x["R"]), x["R"]))
 
 
-def count_default(G_, co, dec, co_path, kv8=None, dt="f16", rows=None):
+def count_default(G_, co, dec, co_path, kv8=None, dt="f16", rows=None, group=4):
     """Instruction counts for the bench's default problem: 1 sequence, 8 kv heads x G = 4 (32 query
     heads), D = 128, f16, page 16, context 4096, M = 1 and M = 4, planner's split count; kv8: the
     same with an 8-bit cache ("fp8" or "int8") on its format's variant (per tensor scales); dt: the
-    Q/O dtype (bf16: the same problem on the bf16 variant)."""
+    Q/O dtype (bf16: the same problem on the bf16 variant); group: another G."""
     rng = np.random.default_rng(7)
     results = []
     for M in (1, 4):
-        v = planner_variant(dec, dt, 128, kv8, 4, M, rows)
+        v = planner_variant(dec, dt, 128, kv8, group, M, rows)
         mem = Mem(G_)
         try:
-            L, Hkv, G = 4096, 8, 4
+            L, Hkv, G = 4096, 8, group
             P = PagedProblem(mem, rng, dt, 128, Hkv=Hkv, G=G, B=16, seqs=[(L, M)], kv8=kv8)
             rg = HOST.num_row_groups(G, M, v["R"])
             splits = HOST.num_splits(1, Hkv, rg, L, M, 0, 40, resident_per_cu(v), HOST.min_tiles())   # the planner's, 40 CUs
@@ -699,11 +699,11 @@ def count_default(G_, co, dec, co_path, kv8=None, dt="f16", rows=None):
             results.append((M, v, splits, st, est, kv_bytes, must_bytes, ok, err))
         finally:
             mem.close()
-    print(f"\ndefault bench problem: 1 sequence, L=4096, Hkv=8, G=4, D=128, {dt}, page 16"
+    print(f"\ndefault bench problem: 1 sequence, L=4096, Hkv=8, G={group}, D=128, {dt}, page 16"
           + (f", {kv8} KV cache" if kv8 else "") + "; each M on the planner's variant")
     for M, v, splits, *_ in results:
         print(f"\n  M={M}: variant {v['name']}")
-        b16_splits = HOST.num_splits(16, 8, HOST.num_row_groups(4, M, v["R"]), 8192, M, 0, 40, resident_per_cu(v),
+        b16_splits = HOST.num_splits(16, 8, HOST.num_row_groups(group, M, v["R"]), 8192, M, 0, 40, resident_per_cu(v),
                                      HOST.min_tiles())
         pipeline_summary(co_path, v, splits, 16 * 8 * b16_splits)
     print()
@@ -811,6 +811,7 @@ def main():
     ap.add_argument("--count", action="store_true", help="instruction counts for the default bench problem")
     ap.add_argument("--count-kv", choices=("fp8", "int8"), default=None,
                     help="with --count: the same problem with an 8-bit KV cache, on its format's variant")
+    ap.add_argument("--count-group", type=int, default=4, help="with --count: G (query heads per kv head; default 4)")
     ap.add_argument("--count-rows", type=int, default=None,
                     help="with --count: the variant with this many rows R for both M (default: the planner's)")
     ap.add_argument("--count-dtype", choices=("f16", "bf16"), default="f16",
@@ -832,7 +833,8 @@ def main():
     import gfx11emu as G_   # noqa: E402  (path given at run time)
 
     cos = {src: G_.load(obj) for src, (obj, _) in objs.items()}
-    count_default(G_, cos["decode"], dec, objs["decode"][0], args.count_kv, args.count_dtype, args.count_rows)
+    count_default(G_, cos["decode"], dec, objs["decode"][0], args.count_kv, args.count_dtype, args.count_rows,
+                  args.count_group)
     return 0
 
 
