@@ -50,7 +50,8 @@
  * v_dot2 instead of WMMA (namespace r35a::d4): a kv head with G x M <= 4 rows no longer pays for 12
  * padding rows of a 16 x 16 x 16 WMMA; its 8-bit K is converted half a row per half-wave.
  *
- * Compile-time: element type, K/V element format, D, R (rows per workgroup, in ceil(R / 16) row tiles; R / 8 on the rows-8 layer, R / 4 on the rows-4 one), KW, DW, RW, WAVES (the occupancy
+ * Compile-time: element type, K/V element format, D, R (rows per workgroup, in ceil(R / 16) row
+ * tiles; R / 8 on the rows-8 layer, R / 4 on the rows-4 one), KW, DW, RW, WAVES (the occupancy
  * contract): they size registers and LDS, and the LDS left decides the pipeline depth.
  * Run-time: page size (any multiple of 16), strides, G, M (per sequence), window, scale, splits,
  * softcap, ALiBi, sinks, the 8-bit scales (per tensor or per kv head).
@@ -514,8 +515,10 @@ struct decode_entry<E, KV, D, R, KW, DW, RW, WAVES, DECODE_LAYER_D4> {
 #else
 #define R35A_DECODE_D4_ROWS(R) false
 #endif
-#define R35A_DECODE_LAYER(R) \
-    (R35A_DECODE_N8_ROWS(R) ? r35a::DECODE_LAYER_N8 : R35A_DECODE_D4_ROWS(R) ? r35a::DECODE_LAYER_D4 : r35a::DECODE_LAYER_TARGET)
+#define R35A_DECODE_LAYER(R)                                                                               \
+    (R35A_DECODE_N8_ROWS(R)   ? r35a::DECODE_LAYER_N8                                                      \
+     : R35A_DECODE_D4_ROWS(R) ? r35a::DECODE_LAYER_D4                                                      \
+                              : r35a::DECODE_LAYER_TARGET)
 
 } /* namespace r35a */
 

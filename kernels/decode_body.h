@@ -6,11 +6,13 @@
  * the 8-row layer frag_n8 (R35A_FRAG_HAS_N8: NVIDIA's native layer, fragment_nv_mma_n8.h) for the
  * variants with rows 8, in namespace r35a::d4 with `frag` naming the 4-row layer frag_d4
  * (R35A_FRAG_HAS_D4: gfx11, fragment_gfx11_d4.h) for the variants with rows 4. A layer's B operands
- * (Q^T, P^T) are its `bop` (namespace frag's `ab` except in frag_d4). Everything else the body uses (the tile feed, the split merge, the softcap
- * rule) is decode.hip's, in namespace r35a, before the first include.
+ * (Q^T, P^T) are its `bop` (namespace frag's `ab` except in frag_d4). Everything else the body uses
+ * (the tile feed, the split merge, the softcap rule) is decode.hip's, in namespace r35a, before the
+ * first include.
  *
- * Row tiles. A layer's products hold frag::TILE_ROWS query rows per tile (16; 8 in frag_n8, 4 in frag_d4); a
- * variant's R rows per workgroup are T = ceil(R / TILE_ROWS) tiles, RT = T x TILE_ROWS rows of them.
+ * Row tiles. A layer's products hold frag::TILE_ROWS query rows per tile (16; 8 in frag_n8, 4 in
+ * frag_d4); a variant's R rows per workgroup are T = ceil(R / TILE_ROWS) tiles, RT = T x TILE_ROWS
+ * rows of them.
  * Where RT > R (rows 8 on a 16-row layer: gfx11's, or NVIDIA's gfx11 emulation in the tests) the
  * tile's rows past R are padding: they see no key, and nothing of theirs is stored.
  */
