@@ -664,42 +664,42 @@ def planner_variant(dec, dt, D, kv8, G, M, rows=None):
     return min(cands, key=lambda x: (HOST.num_row_groups(G, M, x["R"]), x["R"]))
 
 
-def count_default(G_, co, dec, co_path, kv8=None, dt="f16", rows=None, group=4):
+def count_default(G_, co, dec, co_path, kv8=None, dt="f16", rows=None, group=4, head=128):
     """Instruction counts for the bench's default problem: 1 sequence, 8 kv heads x G = 4 (32 query
     heads), D = 128, f16, page 16, context 4096, M = 1 and M = 4, planner's split count; kv8: the
     same with an 8-bit cache ("fp8" or "int8") on its format's variant (per tensor scales); dt: the
-    Q/O dtype (bf16: the same problem on the bf16 variant); group: another G."""
+    Q/O dtype (bf16: the same problem on the bf16 variant); group, head: another G, D."""
     rng = np.random.default_rng(7)
     results = []
     for M in (1, 4):
-        v = planner_variant(dec, dt, 128, kv8, group, M, rows)
+        v = planner_variant(dec, dt, head, kv8, group, M, rows)
         mem = Mem(G_)
         try:
             L, Hkv, G = 4096, 8, group
-            P = PagedProblem(mem, rng, dt, 128, Hkv=Hkv, G=G, B=16, seqs=[(L, M)], kv8=kv8)
+            P = PagedProblem(mem, rng, dt, head, Hkv=Hkv, G=G, B=16, seqs=[(L, M)], kv8=kv8)
             rg = HOST.num_row_groups(G, M, v["R"])
             splits = HOST.num_splits(1, Hkv, rg, L, M, 0, 40, resident_per_cu(v), HOST.min_tiles())   # the planner's, 40 CUs
-            wsb = HOST.workspace_bytes(1, Hkv, rg, splits, v["R"], 128)
+            wsb = HOST.workspace_bytes(1, Hkv, rg, splits, v["R"], head)
             ws = mem.buf(wsb, "workspace") if wsb else None
-            a, rg = decode_args(P, v, splits, M, ws.ptr if ws else 0, 1 / math.sqrt(128))
+            a, rg = decode_args(P, v, splits, M, ws.ptr if ws else 0, 1 / math.sqrt(head))
             P.poison_out()
             st = G_.launch(co.kernels[v["name"]], grid=HOST.grid(1, Hkv, rg, splits),
                            block=(HOST.block_threads(v["KW"], v["DW"], v["RW"]),), args=[bytes(a)], count=True)
             if splits > 1:   # the split merge, launched after it (decode_args.h): counted with it
-                sm = G_.launch(co.kernels[f"decode_merge_{dt}"], grid=HOST.merge_grid(1, Hkv, rg, v["R"], G, M, 128, splits),
+                sm = G_.launch(co.kernels[f"decode_merge_{dt}"], grid=HOST.merge_grid(1, Hkv, rg, v["R"], G, M, head, splits),
                                block=(HOST.merge_threads(),), args=[bytes(a)], count=True)
                 st = type(st)(st.seconds + sm.seconds, st.instructions + sm.instructions,
                               {k: st.by_class[k] + sm.by_class[k] for k in st.by_class},
                               st.bytes_loaded + sm.bytes_loaded, st.bytes_stored + sm.bytes_stored)
-            ref = P.reference(1 / math.sqrt(128))
+            ref = P.reference(1 / math.sqrt(head))
             ok, err, msg = compare(P.out_rows(), ref, dt, np.ones(M, dtype=bool), TOL[dt])
-            kv_bytes = L * Hkv * 128 * 2 * (1 if kv8 else 2)
-            must_bytes = kv_bytes + 2 * M * Hkv * G * 128 * 2 + 4 * (-(-L // 16))
+            kv_bytes = L * Hkv * head * 2 * (1 if kv8 else 2)
+            must_bytes = kv_bytes + 2 * M * Hkv * G * head * 2 + 4 * (-(-L // 16))
             est = G_.cost_model(st)
             results.append((M, v, splits, st, est, kv_bytes, must_bytes, ok, err))
         finally:
             mem.close()
-    print(f"\ndefault bench problem: 1 sequence, L=4096, Hkv=8, G={group}, D=128, {dt}, page 16"
+    print(f"\ndefault bench problem: 1 sequence, L=4096, Hkv=8, G={group}, D={head}, {dt}, page 16"
           + (f", {kv8} KV cache" if kv8 else "") + "; each M on the planner's variant")
     for M, v, splits, *_ in results:
         print(f"\n  M={M}: variant {v['name']}")
@@ -812,6 +812,7 @@ def main():
     ap.add_argument("--count-kv", choices=("fp8", "int8"), default=None,
                     help="with --count: the same problem with an 8-bit KV cache, on its format's variant")
     ap.add_argument("--count-group", type=int, default=4, help="with --count: G (query heads per kv head; default 4)")
+    ap.add_argument("--count-head", type=int, default=128, help="with --count: the head size D (default 128)")
     ap.add_argument("--count-rows", type=int, default=None,
                     help="with --count: the variant with this many rows R for both M (default: the planner's)")
     ap.add_argument("--count-dtype", choices=("f16", "bf16"), default="f16",
@@ -834,7 +835,7 @@ def main():
 
     cos = {src: G_.load(obj) for src, (obj, _) in objs.items()}
     count_default(G_, cos["decode"], dec, objs["decode"][0], args.count_kv, args.count_dtype, args.count_rows,
-                  args.count_group)
+                  args.count_group, args.count_head)
     return 0
 
 
