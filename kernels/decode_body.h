@@ -214,6 +214,7 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
     constexpr bool B8 = kv_is_8bit<KV>::value;
     constexpr int EB = B8 ? 1 : 2;   /* bytes per K/V element */
     typedef typename C::pipe P;
+    typedef typename pv_elem<E, KV>::type PV;   /* the P.V products' element type (device.h) */
 
     /* wave w: row wave rw (row tiles t0 .. t0 + TW - 1 of the R rows), key group kg, d slice dg */
     const int w = wave_id();
@@ -496,14 +497,14 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
                     for (int k = 0; k < NC; ++k)
 #pragma unroll
                         for (int e = 0; e < frag::ACC_ELEMS; ++e) st[t].o[k].v[e] *= corr.v[frag::acc_slot(e)];
-                pf[t] = frag::b_from_acc<E>(sc);
+                pf[t] = frag::b_from_acc<PV>(sc);
             }
             pipe.prepare_v(u);
 #pragma unroll
             for (int c = 0; c < NC; ++c) {
                 const frag::ab vf = pipe.v_operand(u, c);
 #pragma unroll
-                for (int t = 0; t < TW; ++t) st[t].o[c] = frag::mma<E>(vf, pf[t], st[t].o[c]);
+                for (int t = 0; t < TW; ++t) st[t].o[c] = frag::mma<PV>(vf, pf[t], st[t].o[c]);
                 R35A_DECODE_CHUNK_FENCE();
             }
             pipe.release(u);

@@ -655,6 +655,20 @@ R35A_DEV u32 kv8x2_fast(u32 x) {
 #endif
     return kv8x2<E, KV, B0, B1>(x);
 }
+/* The element type of decode's P.V products (V^T and P^T operands): the Q/O dtype E, except on gfx11
+ * with bf16 queries and an 8-bit cache, where it is f16. An 8-bit V converts to f16 in half the
+ * instructions it takes to reach bf16 (by way of f32, above), and every e4m3 / int8 value (times the
+ * conversion's unit) is exact in both; P in [0, 1] keeps more bits in f16 than in bf16 (terms below
+ * 2^-24 of the row's largest weight become f16 subnormals). Q^T and K stay bf16: Q's range needs it.
+ * NVIDIA's conversion is one instruction either way: E there. */
+template <class E, class KV>
+struct pv_elem {
+#if defined(R35A_TARGET_AMDGCN)
+    typedef typename pick_type<same_type<E, bf16_t>::value && kv_is_8bit<KV>::value, f16_t, E>::type type;
+#else
+    typedef E type;
+#endif
+};
 /* Bit 7 of byte i is set where byte i of x is an fp8 NaN code (magnitude 0x7f; (b & 0x7f) + 1
  * carries into bit 7): or the words of an operand together and pass them to kv8_wave_fast. */
 R35A_DEV u32 kv8_nan_codes(u32 x) { return (x & 0x7f7f7f7fu) + 0x01010101u; }

@@ -46,6 +46,7 @@ template <int DS, int S, class E, class KV, class K8 = k8_rows>
 struct kv_pipe_regs {
     static constexpr bool B8 = kv_is_8bit<KV>::value;
     static constexpr int EB = B8 ? 1 : 2;    /* bytes per element */
+    typedef typename pv_elem<E, KV>::type VE;   /* V's element type once converted (device.h pv_elem) */
     static constexpr int NC = DS / 16;       /* 16-wide d chunks of a tile */
     static constexpr int VCH = DS / 16;      /* 8-element V pieces per lane (16 bytes, 8 for 8-bit) */
     static constexpr bool ISSUE_ALWAYS = true;   /* see tile_feed (decode.hip) */
@@ -95,7 +96,7 @@ struct kv_pipe_regs {
         if constexpr (B8) {
             u32x4 rows[VCH];
             bool fast = false;   /* the fast conversion where the format has one (device.h kv8x2_fast) */
-            if constexpr (kv8_fast_path<E, KV>::value) {
+            if constexpr (kv8_fast_path<VE, KV>::value) {
                 u32 codes = 0u;   /* an fp8 NaN code anywhere in the wave's V tile: every lane converts exactly */
 #pragma unroll
                 for (int u = 0; u < VCH; ++u) codes |= kv8_nan_codes(v[slot][u][0]) | kv8_nan_codes(v[slot][u][1]);
@@ -103,10 +104,10 @@ struct kv_pipe_regs {
             }
             if (fast) {
 #pragma unroll
-                for (int u = 0; u < VCH; ++u) rows[u] = kv8x8_fast<E, KV>(v[slot][u]);
+                for (int u = 0; u < VCH; ++u) rows[u] = kv8x8_fast<VE, KV>(v[slot][u]);
             } else {
 #pragma unroll
-                for (int u = 0; u < VCH; ++u) rows[u] = kv8x8<E, KV>(v[slot][u]);
+                for (int u = 0; u < VCH; ++u) rows[u] = kv8x8<VE, KV>(v[slot][u]);
             }
             store_v_rows_lds<DS>(vt, rows);
         } else {
