@@ -390,11 +390,11 @@ static void test_gpu_decode_features(void **state)
     fp8.kv_dtype = R35A_DTYPE_FP8_E4M3;
     fp8.kv_scale_per_head = 1;
     fp8.use_sinks = 1;
-    expect_decode_features(ctx, &fp8, "decode_f16_fp8_d128_r4_kw2_dw2_w6");
+    expect_decode_features(ctx, &fp8, "decode_f16_fp8_d128_r4_kw1_dw2_w6");
     r35a_paged_attention_desc int8 = d;
     int8.kv_dtype = R35A_DTYPE_INT8;
     int8.dtype = R35A_DTYPE_BF16;
-    expect_decode_features(ctx, &int8, "decode_bf16_int8_d128_r4_kw2_dw2_w6");
+    expect_decode_features(ctx, &int8, "decode_bf16_int8_d128_r4_kw4_dw1_w6");
     /* a mixed batch: the format's decode kernel, then the portable kernel */
     r35a_paged_attention_desc mixed;
     r35a_paged_attention_desc_init(&mixed, R35A_DTYPE_F16, 2, 13, 12, 4096, 32, 8, 128, 16, 512);

@@ -248,7 +248,7 @@ static void test_decode_single_sequence(void **state)
     r35a_paged_attention_desc r4 = paged(R35A_DTYPE_F16, 1, 1, 4096, 32, 8, 128, 16);
     expect_decode(&r4, 40, "decode_f16_d128_r4_kw2_dw2_w8", 10, 8, 1, 128, 80 * 520 * 4);
     r4.kv_dtype = R35A_DTYPE_FP8_E4M3;
-    expect_decode(&r4, 40, "decode_f16_fp8_d128_r4_kw2_dw2_w6", 10, 8, 1, 128, 80 * 520 * 4);
+    expect_decode(&r4, 40, "decode_f16_fp8_d128_r4_kw1_dw2_w6", 10, 8, 1, 64, 80 * 520 * 4);   /* its own tiling: 2 waves */
     /* G = 2, M = 2: 4 rows too; G = 5, M = 1 and G = 2, M = 3: 5 and 6 rows, one 16-row tile */
     r35a_paged_attention_desc m2 = paged(R35A_DTYPE_BF16, 1, 2, 4096, 16, 8, 256, 16);
     expect_decode(&m2, 40, "decode_bf16_d256_r4_kw1_dw4_w8", 10, 8, 1, 128, 80 * (8 + 4 * 256) * 4);
