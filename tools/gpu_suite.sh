@@ -26,11 +26,18 @@
 #       r35a_bench_nochecks (built by tools/gpu_stage.sh with -DR35A_KERNEL_DEFINES=R35A_DEVICE_CHECKS=0;
 #       without a prebuilt dir both are built here), three alternated rounds; prints the medians'
 #       ratio per shape (target: checks cost <= 1 % of decode time).
+#   R35A_SUITE_STEPS="stream profile" tools/gpu_suite.sh gpu-carry
+#       where decode's time goes (a measurement). stream = tools/kv_stream.cu (the prebuilt dir's kv_stream,
+#       else built here with nvcc): the decode access pattern as a pure stream, R35A_STREAM_ARGS (default
+#       "rows": by bytes per key row, and a warp per kv head) -> kv_stream.txt. profile = Nsight Compute on
+#       the prebuilt r35a_bench, one decode launch per shape of R35A_PROFILE_SHAPES ("D:G:M:B:CTX[:fp8|:int8]
+#       ...", 8 kv heads, f16 queries) -> ncu_<i>.txt, and profile.txt: time, DRAM bytes and throughput,
+#       warp instructions per 16-key tile and kv head, issue slots, occupancy, eligible warps, top stalls.
 #
 # prebuilt-dir holds librdna35attn.so.0, test_gpu_cuda, fuzz_gpu, soak_gpu and read_bw_<arch>.cubin (tools/gpu_stage.sh
 # makes it on a machine with nvcc and cmocka, so the GPU machine needs neither). Environment:
 #   R35A_SUITE_STEPS   which steps (default "tests memcheck racecheck synccheck bench"; also fuzz, soak,
-#                      tune, r35abench)
+#                      tune, r35abench, ab, checkcost, stream, profile)
 #   R35A_TUNE_DIRS     tune: the candidate directories to measure (default tune-sm_90; tools/tune_variants.py
 #                      build --dir), R35A_TUNE_SECONDS the time limit of each (400)
 #   R35A_BENCH_ARGS    extra arguments for tools/bench_gpu.py (e.g. --quick); R35A_BENCH_SECONDS its time limit (300)
@@ -212,6 +219,71 @@ if has r35abench; then   # the README's bench command next to tools/bench_gpu.py
     python3 bench/compare_bench_gpu.py --bench-gpu "$OUT/r35abench_pybench.json" "$OUT"/r35abench_[0-9]*.json \
         >"$OUT/r35abench_compare.txt" 2>&1 || RC[r35abench]=1
 fi
+if has stream; then   # the decode access pattern as a pure stream (tools/kv_stream.cu)
+    RC[stream]=0
+    bin=$PRE/kv_stream
+    if [ ! -x "$bin" ]; then
+        bin=$OUT/kv_stream
+        nvcc -O3 -std=c++17 -arch=sm_90 -o "$bin" tools/kv_stream.cu >"$OUT/kv_stream_build.log" 2>&1 || RC[stream]=1
+    fi
+    [ "${RC[stream]}" = 0 ] && { timeout -s INT "${R35A_STREAM_SECONDS:-240}" "$bin" ${R35A_STREAM_ARGS:-rows} \
+        >"$OUT/kv_stream.txt" 2>&1 || RC[stream]=$?; }
+fi
+if has profile; then   # Nsight Compute, one decode launch per shape, on the prebuilt r35a_bench
+    RC[profile]=0
+    NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+    [ -n "$NCU" ] && [ -x "$PRE/r35a_bench" ] || { echo "profile: no ncu or no $PRE/r35a_bench" >"$OUT/profile.txt"; RC[profile]=1; }
+    i=0
+    for shape in ${R35A_PROFILE_SHAPES:-"64:8:1:16:8192:fp8 64:8:1:16:8192 128:4:1:16:8192:fp8 128:4:1:16:8192"}; do
+        [ "${RC[profile]}" = 0 ] || break
+        IFS=: read -r D G M B C KV <<<"$shape"
+        i=$((i + 1))
+        kv=()
+        [ -n "$KV" ] && kv=(--kv-dtype "$KV")
+        timeout -s INT 200 "$NCU" --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
+            --section SchedulerStats --section WarpStateStats --section LaunchStats --section ComputeWorkloadAnalysis \
+            --metrics 'dram__bytes_read.sum,smsp__inst_executed.sum,sm__cycles_active.avg,sm__cycles_active.max,sm__cycles_elapsed.avg,regex:^smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio$' \
+            -k regex:'^decode_(f16|bf16)_' -c 1 "$PRE/r35a_bench" --head-size "$D" --q-heads $((8 * G)) --kv-heads 8 \
+            --m "$M" --batch "$B" --contexts "$C" "${kv[@]}" --iters 3 --no-check >"$OUT/ncu_$i.txt" 2>&1 || RC[profile]=$?
+        echo "$shape" >"$OUT/ncu_$i.shape"
+    done
+    python3 - "$OUT" >"$OUT/profile.txt" 2>&1 <<'PY' || RC[profile]=1
+import glob, os, re, sys
+out = sys.argv[1]
+def metric(text, name):
+    m = re.search(r"^\s*" + re.escape(name) + r"\s+(?:(\S+)\s+)?([\d,.]+)\s*$", text, re.M)
+    if not m: return None, None
+    return float(m.group(2).replace(",", "")), m.group(1)
+print(f"{'shape D:G:M:B:CTX[:kv]':26} {'kernel':42} {'us':>7} {'DRAM %':>7} {'DRAM MB':>8} {'ideal MB':>8} "
+      f"{'inst/tile':>9} {'issue %':>7} {'warps/sch':>9} {'elig/sch':>8} {'regs':>5}  top stalls (cycles per instr.)")
+for path in sorted(glob.glob(os.path.join(out, "ncu_*.txt")), key=lambda p: int(re.findall(r"\d+", os.path.basename(p))[0])):
+    shape = open(path[:-4] + ".shape").read().strip()
+    text = open(path, errors="replace").read()
+    parts = shape.split(":")
+    D, G, M, B, C = (int(x) for x in parts[:5])
+    esize = 1 if len(parts) > 5 else 2
+    kern = re.search(r"^\s+(decode_\S+)\s+\(", text, re.M)
+    us, unit = metric(text, "Duration")
+    if us is not None and unit == "ms": us *= 1e3
+    if us is not None and unit == "ns": us /= 1e3
+    dram = metric(text, "DRAM Throughput")[0]
+    dbytes, dunit = metric(text, "dram__bytes_read.sum")
+    scale = {"byte": 1e-6, "Kbyte": 1e-3, "Mbyte": 1, "Gbyte": 1e3}.get(dunit, None)
+    inst = metric(text, "smsp__inst_executed.sum")[0]
+    tiles = B * 8 * (C // 16)
+    stalls = sorted(((float(v.replace(",", "")), k) for k, v in re.findall(
+        r"^\s*smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio\s+(?:\S+\s+)?([\d,.]+)\s*$", text, re.M)),
+        reverse=True)[:4]
+    row = [shape, kern.group(1) if kern else "?", us, dram, dbytes * scale if dbytes is not None and scale else None,
+           2 * B * 8 * C * D * esize / 1e6, inst / tiles if inst else None, metric(text, "Issue Slots Busy")[0],
+           metric(text, "Active Warps Per Scheduler")[0], metric(text, "Eligible Warps Per Scheduler")[0],
+           metric(text, "Registers Per Thread")[0]]
+    f = lambda x, w, p: f"{x:{w}.{p}f}" if isinstance(x, float) else f"{'-':>{w}}"
+    print(f"{row[0]:26} {row[1][:42]:42} {f(row[2], 7, 1)} {f(row[3], 7, 1)} {f(row[4], 8, 1)} {f(row[5], 8, 1)} "
+          f"{f(row[6], 9, 0)} {f(row[7], 7, 1)} {f(row[8], 9, 2)} {f(row[9], 8, 2)} {f(row[10], 5, 0)}  "
+          + ", ".join(f"{k} {v:.2f}" for v, k in stalls))
+PY
+fi
 if has ab; then   # decode configurations side by side (tools/decode_ab.py): libraries and env knobs
     # R35A_AB_CONFIGS="name=lib[,VAR=value...] ...", R35A_AB_SHAPES="D:G:M:B:CTX,...", R35A_AB_ROUNDS (2)
     args=()
@@ -225,7 +297,7 @@ t2=$(date +%s)
 
 echo "== GPU suite ($(head -2 "$OUT/env.log" | tail -1)) =="
 echo "-- tests + sanitizers: $((t1 - t0)) s (concurrent), bench: $((t2 - t1)) s"
-for s in tests memcheck racecheck synccheck fuzz soak checkcost tune bench r35abench ab; do
+for s in tests memcheck racecheck synccheck fuzz soak checkcost tune bench r35abench ab stream profile; do
     has $s || continue
     rc=${RC[$s]:-"-"}
     case $rc in 0) v=PASS ;; 77) v=SKIP ;; 124|130) v="TIMEOUT" ;; 9) v="ERRORS" ;; *) v="FAIL($rc)" ;; esac

@@ -11,7 +11,12 @@
 //   0: cp.async.cg, 16 bytes per lane and copy, rows padded by 16 bytes (the decode kernel's form);
 //   1: cp.async.bulk per row (lane r < 16 copies K row r, lane 16 + r V row r: 256 bytes each), mbarrier;
 //   2: cp.async.bulk of the whole 4 KiB K and V slices by one lane, rows unpadded (ldmatrix would
-//      conflict on them: an upper bound for a bulk-copy pipeline, not a usable layout as is).
+//      conflict on them: an upper bound for a bulk-copy pipeline, not a usable layout as is);
+//   3: as 0, but a block per (split, sequence) with a warp per kv head, every warp on the same pages in
+//      the same order (the kv heads of a page read together: a page's 16 x Hkv rows are contiguous).
+// `kv_stream rows` (session 15) runs the row-width table instead of the default list: 64-, 128- and
+// 256-byte key rows (fp8 D 64; f16 D 64 / fp8 D 128; f16 D 128 / fp8 D 256), the pool's page and head
+// strides scaled to the row, launches rotating over disjoint page sets at 8K (cold L2).
 // Median of 9 (batch 16) or 15 (batch 1) launches timed with events; GB/s = K + V bytes / time.
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -o kv_stream tools/kv_stream.cu && ./kv_stream
@@ -21,6 +26,7 @@
 #include <vector>
 #include <algorithm>
 #include <random>
+#include <string>
 #include <cuda_runtime.h>
 
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("CUDA %s at %d: %s\n", #x, __LINE__, cudaGetErrorString(e)); exit(1); } } while (0)
@@ -31,27 +37,31 @@ struct Args {
     unsigned *sink;
     long long page_stride, head_stride;   // bytes
     int pages_per_seq, tiles_per_split, num_splits;
+    int pool_pages;   // pages in the pool (block-table entries)
+    int bt_offset;   // first block-table row of this launch (launches rotate over disjoint page sets)
 };
 
 __device__ __forceinline__ unsigned smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
 
-template <int MODE, int S, int D, int WARPS, int KT = 16>
+template <int MODE, int S, int RB, int WARPS, int KT = 16>
 __global__ void __launch_bounds__(32 * WARPS) kv_stream(Args a) {
     extern __shared__ __align__(128) unsigned char smem[];
-    constexpr int RB = D * 2;                       // row bytes
-    constexpr int ROW = MODE == 2 ? RB : RB + 16;   // staged pitch
+    // RB: row bytes (D x element bytes); staged pitch: an odd number of 16-byte bank groups, as the kernel's
+    constexpr int ROW = MODE == 2 ? RB : ((RB / 16) % 2 == 0 ? RB + 16 : RB + 32);
     constexpr int PAGES = KT / 16;                  // pages (16-key tiles) per step
     static_assert(KT == 16 || MODE == 2, "steps of several pages: mode 2 only");
     constexpr int TILE = KT * ROW;
+    constexpr bool HEADS = MODE == 3;             // a warp per kv head, all on the same pages
+    constexpr bool CPASYNC = MODE == 0 || MODE == 3;
     const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int split = blockIdx.x, g = blockIdx.y, s = blockIdx.z;
+    const int split = blockIdx.x, g = HEADS ? w : blockIdx.y, s = blockIdx.z;
     unsigned char *ring = smem + w * (S * 2 * TILE + 64);
     unsigned long long *bar = (unsigned long long *)(ring + S * 2 * TILE);   // S mbarriers (8 B each)
     const int t0 = split * a.tiles_per_split;
     const int steps = a.tiles_per_split / PAGES;
-    const int mine = (steps - w + WARPS - 1) / WARPS;   // steps of this warp
-    const int *bt = a.bt + s * a.pages_per_seq;
-    if (MODE != 0 && lane == 0)
+    const int mine = HEADS ? steps : (steps - w + WARPS - 1) / WARPS;   // steps of this warp
+    const int *bt = a.bt + (a.bt_offset + s) * a.pages_per_seq;
+    if (!CPASYNC && lane == 0)
         for (int i = 0; i < S; ++i)
             asm volatile("mbarrier.init.shared.b64 [%0], 1;" ::"r"(smem_u32(bar + i)));
     __syncwarp();
@@ -60,15 +70,15 @@ __global__ void __launch_bounds__(32 * WARPS) kv_stream(Args a) {
         const int slot = i % S;
         unsigned char *kd = ring + slot * 2 * TILE, *vd = kd + TILE;
         if (i >= mine) {   // keep the group count
-            if (MODE == 0) asm volatile("cp.async.commit_group;" ::: "memory");
+            if (CPASYNC) asm volatile("cp.async.commit_group;" ::: "memory");
             return;
         }
-        const int tile = t0 + (w + i * WARPS) * PAGES;
+        const int tile = t0 + (HEADS ? i : (w + i * WARPS) * PAGES);
         const int page = bt[tile];   // page size 16: one tile per page
         const char *kg = a.k + page * a.page_stride + g * a.head_stride;
         const char *vg = a.v + page * a.page_stride + g * a.head_stride;
         (void)tile;
-        if (MODE == 0) {
+        if (CPASYNC) {
             constexpr int CPR = RB / 16, RPJ = 32 / CPR;
             const int rl = lane / CPR, cl = lane % CPR;
 #pragma unroll
@@ -107,7 +117,7 @@ __global__ void __launch_bounds__(32 * WARPS) kv_stream(Args a) {
     for (int i = 0; i < mine; ++i) {
         issue(i + S - 1);
         const int slot = i % S;
-        if (MODE == 0) {
+        if (CPASYNC) {
             asm volatile("cp.async.wait_group %0;" ::"n"(S - 1) : "memory");
         } else {
             const unsigned phase = (i / S) & 1;
@@ -121,20 +131,28 @@ __global__ void __launch_bounds__(32 * WARPS) kv_stream(Args a) {
         acc ^= kd[lane * 7] + kd[TILE / 4 + lane * 5];
         __syncwarp();   // the slot is refilled S - 1 steps later by this warp only
     }
-    if (MODE == 0) asm volatile("cp.async.wait_group 0;" ::: "memory");
+    if (CPASYNC) asm volatile("cp.async.wait_group 0;" ::: "memory");
     if (acc == 0x12345678u) a.sink[0] = acc;
 }
 
-template <int MODE, int S, int D, int WARPS, int KT = 16>
+template <int MODE, int S, int RB, int WARPS, int KT = 16>
 static float run(const Args &a0, int B, int hkv, int ctx, int splits, int reps) {
     Args a = a0;
     a.num_splits = splits;
     a.tiles_per_split = ctx / 16 / splits;
-    constexpr int ROW = MODE == 2 ? 2 * D : 2 * D + 16;
+    a.pages_per_seq = ctx / 16;
+    a.head_stride = 16LL * RB;
+    a.page_stride = (long long)hkv * 16 * RB;
+    const int sets = a.pool_pages / (B * a.pages_per_seq);   // disjoint page sets for the launches to rotate over
+    constexpr int ROW = MODE == 2 ? RB : ((RB / 16) % 2 == 0 ? RB + 16 : RB + 32);
     const int smem = WARPS * (S * 2 * KT * ROW + 64);
-    auto k = kv_stream<MODE, S, D, WARPS, KT>;
+    auto k = kv_stream<MODE, S, RB, WARPS, KT>;
     CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    dim3 grid(splits, hkv, B);
+    if (MODE == 3 && WARPS != hkv) {
+        printf("mode 3 needs a warp per kv head\n");
+        return 0.f;
+    }
+    dim3 grid(splits, MODE == 3 ? 1 : hkv, B);
     k<<<grid, 32 * WARPS, smem>>>(a);
     CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());
@@ -143,6 +161,7 @@ static float run(const Args &a0, int B, int hkv, int ctx, int splits, int reps) 
     cudaEventCreate(&e1);
     std::vector<float> ts;
     for (int r = 0; r < reps; ++r) {
+        a.bt_offset = (r % (sets > 0 ? sets : 1)) * B;
         cudaEventRecord(e0);
         k<<<grid, 32 * WARPS, smem>>>(a);
         cudaEventRecord(e1);
@@ -154,14 +173,14 @@ static float run(const Args &a0, int B, int hkv, int ctx, int splits, int reps) 
     std::sort(ts.begin(), ts.end());
     int occ = 0;
     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, 32 * WARPS, smem);
-    const double bytes = 2.0 * B * hkv * (double)ctx * D * 2;
-    printf("mode %d S %d D %d warps %d keys/step %2d B %2d ctx %6d splits %3d smem %6d blk/SM %d: %8.1f us %6.0f GB/s\n", MODE,
-           S, D, WARPS, KT, B, ctx, splits, smem, occ, ts[reps / 2], bytes / ts[reps / 2] / 1e3);
+    const double bytes = 2.0 * B * hkv * (double)ctx * RB;
+    printf("mode %d S %d RB %3d warps %d keys/step %2d B %2d ctx %6d splits %3d smem %6d blk/SM %d: %8.1f us %6.0f GB/s\n", MODE,
+           S, RB, WARPS, KT, B, ctx, splits, smem, occ, ts[reps / 2], bytes / ts[reps / 2] / 1e3);
     return ts[reps / 2];
 }
 
-int main() {
-    const int D = 128, hkv = 8;
+int main(int argc, char **argv) {
+    const int D = 128, RB = 2 * D, hkv = 8;   // the pool: sized for the widest rows (f16 D = 128)
     // a pool big enough to be cold: 2.2 GB of K and V at B16 32K, pages shuffled
     const int B = 16, ctx = 32768, pps = ctx / 16, pages = B * pps;
     const long long page_stride = (long long)hkv * 16 * D * 2, head_stride = 16 * D * 2;
@@ -179,36 +198,64 @@ int main() {
     std::mt19937 rng(1);
     std::shuffle(perm.begin(), perm.end(), rng);
     CK(cudaMemcpy(bt, perm.data(), pages * sizeof(int), cudaMemcpyHostToDevice));
-    Args a{k, v, bt, sink, page_stride, head_stride, pps, 0, 0};
+    Args a{k, v, bt, sink, page_stride, head_stride, pps, 0, 0, pages, 0};
+    if (argc > 1 && std::string(argv[1]) == "rows") {
+        // Row width: the decode kernels' tiles by bytes per key row (fp8 D 64: 64, f16 D 64 / fp8 D 128: 128,
+        // f16 D 128 / fp8 D 256: 256), batch 16, 8 kv heads, 8K and 32K, each with the block shape and stage
+        // count of the sm_90 kernel that reads it (warps per block, pipeline depth) and neighbours of it.
+        for (int c : {8192, 32768}) {
+            run<0, 5, 64, 8>(a, 16, hkv, c, 2, 9);    // fp8 D 64 rows 8: kw8 (8 warps), 5 stages
+            run<0, 5, 64, 8>(a, 16, hkv, c, 3, 9);
+            run<0, 8, 64, 8>(a, 16, hkv, c, 2, 9);
+            run<0, 5, 64, 4>(a, 16, hkv, c, 2, 9);
+            run<0, 8, 64, 4>(a, 16, hkv, c, 2, 9);
+            run<0, 12, 64, 4>(a, 16, hkv, c, 2, 9);
+            run<0, 3, 128, 4>(a, 16, hkv, c, 2, 9);   // f16 D 64 kw4, 3-4 stages; fp8 D 128 kw4 4 stages
+            run<0, 4, 128, 4>(a, 16, hkv, c, 2, 9);
+            run<0, 8, 128, 4>(a, 16, hkv, c, 2, 9);
+            run<0, 3, 256, 4>(a, 16, hkv, c, 2, 9);   // f16 D 128 kw4, 3 stages
+            run<2, 4, 64, 4, 16>(a, 16, hkv, c, 2, 9);   // bulk copies of whole 1 KiB tiles
+            run<2, 4, 64, 4, 32>(a, 16, hkv, c, 2, 9);   // two pages per step
+            run<2, 4, 128, 4, 16>(a, 16, hkv, c, 2, 9);
+            run<2, 4, 256, 4, 16>(a, 16, hkv, c, 2, 9);
+            run<3, 5, 64, 8>(a, 16, hkv, c, 16, 9);   // a warp per kv head: 16 splits keep 256 blocks
+            run<3, 8, 64, 8>(a, 16, hkv, c, 16, 9);
+            run<3, 5, 64, 8>(a, 16, hkv, c, 32, 9);
+            run<3, 4, 128, 8>(a, 16, hkv, c, 16, 9);
+            run<3, 3, 256, 8>(a, 16, hkv, c, 16, 9);
+        }
+        printf("done\n");
+        return 0;
+    }
     for (int c : {8192, 32768}) {
         const int bb = c == 32768 ? 16 : 16;
-        run<0, 3, D, 4>(a, bb, hkv, c, 2, 9);
-        run<0, 4, D, 4>(a, bb, hkv, c, 2, 9);
-        run<0, 2, D, 4>(a, bb, hkv, c, 2, 9);
-        run<0, 3, D, 4>(a, bb, hkv, c, 1, 9);
-        run<0, 3, D, 4>(a, bb, hkv, c, 4, 9);
-        run<1, 3, D, 4>(a, bb, hkv, c, 2, 9);
-        run<1, 4, D, 4>(a, bb, hkv, c, 2, 9);
-        run<1, 6, D, 4>(a, bb, hkv, c, 1, 9);
-        run<2, 3, D, 4>(a, bb, hkv, c, 2, 9);
-        run<2, 4, D, 4>(a, bb, hkv, c, 2, 9);
+        run<0, 3, RB, 4>(a, bb, hkv, c, 2, 9);
+        run<0, 4, RB, 4>(a, bb, hkv, c, 2, 9);
+        run<0, 2, RB, 4>(a, bb, hkv, c, 2, 9);
+        run<0, 3, RB, 4>(a, bb, hkv, c, 1, 9);
+        run<0, 3, RB, 4>(a, bb, hkv, c, 4, 9);
+        run<1, 3, RB, 4>(a, bb, hkv, c, 2, 9);
+        run<1, 4, RB, 4>(a, bb, hkv, c, 2, 9);
+        run<1, 6, RB, 4>(a, bb, hkv, c, 1, 9);
+        run<2, 3, RB, 4>(a, bb, hkv, c, 2, 9);
+        run<2, 4, RB, 4>(a, bb, hkv, c, 2, 9);
     }
     // batch 1, 32K: the planner's 33 splits
-    run<0, 3, D, 4>(a, 1, hkv, 32768, 32, 15);
-    run<1, 3, D, 4>(a, 1, hkv, 32768, 32, 15);
-    run<1, 6, D, 4>(a, 1, hkv, 32768, 32, 15);
-    run<2, 4, D, 4>(a, 1, hkv, 32768, 32, 15);
-    run<0, 3, D, 4>(a, 1, hkv, 32768, 64, 15);
-    run<1, 4, D, 4>(a, 1, hkv, 32768, 64, 15);
+    run<0, 3, RB, 4>(a, 1, hkv, 32768, 32, 15);
+    run<1, 3, RB, 4>(a, 1, hkv, 32768, 32, 15);
+    run<1, 6, RB, 4>(a, 1, hkv, 32768, 32, 15);
+    run<2, 4, RB, 4>(a, 1, hkv, 32768, 32, 15);
+    run<0, 3, RB, 4>(a, 1, hkv, 32768, 64, 15);
+    run<1, 4, RB, 4>(a, 1, hkv, 32768, 64, 15);
     // fewer, longer-lived blocks with more bytes per request (steps of 2-4 pages)
-    run<2, 3, D, 4, 32>(a, 1, hkv, 32768, 16, 15);
-    run<2, 3, D, 4, 32>(a, 1, hkv, 32768, 32, 15);
-    run<2, 2, D, 2, 64>(a, 1, hkv, 32768, 16, 15);
-    run<2, 3, D, 8, 16>(a, 1, hkv, 32768, 16, 15);
-    run<2, 3, D, 4, 32>(a, 16, hkv, 32768, 2, 9);
-    run<2, 2, D, 2, 64>(a, 16, hkv, 32768, 1, 9);
-    run<2, 2, D, 2, 64>(a, 16, hkv, 8192, 1, 9);
-    run<2, 3, D, 4, 32>(a, 16, hkv, 8192, 2, 9);
+    run<2, 3, RB, 4, 32>(a, 1, hkv, 32768, 16, 15);
+    run<2, 3, RB, 4, 32>(a, 1, hkv, 32768, 32, 15);
+    run<2, 2, RB, 2, 64>(a, 1, hkv, 32768, 16, 15);
+    run<2, 3, RB, 8, 16>(a, 1, hkv, 32768, 16, 15);
+    run<2, 3, RB, 4, 32>(a, 16, hkv, 32768, 2, 9);
+    run<2, 2, RB, 2, 64>(a, 16, hkv, 32768, 1, 9);
+    run<2, 2, RB, 2, 64>(a, 16, hkv, 8192, 1, 9);
+    run<2, 3, RB, 4, 32>(a, 16, hkv, 8192, 2, 9);
     printf("done\n");
     return 0;
 }
