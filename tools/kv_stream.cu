@@ -16,7 +16,8 @@
 //      the same order (the kv heads of a page read together: a page's 16 x Hkv rows are contiguous).
 // `kv_stream rows` (session 15) runs the row-width table instead of the default list: 64-, 128- and
 // 256-byte key rows (fp8 D 64; f16 D 64 / fp8 D 128; f16 D 128 / fp8 D 256), the pool's page and head
-// strides scaled to the row, launches rotating over disjoint page sets at 8K (cold L2).
+// strides scaled to the row, launches rotating over disjoint page sets at 8K (cold L2); a few rows again
+// with sorted pages (each sequence's pages consecutive: whether short rows lose to DRAM pages or TLB reach).
 // Median of 9 (batch 16) or 15 (batch 1) launches timed with events; GB/s = K + V bytes / time.
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -o kv_stream tools/kv_stream.cu && ./kv_stream
@@ -135,9 +136,12 @@ __global__ void __launch_bounds__(32 * WARPS) kv_stream(Args a) {
     if (acc == 0x12345678u) a.sink[0] = acc;
 }
 
+static const int *g_bt_sorted;   // the identity block table (each sequence's pages consecutive)
+
 template <int MODE, int S, int RB, int WARPS, int KT = 16>
-static float run(const Args &a0, int B, int hkv, int ctx, int splits, int reps) {
+static float run(const Args &a0, int B, int hkv, int ctx, int splits, int reps, bool sorted = false) {
     Args a = a0;
+    if (sorted) a.bt = g_bt_sorted;
     a.num_splits = splits;
     a.tiles_per_split = ctx / 16 / splits;
     a.pages_per_seq = ctx / 16;
@@ -174,7 +178,7 @@ static float run(const Args &a0, int B, int hkv, int ctx, int splits, int reps) 
     int occ = 0;
     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, 32 * WARPS, smem);
     const double bytes = 2.0 * B * hkv * (double)ctx * RB;
-    printf("mode %d S %d RB %3d warps %d keys/step %2d B %2d ctx %6d splits %3d smem %6d blk/SM %d: %8.1f us %6.0f GB/s\n", MODE,
+    printf("%s mode %d S %d RB %3d warps %d keys/step %2d B %2d ctx %6d splits %3d smem %6d blk/SM %d: %8.1f us %6.0f GB/s\n", sorted ? "sorted  " : "shuffled", MODE,
            S, RB, WARPS, KT, B, ctx, splits, smem, occ, ts[reps / 2], bytes / ts[reps / 2] / 1e3);
     return ts[reps / 2];
 }
@@ -198,6 +202,11 @@ int main(int argc, char **argv) {
     std::mt19937 rng(1);
     std::shuffle(perm.begin(), perm.end(), rng);
     CK(cudaMemcpy(bt, perm.data(), pages * sizeof(int), cudaMemcpyHostToDevice));
+    int *bt_sorted;
+    CK(cudaMalloc(&bt_sorted, pages * sizeof(int)));
+    for (int i = 0; i < pages; ++i) perm[i] = i;
+    CK(cudaMemcpy(bt_sorted, perm.data(), pages * sizeof(int), cudaMemcpyHostToDevice));
+    g_bt_sorted = bt_sorted;
     Args a{k, v, bt, sink, page_stride, head_stride, pps, 0, 0, pages, 0};
     if (argc > 1 && std::string(argv[1]) == "rows") {
         // Row width: the decode kernels' tiles by bytes per key row (fp8 D 64: 64, f16 D 64 / fp8 D 128: 128,
@@ -223,6 +232,10 @@ int main(int argc, char **argv) {
             run<3, 5, 64, 8>(a, 16, hkv, c, 32, 9);
             run<3, 4, 128, 8>(a, 16, hkv, c, 16, 9);
             run<3, 3, 256, 8>(a, 16, hkv, c, 16, 9);
+            run<0, 5, 64, 8>(a, 16, hkv, c, 2, 9, true);   // sorted pages: a kv head's tiles 8 KiB apart in order
+            run<0, 3, 128, 4>(a, 16, hkv, c, 2, 9, true);
+            run<0, 3, 256, 4>(a, 16, hkv, c, 2, 9, true);
+            run<3, 5, 64, 8>(a, 16, hkv, c, 16, 9, true);
         }
         printf("done\n");
         return 0;
