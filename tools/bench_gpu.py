@@ -170,12 +170,12 @@ KV8 = {"fp8": 4, "int8": 5}   # r35a_dtype R35A_DTYPE_FP8_E4M3 / R35A_DTYPE_INT8
 
 
 PAGE_ORDER = "shuffled"   # --page-order: the block tables' pages shuffled over the pool, or in order
-KV_LAYOUT = "hnd"         # --kv-layout: the cache as [pages][Hkv][page][D] (hnd) or [Hkv][pages][page][D]
+KV_LAYOUT = "hnd"         # --kv-layout: the cache as [pages][Hkv][page][D] (hnd), [Hkv][pages][page][D] or [pages][page][Hkv][D] (nhd)
 PAGE_SIZE = 16            # --page-size
 
 
 def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=None, hkv=8, peers=("flash", "cudnn", "efficient"),
-               vllm=None, kv8=None, per_head=False, sinks=False, softcap=0.0, alibi=False):
+               vllm=None, kv8=None, per_head=False, sinks=False, softcap=0.0, alibi=False, layout=None):
     """One decode shape; kv8 ("fp8" / "int8", scales per tensor or per kv head), sinks, softcap and alibi
     make it a model-feature row (ours alone: peers and vllm are not run for those). The pages of the
     block tables are a random permutation of the pool (PAGE_ORDER "shuffled", the default: what a
@@ -184,6 +184,7 @@ def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=None, hkv=8, peers=("
     head ([Hkv][pages][page][D], read through the strides): with sorted pages each (sequence, kv head)
     is then one contiguous stream, as in torch's [B, H, L, D]."""
     page = page or PAGE_SIZE
+    layout = layout or KV_LAYOUT
     tdt = DT[dtype][1]
     hq = hkv * G
     esize = 1 if kv8 else 2
@@ -193,9 +194,12 @@ def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=None, hkv=8, peers=("
     num_pages = copies * B * pages_per_seq
     # ours: one page pool, a shuffled block table per copy (disjoint pages)
     kc, vc = random_kv(torch, (num_pages, hkv, page, D), kv8, tdt)
-    if KV_LAYOUT == "head-major":   # the same contents, stored head by head; kc / vc stay [pages][Hkv][page][D] views
+    if layout == "head-major":   # the same contents, stored head by head; kc / vc stay [pages][Hkv][page][D] views
         kc = kc.permute(1, 0, 2, 3).contiguous().permute(1, 0, 2, 3)
         vc = vc.permute(1, 0, 2, 3).contiguous().permute(1, 0, 2, 3)
+    elif layout == "nhd":   # vLLM's [pages][page][Hkv][D]: a page's kv heads interleaved slot by slot
+        kc = kc.permute(0, 2, 1, 3).contiguous().permute(0, 2, 1, 3)
+        vc = vc.permute(0, 2, 1, 3).contiguous().permute(0, 2, 1, 3)
     if PAGE_ORDER == "sorted":
         perm = torch.arange(num_pages, device="cuda", dtype=torch.int32)
     else:
@@ -208,7 +212,7 @@ def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=None, hkv=8, peers=("
     desc = PagedDescC()
     lib.l.r35a_paged_attention_desc_init(ctypes.byref(desc), DT[dtype][0], B, B * M, M, ctx_len, hq, hkv, D, page,
                                          num_pages)
-    if KV_LAYOUT == "head-major":
+    if layout != "hnd":
         for which, t in (("k", kc), ("v", vc)):
             setattr(desc, f"{which}_page_stride", t.stride(0))
             setattr(desc, f"{which}_head_stride", t.stride(1))
@@ -250,7 +254,8 @@ def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=None, hkv=8, peers=("
     bytes_moved = kv_bytes_one + 2 * B * M * hq * D * 2 + B * pages_per_seq * 4 + B * 4 * 2
     row = dict(D=D, G=G, M=M, ctx=ctx_len, B=B, dtype=dtype, impl=pi.implementation.decode(), splits=pi.num_splits,
                grid=list(pi.grid), block=pi.block[0], copies=copies, bytes=bytes_moved, t_ours_us=t_ours * 1e6,
-               gbs=bytes_moved / t_ours / 1e9, kv8=kv8, per_head=per_head, sinks=sinks, softcap=softcap, alibi=alibi)
+               gbs=bytes_moved / t_ours / 1e9, kv8=kv8, per_head=per_head, sinks=sinks, softcap=softcap, alibi=alibi,
+               layout=layout)
     if not peers and vllm is None:
         torch.cuda.synchronize()
         row["nonfinite"] = int((~torch.isfinite(o[0].float())).sum())   # a plain sanity check of ours
@@ -456,8 +461,9 @@ def main():
                          "the same shapes (ours alone), then the sweep unless --shapes none")
     ap.add_argument("--page-order", choices=("shuffled", "sorted"), default="shuffled",
                     help="block-table pages shuffled over the pool (default) or consecutive per sequence")
-    ap.add_argument("--kv-layout", choices=("hnd", "head-major"), default="hnd",
-                    help="the paged cache as [pages][Hkv][page][D] (default) or [Hkv][pages][page][D]")
+    ap.add_argument("--kv-layout", choices=("hnd", "head-major", "nhd"), default="hnd",
+                    help="the paged cache as [pages][Hkv][page][D] (hnd, default), [Hkv][pages][page][D] (head-major) "
+                         "or [pages][page][Hkv][D] (nhd: vLLM's layout, a page's kv heads interleaved slot by slot)")
     ap.add_argument("--page-size", type=int, default=16, help="tokens per page (a multiple of 16 for the decode kernels)")
     ap.add_argument("--vllm-triton", default="", metavar="PATH",
                     help="vLLM's triton_unified_attention.py (with triton_quant_kv/_helpers.py beside it): adds its "
