@@ -17,7 +17,8 @@
 // `kv_stream rows` (session 15) runs the row-width table instead of the default list: 64-, 128- and
 // 256-byte key rows (fp8 D 64; f16 D 64 / fp8 D 128; f16 D 128 / fp8 D 256), the pool's page and head
 // strides scaled to the row, launches rotating over disjoint page sets at 8K (cold L2); a few rows again
-// with sorted pages (each sequence's pages consecutive: whether short rows lose to DRAM pages or TLB reach).
+// with sorted pages (each sequence's pages consecutive: whether short rows lose to DRAM pages or TLB reach)
+// and in vLLM's layout (nhd: [pages][16][Hkv][row], a kv head's 16 rows Hkv rows apart).
 // Median of 9 (batch 16) or 15 (batch 1) launches timed with events; GB/s = K + V bytes / time.
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -o kv_stream tools/kv_stream.cu && ./kv_stream
@@ -37,6 +38,7 @@ struct Args {
     const int *bt;
     unsigned *sink;
     long long page_stride, head_stride;   // bytes
+    long long slot_stride;                // bytes between a kv head's key rows (modes 0, 1 and 3)
     int pages_per_seq, tiles_per_split, num_splits;
     int pool_pages;   // pages in the pool (block-table entries)
     int bt_offset;   // first block-table row of this launch (launches rotate over disjoint page sets)
@@ -85,8 +87,8 @@ __global__ void __launch_bounds__(32 * WARPS) kv_stream(Args a) {
 #pragma unroll
             for (int j = 0; j < 16 / RPJ; ++j) {
                 const int row = RPJ * j + rl;
-                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_u32(kd + row * ROW + 16 * cl)), "l"(kg + row * RB + 16 * cl) : "memory");
-                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_u32(vd + row * ROW + 16 * cl)), "l"(vg + row * RB + 16 * cl) : "memory");
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_u32(kd + row * ROW + 16 * cl)), "l"(kg + row * a.slot_stride + 16 * cl) : "memory");
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_u32(vd + row * ROW + 16 * cl)), "l"(vg + row * a.slot_stride + 16 * cl) : "memory");
             }
             asm volatile("cp.async.commit_group;" ::: "memory");
         } else if (MODE == 1) {
@@ -94,7 +96,7 @@ __global__ void __launch_bounds__(32 * WARPS) kv_stream(Args a) {
                 asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" ::"r"(smem_u32(bar + slot)), "r"(2 * 16 * RB) : "memory");
             __syncwarp();
             const int row = lane & 15;
-            const char *src = (lane < 16 ? kg : vg) + row * RB;
+            const char *src = (lane < 16 ? kg : vg) + row * a.slot_stride;
             unsigned char *dst = (lane < 16 ? kd : vd) + row * ROW;
             asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
                          ::"r"(smem_u32(dst)), "l"(src), "r"(RB), "r"(smem_u32(bar + slot)) : "memory");
@@ -139,13 +141,18 @@ __global__ void __launch_bounds__(32 * WARPS) kv_stream(Args a) {
 static const int *g_bt_sorted;   // the identity block table (each sequence's pages consecutive)
 
 template <int MODE, int S, int RB, int WARPS, int KT = 16>
-static float run(const Args &a0, int B, int hkv, int ctx, int splits, int reps, bool sorted = false) {
+static float run(const Args &a0, int B, int hkv, int ctx, int splits, int reps, bool sorted = false, bool nhd = false) {
     Args a = a0;
     if (sorted) a.bt = g_bt_sorted;
+    if (nhd && MODE == 2) {
+        printf("mode 2 copies whole tiles: not for the nhd layout\n");
+        return 0.f;
+    }
     a.num_splits = splits;
     a.tiles_per_split = ctx / 16 / splits;
     a.pages_per_seq = ctx / 16;
-    a.head_stride = 16LL * RB;
+    a.head_stride = nhd ? RB : 16LL * RB;   // hnd: [pages][Hkv][16][row]; nhd (vLLM's): [pages][16][Hkv][row]
+    a.slot_stride = nhd ? (long long)hkv * RB : RB;
     a.page_stride = (long long)hkv * 16 * RB;
     const int sets = a.pool_pages / (B * a.pages_per_seq);   // disjoint page sets for the launches to rotate over
     constexpr int ROW = MODE == 2 ? RB : ((RB / 16) % 2 == 0 ? RB + 16 : RB + 32);
@@ -178,7 +185,7 @@ static float run(const Args &a0, int B, int hkv, int ctx, int splits, int reps, 
     int occ = 0;
     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, 32 * WARPS, smem);
     const double bytes = 2.0 * B * hkv * (double)ctx * RB;
-    printf("%s mode %d S %d RB %3d warps %d keys/step %2d B %2d ctx %6d splits %3d smem %6d blk/SM %d: %8.1f us %6.0f GB/s\n", sorted ? "sorted  " : "shuffled", MODE,
+    printf("%s %s mode %d S %d RB %3d warps %d keys/step %2d B %2d ctx %6d splits %3d smem %6d blk/SM %d: %8.1f us %6.0f GB/s\n", sorted ? "sorted  " : "shuffled", nhd ? "nhd" : "hnd", MODE,
            S, RB, WARPS, KT, B, ctx, splits, smem, occ, ts[reps / 2], bytes / ts[reps / 2] / 1e3);
     return ts[reps / 2];
 }
@@ -207,7 +214,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < pages; ++i) perm[i] = i;
     CK(cudaMemcpy(bt_sorted, perm.data(), pages * sizeof(int), cudaMemcpyHostToDevice));
     g_bt_sorted = bt_sorted;
-    Args a{k, v, bt, sink, page_stride, head_stride, pps, 0, 0, pages, 0};
+    Args a{k, v, bt, sink, page_stride, head_stride, 2LL * D, pps, 0, 0, pages, 0};
     if (argc > 1 && std::string(argv[1]) == "rows") {
         // Row width: the decode kernels' tiles by bytes per key row (fp8 D 64: 64, f16 D 64 / fp8 D 128: 128,
         // f16 D 128 / fp8 D 256: 256), batch 16, 8 kv heads, 8K and 32K, each with the block shape and stage
@@ -236,6 +243,10 @@ int main(int argc, char **argv) {
             run<0, 3, 128, 4>(a, 16, hkv, c, 2, 9, true);
             run<0, 3, 256, 4>(a, 16, hkv, c, 2, 9, true);
             run<3, 5, 64, 8>(a, 16, hkv, c, 16, 9, true);
+            run<0, 5, 64, 8>(a, 16, hkv, c, 2, 9, false, true);   // vLLM's layout: a kv head's rows Hkv rows apart
+            run<3, 5, 64, 8>(a, 16, hkv, c, 16, 9, false, true);
+            run<0, 3, 256, 4>(a, 16, hkv, c, 2, 9, false, true);
+            run<3, 3, 256, 8>(a, 16, hkv, c, 16, 9, false, true);
         }
         printf("done\n");
         return 0;
