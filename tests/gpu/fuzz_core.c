@@ -189,7 +189,8 @@ static double draw_varlen(fuzz_case *c, tu_rng *rng)
  * cheapest of them, drawn again from the generator state it started from. (Taking the last draw instead
  * once let a varlen case 4000x over the emulator's cap through: 15 minutes on the portable kernel.) */
 enum { DRAW_ATTEMPTS = 50 };
-static void draw_within_cost(double (*draw)(fuzz_case *, tu_rng *), fuzz_case *c, tu_rng *rng, const fuzz_env *env)
+/* False when every attempt was over the cap (the cheapest one was taken): fuzz_totals.over_cost. */
+static bool draw_within_cost(double (*draw)(fuzz_case *, tu_rng *), fuzz_case *c, tu_rng *rng, const fuzz_env *env)
 {
     tu_rng cheapest_start = *rng;
     double cheapest = INFINITY;
@@ -197,7 +198,7 @@ static void draw_within_cost(double (*draw)(fuzz_case *, tu_rng *), fuzz_case *c
         const tu_rng start = *rng;
         const double cost = draw(c, rng);
         if (cost <= (double)env->max_cost)
-            return;
+            return true;
         if (cost < cheapest) {
             cheapest = cost;
             cheapest_start = start;
@@ -207,10 +208,11 @@ static void draw_within_cost(double (*draw)(fuzz_case *, tu_rng *), fuzz_case *c
     *rng = cheapest_start;
     draw(c, rng);
     *rng = after;
+    return false;
 }
 
-static void gen_paged(fuzz_case *c, tu_rng *rng, const fuzz_env *env) { draw_within_cost(draw_paged, c, rng, env); }
-static void gen_varlen(fuzz_case *c, tu_rng *rng, const fuzz_env *env) { draw_within_cost(draw_varlen, c, rng, env); }
+static bool gen_paged(fuzz_case *c, tu_rng *rng, const fuzz_env *env) { return draw_within_cost(draw_paged, c, rng, env); }
+static bool gen_varlen(fuzz_case *c, tu_rng *rng, const fuzz_env *env) { return draw_within_cost(draw_varlen, c, rng, env); }
 
 /* ---- shapes of a built problem ---- */
 
@@ -797,10 +799,8 @@ bool fuzz_run_case(r35a_context *ctx, const fuzz_env *env, int index, fuzz_total
     c.paged = env->paged_only ? true : env->varlen_only ? false : tu_chance(&rng, 0.75);
     const double u = tu_unit(&rng);
     c.kind = u < 0.45 ? FUZZ_VALID : u < 0.55 ? FUZZ_NONFINITE : u < 0.92 ? FUZZ_BAD_DATA : FUZZ_BAD_DESC;
-    if (c.paged)
-        gen_paged(&c, &rng, env);
-    else
-        gen_varlen(&c, &rng, env);
+    if (!(c.paged ? gen_paged(&c, &rng, env) : gen_varlen(&c, &rng, env)))
+        totals->over_cost++;
     const int build = c.paged ? paged_problem_init(&c.pp, &c.ps, &rng) : varlen_problem_init(&c.vp, &c.vs, &rng);
     if (build != 0) {
         fail_report(&c, "the harness could not build the problem%s%s", NULL, NULL);
@@ -1078,6 +1078,9 @@ void fuzz_print_totals(const fuzz_totals *t, const char *program)
            "oracle (worst error %.3e of max|ref|); %d rows checked NaN; %d failed\n",
            program, t->cases, t->by_kind[FUZZ_VALID], t->by_kind[FUZZ_NONFINITE], t->by_kind[FUZZ_BAD_DATA],
            t->by_kind[FUZZ_BAD_DESC], t->oracle_checked, t->worst_error, t->nan_rows, t->failed);
+    if (t->over_cost)
+        printf("[%s] %d cases over the cost cap (no draw of %d fitted; the cheapest was taken)\n", program,
+               t->over_cost, DRAW_ATTEMPTS);
     printf("[%s] bad data by fault:", program);
     for (int f = 1; f < FAULT_COUNT; ++f)
         if (t->by_fault[f])

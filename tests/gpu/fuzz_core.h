@@ -59,6 +59,7 @@ typedef struct fuzz_totals {
     double worst_error;          /* worst oracle error of a passing case (relative to max|ref|) */
     double plan_seconds, run_seconds;   /* host time spent in the library's plan and run calls */
     int64_t plan_calls, run_calls;
+    int over_cost;               /* cases whose draws all cost more than max_cost (the cheapest was run) */
 } fuzz_totals;
 
 /* Runs case `index` (its seed: tu_case_seed("fuzz", index)); true when it passed. Prints a
