@@ -52,8 +52,10 @@ def rows_of(arch):
 KV_FORMATS = {"16": ("kv16", ""), "fp8": ("fp8", "_fp8"), "int8": ("int8", "_int8")}
 
 
-def candidates(arch, head, rows, kv="16", dtype="f16"):
-    waves = (1, 2, 3, 4) if arch.startswith("sm_") else (6, 7, 8, 10)
+def candidates(arch, head, rows, kv="16", dtype="f16", waves=None):
+    """Every (kw, dw, rw, waves) tiling of one (head, rows) group; waves: the occupancy contracts to try
+    (default sm_*: 1-4, i.e. 255-128 registers; gfx11: 6, 7, 8, 10)."""
+    waves = waves or ((1, 2, 3, 4) if arch.startswith("sm_") else (6, 7, 8, 10))
     out = []
     # row waves (rw > 1): the rows split over waves that share one shared-memory pipeline
     # (NVIDIA; on gfx11 each would stream the tile itself, so only rw 1 is a candidate there)
@@ -151,9 +153,9 @@ def worth_building(arch, c):
     return c["pipe"] == "lds"
 
 
-def compile_group(arch, d, head, rows, src_dir=None, rws=None, kv="16", dtype="f16"):
+def compile_group(arch, d, head, rows, src_dir=None, rws=None, kv="16", dtype="f16", waves=None):
     token = KV_FORMATS[kv][0]
-    cands = [c for c in candidates(arch, head, rows, kv, dtype) if lds_ok(arch, c) and worth_building(arch, c)
+    cands = [c for c in candidates(arch, head, rows, kv, dtype, waves) if lds_ok(arch, c) and worth_building(arch, c)
              and (not rws or c["rw"] in rws)]
     d = os.path.abspath(d)
     lst = os.path.join(d, f"d{head}_r{rows}.def")
@@ -218,8 +220,9 @@ def cmd_build(args):
     groups = [(h, r) for h in HEADS for r in rows_of(args.arch) if not args.groups or f"d{h}_r{r}" in args.groups.split(",")]
     with ThreadPoolExecutor(max_workers=args.jobs) as ex:
         rws = [int(x) for x in args.rw.split(",")] if args.rw else None
+        waves = tuple(int(x) for x in args.waves.split(",")) if args.waves else None
         res = list(ex.map(lambda g: compile_group(args.arch, args.dir, g[0], g[1], args.src, rws, args.kv,
-                                                         args.dtype), groups))
+                                                         args.dtype, waves), groups))
     manifest = {f"d{h}_r{r}": c for (h, r), c in zip(groups, res)}
     path = os.path.join(args.dir, "manifest.json")
     if os.path.exists(path):   # a rebuild of some groups keeps the others' entries
@@ -691,6 +694,8 @@ def main():
     b.add_argument("--src", default=None, help="kernels directory to compile (default: kernels/; an experiment's copy)")
     b.add_argument("--groups", default="", help="only these groups, e.g. d128_r16,d64_r16")
     b.add_argument("--rw", default="", help="only candidates with these row-wave counts, e.g. 2")
+    b.add_argument("--waves", default="", help="the occupancy contracts to try instead of the default (sm_*: 1,2,3,4; "
+                   "e.g. 3,4,5,6: 5 = 102 and 6 = 85 registers, more warps per SM for the small-D 8-row kernels)")
     b.add_argument("--dtype", default="f16", choices=("f16", "bf16"),
                    help="Q/O dtype of the candidates (the table's bf16 rows take f16's tiling unless tuned so)")
     b.add_argument("--kv", default="16", choices=sorted(KV_FORMATS),
