@@ -13,7 +13,8 @@
 //   2: cp.async.bulk of the whole 4 KiB K and V slices by one lane, rows unpadded (ldmatrix would
 //      conflict on them: an upper bound for a bulk-copy pipeline, not a usable layout as is);
 //   3: as 0, but a block per (split, sequence) with a warp per kv head, every warp on the same pages in
-//      the same order (the kv heads of a page read together: a page's 16 x Hkv rows are contiguous).
+//      the same order (the kv heads of a page read together: a page's 16 x Hkv rows are contiguous);
+//   4: (kv_stream_dyn) persistent blocks whose warps take chunks of tiles from a global counter.
 // `kv_stream rows` (session 15) runs the row-width table instead of the default list: 64-, 128- and
 // 256-byte key rows (fp8 D 64; f16 D 64 / fp8 D 128; f16 D 128 / fp8 D 256), the pool's page and head
 // strides scaled to the row, launches rotating over disjoint page sets at 8K (cold L2); a few rows again
@@ -190,6 +191,114 @@ static float run(const Args &a0, int B, int hkv, int ctx, int splits, int reps, 
     return ts[reps / 2];
 }
 
+
+// Mode 4 (its own kernel): dynamic distribution. A grid of `blocks` persistent blocks; each warp takes
+// chunks of CH tiles of one (sequence, kv head) from a global counter (one atomicAdd per chunk) and
+// streams them through its ring as mode 0 does, the next chunk's copies issued while the last tiles of
+// the current one are in flight. Whether handing out work as it is done removes the end-time spread of
+// static splits (NOTES_h200 version 10: loops of 92-138 us on equal work at batch 16 8K), with no
+// attention arithmetic to confound it.
+template <int S, int RB, int WARPS, int CH>
+__global__ void __launch_bounds__(32 * WARPS) kv_stream_dyn(Args a, unsigned *counter, int num_seqs, int hkv) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    constexpr int ROW = (RB / 16) % 2 == 0 ? RB + 16 : RB + 32;
+    constexpr int TILE = 16 * ROW;
+    constexpr int CPR = RB / 16, RPJ = 32 / CPR;
+    const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    unsigned char *ring = smem + w * (S * 2 * TILE + 64);
+    const int chunks = a.pages_per_seq / CH;                 // chunks per (sequence, kv head)
+    const int items = num_seqs * hkv * chunks;
+    int item = 0, n_end = 0x7fffffff;                        // the issuer's current chunk; tiles the warp will have
+    auto issue = [&](int i) {
+        const int slot = i % S;
+        if (i >= n_end) {
+            asm volatile("cp.async.commit_group;" ::: "memory");
+            return;
+        }
+        if (i % CH == 0) {   // the next chunk
+            unsigned got = 0;
+            if (lane == 0) got = atomicAdd(counter, 1u);
+            item = (int)__shfl_sync(0xffffffffu, got, 0);
+            if (item >= items) {
+                n_end = i;
+                asm volatile("cp.async.commit_group;" ::: "memory");
+                return;
+            }
+        }
+        const int c = item % chunks, g = (item / chunks) % hkv, sq = item / (chunks * hkv);
+        const int page = a.bt[(a.bt_offset + sq) * a.pages_per_seq + c * CH + i % CH];
+        const char *kg = a.k + page * a.page_stride + g * a.head_stride;
+        const char *vg = a.v + page * a.page_stride + g * a.head_stride;
+        unsigned char *kd = ring + slot * 2 * TILE, *vd = kd + TILE;
+        const int rl = lane / CPR, cl = lane % CPR;
+#pragma unroll
+        for (int j = 0; j < 16 / RPJ; ++j) {
+            const int row = RPJ * j + rl;
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_u32(kd + row * ROW + 16 * cl)), "l"(kg + row * a.slot_stride + 16 * cl) : "memory");
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_u32(vd + row * ROW + 16 * cl)), "l"(vg + row * a.slot_stride + 16 * cl) : "memory");
+        }
+        asm volatile("cp.async.commit_group;" ::: "memory");
+    };
+    unsigned acc = 0;
+    for (int p = 0; p < S - 1; ++p) issue(p);
+    for (int i = 0; i < n_end; ++i) {
+        issue(i + S - 1);
+        asm volatile("cp.async.wait_group %0;" ::"n"(S - 1) : "memory");
+        __syncwarp();
+        if (i >= n_end) break;
+        const unsigned *kd = (const unsigned *)(ring + (i % S) * 2 * TILE);
+        acc ^= kd[lane * 7] + kd[TILE / 4 + lane * 5];
+        __syncwarp();
+    }
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+    if (acc == 0x12345678u) a.sink[0] = acc;
+}
+
+template <int S, int RB, int WARPS, int CH>
+static float run_dyn(const Args &a0, int B, int hkv, int ctx, int blocks_per_sm, int reps) {
+    Args a = a0;
+    a.pages_per_seq = ctx / 16;
+    a.head_stride = 16LL * RB;
+    a.slot_stride = RB;
+    a.page_stride = (long long)hkv * 16 * RB;
+    const int sets = a.pool_pages / (B * a.pages_per_seq);
+    constexpr int ROW = (RB / 16) % 2 == 0 ? RB + 16 : RB + 32;
+    const int smem = WARPS * (S * 2 * 16 * ROW + 64);
+    auto k = kv_stream_dyn<S, RB, WARPS, CH>;
+    CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    int sms = 0;
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    int occ = 0;
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, 32 * WARPS, smem);
+    const int bps = blocks_per_sm < occ ? blocks_per_sm : occ;
+    unsigned *counters;
+    CK(cudaMalloc(&counters, (reps + 1) * sizeof(unsigned)));
+    CK(cudaMemset(counters, 0, (reps + 1) * sizeof(unsigned)));
+    k<<<sms * bps, 32 * WARPS, smem>>>(a, counters + reps, B, hkv);
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    std::vector<float> ts;
+    for (int r = 0; r < reps; ++r) {
+        a.bt_offset = (r % (sets > 0 ? sets : 1)) * B;
+        cudaEventRecord(e0);
+        k<<<sms * bps, 32 * WARPS, smem>>>(a, counters + r, B, hkv);
+        cudaEventRecord(e1);
+        CK(cudaEventSynchronize(e1));
+        float ms;
+        cudaEventElapsedTime(&ms, e0, e1);
+        ts.push_back(ms * 1000.f);
+    }
+    CK(cudaFree(counters));
+    std::sort(ts.begin(), ts.end());
+    const double bytes = 2.0 * B * hkv * (double)ctx * RB;
+    printf("shuffled hnd mode 4 S %d RB %3d warps %d chunk %2d tiles  B %2d ctx %6d blocks %4d (%d/SM) smem %6d: %8.1f us %6.0f GB/s\n",
+           S, RB, WARPS, CH, B, ctx, sms * bps, bps, smem, ts[reps / 2], bytes / ts[reps / 2] / 1e3);
+    return ts[reps / 2];
+}
+
 int main(int argc, char **argv) {
     const int D = 128, RB = 2 * D, hkv = 8;   // the pool: sized for the widest rows (f16 D = 128)
     // a pool big enough to be cold: 2.2 GB of K and V at B16 32K, pages shuffled
@@ -247,7 +356,17 @@ int main(int argc, char **argv) {
             run<3, 5, 64, 8>(a, 16, hkv, c, 16, 9, false, true);
             run<0, 3, 256, 4>(a, 16, hkv, c, 2, 9, false, true);
             run<3, 3, 256, 8>(a, 16, hkv, c, 16, 9, false, true);
+            // dynamic distribution against the static splits above (mode 0, 2 splits)
+            run_dyn<5, 64, 8, 8>(a, 16, hkv, c, 2, 9);
+            run_dyn<5, 64, 8, 32>(a, 16, hkv, c, 2, 9);
+            run_dyn<8, 64, 4, 16>(a, 16, hkv, c, 4, 9);
+            run_dyn<3, 256, 4, 8>(a, 16, hkv, c, 4, 9);
+            run_dyn<3, 256, 4, 32>(a, 16, hkv, c, 4, 9);
+            run_dyn<4, 128, 4, 16>(a, 16, hkv, c, 4, 9);
         }
+        run<0, 3, 256, 4>(a, 1, hkv, 32768, 32, 15);   // batch 1, 32K: the planner's splits against dynamic chunks
+        run_dyn<3, 256, 4, 8>(a, 1, hkv, 32768, 4, 15);
+        run_dyn<3, 256, 4, 16>(a, 1, hkv, 32768, 4, 15);
         printf("done\n");
         return 0;
     }
