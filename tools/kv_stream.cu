@@ -47,6 +47,22 @@ struct Args {
 
 __device__ __forceinline__ unsigned smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
 
+// One 16-key tile of K and V (rows slot_stride bytes apart in memory) into staged rows ROW bytes apart:
+// 16-byte cp.async per lane, as the decode kernel copies, then one commit group.
+template <int RB, int ROW>
+__device__ __forceinline__ void copy_tile(unsigned char *kd, unsigned char *vd, const char *kg, const char *vg,
+                                          long long slot_stride, int lane) {
+    constexpr int CPR = RB / 16, RPJ = 32 / CPR;
+    const int rl = lane / CPR, cl = lane % CPR;
+#pragma unroll
+    for (int j = 0; j < 16 / RPJ; ++j) {
+        const int row = RPJ * j + rl;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_u32(kd + row * ROW + 16 * cl)), "l"(kg + row * slot_stride + 16 * cl) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_u32(vd + row * ROW + 16 * cl)), "l"(vg + row * slot_stride + 16 * cl) : "memory");
+    }
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
 template <int MODE, int S, int RB, int WARPS, int KT = 16>
 __global__ void __launch_bounds__(32 * WARPS) kv_stream(Args a) {
     extern __shared__ __align__(128) unsigned char smem[];
@@ -83,15 +99,7 @@ __global__ void __launch_bounds__(32 * WARPS) kv_stream(Args a) {
         const char *vg = a.v + page * a.page_stride + g * a.head_stride;
         (void)tile;
         if (CPASYNC) {
-            constexpr int CPR = RB / 16, RPJ = 32 / CPR;
-            const int rl = lane / CPR, cl = lane % CPR;
-#pragma unroll
-            for (int j = 0; j < 16 / RPJ; ++j) {
-                const int row = RPJ * j + rl;
-                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_u32(kd + row * ROW + 16 * cl)), "l"(kg + row * a.slot_stride + 16 * cl) : "memory");
-                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_u32(vd + row * ROW + 16 * cl)), "l"(vg + row * a.slot_stride + 16 * cl) : "memory");
-            }
-            asm volatile("cp.async.commit_group;" ::: "memory");
+            copy_tile<RB, ROW>(kd, vd, kg, vg, a.slot_stride, lane);
         } else if (MODE == 1) {
             if (lane == 0)
                 asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" ::"r"(smem_u32(bar + slot)), "r"(2 * 16 * RB) : "memory");
@@ -139,6 +147,31 @@ __global__ void __launch_bounds__(32 * WARPS) kv_stream(Args a) {
     if (acc == 0x12345678u) a.sink[0] = acc;
 }
 
+// Median of `reps` launches timed with events; launch(r) runs launch r (r = -1: the untimed warm-up).
+template <class L>
+static float median_launch_us(int reps, L launch) {
+    launch(-1);
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    std::vector<float> ts;
+    for (int r = 0; r < reps; ++r) {
+        cudaEventRecord(e0);
+        launch(r);
+        cudaEventRecord(e1);
+        CK(cudaEventSynchronize(e1));
+        float ms;
+        cudaEventElapsedTime(&ms, e0, e1);
+        ts.push_back(ms * 1000.f);
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    std::sort(ts.begin(), ts.end());
+    return ts[reps / 2];
+}
+
 static const int *g_bt_sorted;   // the identity block table (each sequence's pages consecutive)
 
 template <int MODE, int S, int RB, int WARPS, int KT = 16>
@@ -165,30 +198,16 @@ static float run(const Args &a0, int B, int hkv, int ctx, int splits, int reps, 
         return 0.f;
     }
     dim3 grid(splits, MODE == 3 ? 1 : hkv, B);
-    k<<<grid, 32 * WARPS, smem>>>(a);
-    CK(cudaGetLastError());
-    CK(cudaDeviceSynchronize());
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    std::vector<float> ts;
-    for (int r = 0; r < reps; ++r) {
-        a.bt_offset = (r % (sets > 0 ? sets : 1)) * B;
-        cudaEventRecord(e0);
+    const float t = median_launch_us(reps, [&](int r) {
+        a.bt_offset = r < 0 ? 0 : (r % (sets > 0 ? sets : 1)) * B;
         k<<<grid, 32 * WARPS, smem>>>(a);
-        cudaEventRecord(e1);
-        CK(cudaEventSynchronize(e1));
-        float ms;
-        cudaEventElapsedTime(&ms, e0, e1);
-        ts.push_back(ms * 1000.f);
-    }
-    std::sort(ts.begin(), ts.end());
+    });
     int occ = 0;
     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, 32 * WARPS, smem);
     const double bytes = 2.0 * B * hkv * (double)ctx * RB;
     printf("%s %s mode %d S %d RB %3d warps %d keys/step %2d B %2d ctx %6d splits %3d smem %6d blk/SM %d: %8.1f us %6.0f GB/s\n", sorted ? "sorted  " : "shuffled", nhd ? "nhd" : "hnd", MODE,
-           S, RB, WARPS, KT, B, ctx, splits, smem, occ, ts[reps / 2], bytes / ts[reps / 2] / 1e3);
-    return ts[reps / 2];
+           S, RB, WARPS, KT, B, ctx, splits, smem, occ, t, bytes / t / 1e3);
+    return t;
 }
 
 
@@ -203,7 +222,6 @@ __global__ void __launch_bounds__(32 * WARPS) kv_stream_dyn(Args a, unsigned *co
     extern __shared__ __align__(128) unsigned char smem[];
     constexpr int ROW = (RB / 16) % 2 == 0 ? RB + 16 : RB + 32;
     constexpr int TILE = 16 * ROW;
-    constexpr int CPR = RB / 16, RPJ = 32 / CPR;
     const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
     unsigned char *ring = smem + w * (S * 2 * TILE + 64);
     const int chunks = a.pages_per_seq / CH;                 // chunks per (sequence, kv head)
@@ -229,15 +247,8 @@ __global__ void __launch_bounds__(32 * WARPS) kv_stream_dyn(Args a, unsigned *co
         const int page = a.bt[(a.bt_offset + sq) * a.pages_per_seq + c * CH + i % CH];
         const char *kg = a.k + page * a.page_stride + g * a.head_stride;
         const char *vg = a.v + page * a.page_stride + g * a.head_stride;
-        unsigned char *kd = ring + slot * 2 * TILE, *vd = kd + TILE;
-        const int rl = lane / CPR, cl = lane % CPR;
-#pragma unroll
-        for (int j = 0; j < 16 / RPJ; ++j) {
-            const int row = RPJ * j + rl;
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_u32(kd + row * ROW + 16 * cl)), "l"(kg + row * a.slot_stride + 16 * cl) : "memory");
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_u32(vd + row * ROW + 16 * cl)), "l"(vg + row * a.slot_stride + 16 * cl) : "memory");
-        }
-        asm volatile("cp.async.commit_group;" ::: "memory");
+        unsigned char *kd = ring + slot * 2 * TILE;
+        copy_tile<RB, ROW>(kd, kd + TILE, kg, vg, a.slot_stride, lane);
     };
     unsigned acc = 0;
     for (int p = 0; p < S - 1; ++p) issue(p);
@@ -274,29 +285,15 @@ static float run_dyn(const Args &a0, int B, int hkv, int ctx, int blocks_per_sm,
     unsigned *counters;
     CK(cudaMalloc(&counters, (reps + 1) * sizeof(unsigned)));
     CK(cudaMemset(counters, 0, (reps + 1) * sizeof(unsigned)));
-    k<<<sms * bps, 32 * WARPS, smem>>>(a, counters + reps, B, hkv);
-    CK(cudaGetLastError());
-    CK(cudaDeviceSynchronize());
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    std::vector<float> ts;
-    for (int r = 0; r < reps; ++r) {
-        a.bt_offset = (r % (sets > 0 ? sets : 1)) * B;
-        cudaEventRecord(e0);
-        k<<<sms * bps, 32 * WARPS, smem>>>(a, counters + r, B, hkv);
-        cudaEventRecord(e1);
-        CK(cudaEventSynchronize(e1));
-        float ms;
-        cudaEventElapsedTime(&ms, e0, e1);
-        ts.push_back(ms * 1000.f);
-    }
+    const float t = median_launch_us(reps, [&](int r) {
+        a.bt_offset = r < 0 ? 0 : (r % (sets > 0 ? sets : 1)) * B;
+        k<<<sms * bps, 32 * WARPS, smem>>>(a, counters + (r < 0 ? reps : r), B, hkv);
+    });
     CK(cudaFree(counters));
-    std::sort(ts.begin(), ts.end());
     const double bytes = 2.0 * B * hkv * (double)ctx * RB;
     printf("shuffled hnd mode 4 S %d RB %3d warps %d chunk %2d tiles  B %2d ctx %6d blocks %4d (%d/SM) smem %6d: %8.1f us %6.0f GB/s\n",
-           S, RB, WARPS, CH, B, ctx, sms * bps, bps, smem, ts[reps / 2], bytes / ts[reps / 2] / 1e3);
-    return ts[reps / 2];
+           S, RB, WARPS, CH, B, ctx, sms * bps, bps, smem, t, bytes / t / 1e3);
+    return t;
 }
 
 int main(int argc, char **argv) {
