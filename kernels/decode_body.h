@@ -67,6 +67,11 @@ struct decode_cfg {
     static constexpr int SR_BYTES = DW > 1 ? KW * RW * TW * frag::ACC_NATIVE_FLOATS * 4 : 0;
     static constexpr int EXCH_BYTES = NW * PX_WAVE + SR_BYTES;
     static constexpr int SLOPE_BYTES = RT * 4;   /* each row's ALiBi slope (base 2), after everything else */
+    /* bf16 queries on f16 products (device.h qk_elem): each row's power-of-two scale, after the slopes
+     * (read once, before the loop) */
+    static constexpr bool Q_RESCALE = kv8_f16_products<E, KV>::value;
+    static constexpr int QSC_BYTES = Q_RESCALE ? RT * 4 : 0;
+    static constexpr int TAIL_BYTES = SLOPE_BYTES + QSC_BYTES;
     /* Pipeline: shared-memory stages filled by asynchronous copies where the fragment layer has them
      * (NVIDIA) and at least two fit the LDS left, as many as fit up to R35A_DECODE_LDS_STAGES_MAX
      * (R35A_DECODE_LDS_STAGES_MAX_8BIT for 8-bit tiles);
@@ -110,9 +115,9 @@ struct decode_cfg {
     static constexpr bool Q_LDS_WANTED = TW >= 2 || (!HAS_LDS_PIPE && REG_FIT_QREG < 2);
     static constexpr bool Q_LDS =
         Q_LDS_WANTED &&
-        (HAS_LDS_PIPE ? lds_stages_fit<DS, E, KV>((LDS_BUDGET - SLOPE_BYTES - EXCH_BYTES - Q_BYTES) / PIPES) >= 2
-                      : NW * (REGION_1 > PX_WAVE ? REGION_1 : PX_WAVE) + SR_BYTES + Q_BYTES + SLOPE_BYTES <= LDS_BUDGET);
-    static constexpr int FREE = LDS_BUDGET - SLOPE_BYTES - EXCH_BYTES - (Q_LDS ? Q_BYTES : 0);
+        (HAS_LDS_PIPE ? lds_stages_fit<DS, E, KV>((LDS_BUDGET - TAIL_BYTES - EXCH_BYTES - Q_BYTES) / PIPES) >= 2
+                      : NW * (REGION_1 > PX_WAVE ? REGION_1 : PX_WAVE) + SR_BYTES + Q_BYTES + TAIL_BYTES <= LDS_BUDGET);
+    static constexpr int FREE = LDS_BUDGET - TAIL_BYTES - EXCH_BYTES - (Q_LDS ? Q_BYTES : 0);
     static constexpr int LDS_FIT = lds_stages_fit<DS, E, KV>(FREE / PIPES);
     static constexpr bool USE_LDS = LDS_FIT >= 2;
     static_assert(USE_LDS || !HAS_LDS_PIPE || RW == 1, "shared row-wave pipelines need two shared-memory stages");
@@ -138,7 +143,8 @@ struct decode_cfg {
     static constexpr int SR_OFF = PIPES * WAVE_REGION + (SHARED_PIPES ? NW * PX_WAVE : 0);
     static constexpr int Q_OFF = SR_OFF + SR_BYTES;   /* Q^T tiles: [DW][R][QROW] u16 */
     static constexpr int SLOPE_OFF = Q_OFF + (Q_LDS ? Q_BYTES : 0);   /* ALiBi: R floats */
-    static constexpr int LOOP_BYTES = SLOPE_OFF + SLOPE_BYTES;
+    static constexpr int QSC_OFF = SLOPE_OFF + SLOPE_BYTES;            /* Q_RESCALE: RT floats */
+    static constexpr int LOOP_BYTES = QSC_OFF + QSC_BYTES;
     /* Floats of the key group's S^T tiles (of one row wave) each wave reduces (reduce-scatter). */
     static constexpr int SLICE = TW * frag::ACC_NATIVE_FLOATS / DW;
     /* LDS, merge phase (reuses the loop's): KW/2 slots of a key group's accumulators and stats. */
@@ -215,6 +221,7 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
     constexpr int EB = B8 ? 1 : 2;   /* bytes per K/V element */
     typedef typename C::pipe P;
     typedef typename pv_elem<E, KV>::type PV;   /* the P.V products' element type (device.h) */
+    typedef typename qk_elem<E, KV>::type QK;   /* the Q.K products' element type (device.h) */
 
     /* wave w: row wave rw (row tiles t0 .. t0 + TW - 1 of the R rows), key group kg, d slice dg */
     const int w = wave_id();
@@ -318,19 +325,48 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
         for (int p = 0; p < S - 1; ++p) feed.issue(pipe, p, p);
     }
 
+    /* ---- f16 products for bf16 queries (C::Q_RESCALE, device.h qk_elem): each row's power-of-two
+     * scale from its largest |element| over the whole head, so that every d slice scales alike; one
+     * wave per row, through LDS ---- */
+    float *const qsc = (float *)(smem + C::QSC_OFF);
+    if constexpr (C::Q_RESCALE) {
+        for (int r = w; r < RT; r += C::NW) {
+            const int row = rg * R + r;
+            float amax = 0.f;   /* padding rows: scale 1 */
+            if (row < rows && (RT == R || r < R)) {
+                const int hl = row / M, i = row - hl * M;
+                const u16 *qrow = (const u16 *)a.q + (i64)(q0 + i) * a.q_token_stride + (i64)(g * G + hl) * a.q_head_stride;
+                for (int d = lane_id(); d < D; d += 32) amax = fmax(amax, __builtin_fabsf(bf16_to_f32(load_u16(qrow + d))));
+            }
+            /* every lane stores the same value: under `if (lane 0)` clang sank the reduction's last
+             * v_permlanex16 into the branch, where it reads the inactive lanes 16-31 as nothing */
+            qsc[r] = q_row_scale(wave_max(amax));
+        }
+        block_sync();
+    }
+
     /* ---- Q^T fragments of this wave's d slice (B operand: vector = query row) ---- */
     frag::bop qf[C::Q_LDS ? 1 : TW][NC];
     u16 *const qs = (u16 *)(smem + C::Q_OFF) + dg * RT * C::QROW;   /* Q_LDS: this d slice's RT rows */
     if constexpr (C::Q_LDS) {
         /* RT rows x DS of each d slice, 16 bytes per thread and step; padding rows are zeros */
         constexpr int CPR = DS / 8, CHUNKS = DW * RT * CPR;
-        for (int idx = thread_x(); idx < CHUNKS; idx += C::THREADS) {
-            const int sl = idx / (RT * CPR), rem = idx - sl * RT * CPR, r = rem / CPR, d8 = rem - r * CPR;
+        /* Q_RESCALE: every lane in every round, a lane past the last chunk redoing it (the same bytes to
+         * the same place), so that the scale's LDS read is never under a divergent branch: gfx11emu
+         * reads LDS for inactive lanes too, at whatever their address registers hold */
+        for (int idx = C::Q_RESCALE ? 0 : thread_x(); idx < CHUNKS; idx += C::THREADS) {
+            const int ci = C::Q_RESCALE ? imin(idx + thread_x(), CHUNKS - 1) : idx;
+            const int sl = ci / (RT * CPR), rem = ci - sl * RT * CPR, r = rem / CPR, d8 = rem - r * CPR;
             const int row = rg * R + r;
             const int rr = imin(row, rows - 1), hl = rr / M, i = rr - hl * M;
             u32x4 x = load_b128((const u16 *)a.q + (i64)(q0 + i) * a.q_token_stride +
                                 (i64)(g * G + hl) * a.q_head_stride + sl * DS + 8 * d8);
             if (row >= rows || (RT != R && r >= R)) x = u32x4{0u, 0u, 0u, 0u};
+            if constexpr (C::Q_RESCALE) {
+                const float sc = qsc[r];
+#pragma unroll
+                for (int q = 0; q < 4; ++q) x[q] = bf16x2_to_f16x2_scaled(x[q], sc);
+            }
             u16 *const dst = (u16 *)(smem + C::Q_OFF) + (sl * RT + r) * C::QROW;
             if constexpr (!P::K_PERM) {
                 *(u32x4 *)(dst + 8 * d8) = x;
@@ -356,7 +392,24 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
                         return (const u16 *)a.q + off;
                     },
                     [&](int n) { return (RT == R || (t0 + t) * TR + n < R) && rg * R + (t0 + t) * TR + n < rows; });
+#if defined(R35A_TARGET_AMDGCN)
+        if constexpr (C::Q_RESCALE)
+#pragma unroll
+            for (int t = 0; t < TW; ++t)
+#pragma unroll
+                for (int c = 0; c < NC; ++c)
+#pragma unroll
+                    for (int j = 0; j < C::BOP_WORDS; ++j)
+                        qf[t][c].v[j] = bf16x2_to_f16x2_scaled(qf[t][c].v[j], qsc[(t0 + t) * TR + frag::bop_row_of_word(j)]);
+#endif
     }
+    /* the inverse scales of the wave's rows, multiplied into their raw dot products */
+    float qinv[C::Q_RESCALE ? TW : 1][frag::NCOL];
+    if constexpr (C::Q_RESCALE)
+#pragma unroll
+        for (int t = 0; t < TW; ++t)
+#pragma unroll
+            for (int c = 0; c < frag::NCOL; ++c) qinv[t][c] = q_row_unscale(qsc[(t0 + t) * TR + frag::acc_n_of_slot(c)]);
     /* Q^T fragment (the wave's row tile t, d chunk c) of this wave's slice */
     auto q_frag = [&](int t, int c) -> frag::bop {
         if constexpr (C::Q_LDS) return frag::load_bop_lds<P::K_PERM>(qs + (t0 + t) * TR * C::QROW + 16 * c, C::QROW);
@@ -395,12 +448,12 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
             if (active) {
                 const frag::ab k0 = pipe.k_operand(u, 0);
 #pragma unroll
-                for (int t = 0; t < TW; ++t) sacc[t] = frag::mma<E>(k0, q_frag(t, 0), frag::acc_zero());
+                for (int t = 0; t < TW; ++t) sacc[t] = frag::mma<QK>(k0, q_frag(t, 0), frag::acc_zero());
 #pragma unroll
                 for (int c = 1; c < NC; ++c) {
                     const frag::ab kf = pipe.k_operand(u, c);
 #pragma unroll
-                    for (int t = 0; t < TW; ++t) sacc[t] = frag::mma<E>(kf, q_frag(t, c), sacc[t]);
+                    for (int t = 0; t < TW; ++t) sacc[t] = frag::mma<QK>(kf, q_frag(t, c), sacc[t]);
                 }
             }
             if constexpr (DW > 1) {
@@ -430,6 +483,11 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
                     for (int t = 0; t < TW; ++t) sacc[t] = frag::acc_load_lds(sr + t * frag::ACC_NATIVE_FLOATS);
             }
             if (!active) continue;
+            if constexpr (C::Q_RESCALE)   /* the rows' scales out of the raw dots (powers of two: exact) */
+#pragma unroll
+                for (int t = 0; t < TW; ++t)
+#pragma unroll
+                    for (int e = 0; e < frag::ACC_ELEMS; ++e) sacc[t].v[e] *= qinv[t][frag::acc_slot(e)];
 
             /* Logits: the transform (only in calls that have one: uniform branches), then the masks
              * (a select: keys past the end may be NaN). Without a transform the scale is folded into

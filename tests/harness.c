@@ -233,7 +233,7 @@ void paged_spec_describe(const paged_spec *s, char *buf, size_t len)
                      "paged %s hq=%d hkv=%d D=%d B=%d window=%d scale=%.9g softcap=%.9g alibi=%d "
                      "sinks=%d(%g+-%g%s) kv=%s%s sizes=%s "
                      "K=%s V=%s qpad=%d/%d opad=%d/%d bt_pad=%d extra_pages=%d slack=%d/%d "
-                     "force_pages=%d shuffle=%d garbage=%d nan_fill=%d amp=%g/%g voff=%g seqs(L/M)=",
+                     "force_pages=%d shuffle=%d garbage=%d nan_fill=%d amp=%g/%g voff=%g qdrop=%d/%d seqs(L/M)=",
                      tu_dtype_name(s->dtype), (int)s->num_q_heads, (int)s->num_kv_heads,
                      (int)s->head_size, (int)s->page_size, (int)s->window, (double)s->softmax_scale,
                      (double)s->logit_softcap, (int)s->use_alibi, (int)s->use_sinks, s->sink_center,
@@ -244,7 +244,8 @@ void paged_spec_describe(const paged_spec *s, char *buf, size_t len)
                      (int)s->q_token_pad, (int)s->q_head_pad, (int)s->o_token_pad, (int)s->o_head_pad,
                      (int)s->bt_pad, (int)s->extra_pages, (int)s->max_query_len_slack,
                      (int)s->max_seq_len_slack, (int)s->force_num_pages, (int)s->shuffle_pages,
-                     (int)s->garbage_unreached, (int)s->nan_fill, s->q_amp, s->k_amp, s->v_offset);
+                     (int)s->garbage_unreached, (int)s->nan_fill, s->q_amp, s->k_amp, s->v_offset,
+                     (int)s->q_row_exp_drop, (int)s->q_elem_exp_drop);
     for (int32_t i = 0; i < s->num_seqs && n > 0; ++i) {
         char item[32]; /* ",L/M": at most 24 bytes */
         snprintf(item, sizeof item, "%s%d/%d", i ? "," : "", (int)s->seq_len[i], (int)s->q_len[i]);
@@ -478,6 +479,14 @@ int paged_problem_init(paged_problem *p, const paged_spec *spec, tu_rng *rng)
     for (int32_t t = 0; t < tokens; ++t) {
         for (int32_t h = 0; h < hq; ++h) {
             fill_vector(dt, p->q, t * qts + h * qhs, D, s->q_amp, 0.0, rng);
+            if (s->q_row_exp_drop > 0 || s->q_elem_exp_drop > 0) {
+                const int e = s->q_row_exp_drop > 0 ? (int)tu_below(rng, (uint32_t)s->q_row_exp_drop + 1) : 0;
+                for (int32_t d = 0; d < D; ++d) {
+                    const int u = s->q_elem_exp_drop > 0 ? (int)tu_below(rng, (uint32_t)s->q_elem_exp_drop + 1) : 0;
+                    const size_t i = (size_t)(t * qts + h * qhs + d);
+                    tu_store(dt, p->q, i, ldexp(tu_load(dt, p->q, i), -e - u));
+                }
+            }
         }
     }
     p->out_guard_bytes = OUT_GUARD_BYTES;

@@ -75,6 +75,12 @@ typedef struct paged_spec {
     bool garbage_unreached;          /* invalid page ids in block-table entries no query reaches */
     bool nan_fill;                   /* NaN in gaps, unused pages and slots past L */
     double q_amp, k_amp, v_offset;   /* value distributions */
+    /* Q's magnitudes below q_amp: each (token, head) row times 2^-e, e uniform in [0, q_row_exp_drop],
+     * each element times 2^-u, u uniform in [0, q_elem_exp_drop] (powers of two of the stored values:
+     * exact while in the dtype's range; bf16 holds what f16 cannot). Only down: the logits of a row
+     * scale with it, and logits far above ~1e4 are beyond what f32 softmax arithmetic matches to the
+     * oracle (paged_spec_logit_std), so q_amp and k_amp set the largest row's logits */
+    int32_t q_row_exp_drop, q_elem_exp_drop;
     bool defer_oracle;               /* init leaves ref zero: the caller runs paged_problem_oracle
                                         (after changing inputs, or only for a sample of cases) */
 } paged_spec;

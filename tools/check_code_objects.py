@@ -22,6 +22,8 @@ What it checks, from `llvm-readelf --notes` (the AMDGPU metadata) and `llvm-objd
   - the decode and encoder (WMMA) variants contain v_wmma_f32_16x16x16_<dtype> and global_load_b128;
     the rows-4 decode variants (kernels/common/fragment_gfx11_d4.h) v_dot2 products of <dtype> instead
     of WMMA, and 128-bit loads only with a 16-bit cache (their 8-bit K and V rows load 8 bytes a lane);
+    decode variants with bf16 queries and an 8-bit cache have f16 products and no bf16 ones
+    (device.h kv8_f16_products);
   - each kernel takes one by-value argument struct of the size the host gives it (--abi), and
     allows the workgroup size the host launches it with.
 It prints one row per kernel (VGPRs, SGPRs, LDS, scratch, occupancy, WMMA and 128-bit load counts)
@@ -99,8 +101,11 @@ def expected_kernels(entries, family, arch):
             fam = "decode"
             v_arch, name, dtype, kv, head, rows, kw, dw, rw, waves = args
             dot = int(rows) == 4   # the 4-row layer: v_dot2 products, no WMMA
-            info = {"dtype": dtype, "waves": int(waves), "waves_per_wg": int(kw) * int(dw) * int(rw), "wmma": not dot,
-                    "dot2": dot, "b128": not (dot and kv != "kv16")}
+            # the products' element type: bf16 queries with an 8-bit cache run f16 products on gfx11
+            # (kernels/common/device.h kv8_f16_products: Q scaled per row into f16, K and V converted to f16)
+            product = "f16" if dtype == "bf16" and kv != "kv16" else dtype
+            info = {"dtype": dtype, "product": product, "waves": int(waves), "waves_per_wg": int(kw) * int(dw) * int(rw),
+                    "wmma": not dot, "dot2": dot, "b128": not (dot and kv != "kv16")}
         elif macro == "R35A_ENCODER_VARIANT":
             # kernels/encoder.hip: R35A_ENCODER_VARIANT(arch, name, dtype, D, rows, KB, NW, WAVES, MAXLEN)
             fam = "encoder"
@@ -335,16 +340,22 @@ def main():
         launch_threads = 32 * waves_per_wg if info["waves_per_wg"] else abi_for("threads", name)
         if launch_threads is not None and launch_threads > wg:
             bad(f"launched with {launch_threads} threads but max_flat_workgroup_size is {wg}")
+        product = info.get("product", info["dtype"])
         if info["wmma"]:
-            want_wmma = f"v_wmma_f32_16x16x16_{info['dtype']}"
+            want_wmma = f"v_wmma_f32_16x16x16_{product}"
             if wmma.get(want_wmma, 0) == 0:
                 bad(f"no {want_wmma} (found {wmma or 'no WMMA'})")
         if info.get("dot2"):
-            dot2 = re.compile(rf"v_(dual_)?dot2(acc)?_f32_{info['dtype']}$")
+            dot2 = re.compile(rf"v_(dual_)?dot2(acc)?_f32_{product}$")
             if not any(dot2.match(m) for m in counts):
-                bad(f"no v_dot2_f32_{info['dtype']} product (the rows-4 layer)")
+                bad(f"no v_dot2_f32_{product} product (the rows-4 layer)")
             if wmma_total:
                 bad(f"{wmma_total} WMMA in a rows-4 kernel (its products are v_dot2)")
+        if product != info["dtype"]:   # none of the queries' own type is left
+            other = re.compile(rf"v_wmma_f32_16x16x16_{info['dtype']}$|v_(dual_)?dot2(acc)?_f32_{info['dtype']}$")
+            left = sorted(m for m in counts if other.match(m))
+            if left:
+                bad(f"{', '.join(left)} in a kernel whose products are {product}")
         if info["b128"] and b128 == 0:
             bad("no global_load_b128: the KV cache is not read with 128-bit loads")
         rows.append((name, str(vgprs), str(sgprs), str(lds), str(scratch),

@@ -136,6 +136,13 @@ R35A_DEV float wave_sum(float v) {
     v += lane_xor_row<8>(v);
     return v + lane_xor16(v);
 }
+R35A_DEV float wave_max(float v) {
+    v = __builtin_fmaxf(v, lane_xor_row<1>(v));
+    v = __builtin_fmaxf(v, lane_xor_row<2>(v));
+    v = __builtin_fmaxf(v, lane_xor_row<4>(v));
+    v = __builtin_fmaxf(v, lane_xor_row<8>(v));
+    return __builtin_fmaxf(v, lane_xor16(v));
+}
 /* Byte permute of two dwords (v_perm_b32): result byte i = byte sel[i] of the 8-byte value
  * {hi = a, lo = b}; selector bytes 0-3 pick b, 4-7 pick a. */
 R35A_DEV u32 byte_perm(u32 a, u32 b, u32 sel) { return __builtin_amdgcn_perm(a, b, sel); }
@@ -335,6 +342,13 @@ R35A_DEV float wave_sum(float v) {
     v += lane_xor_row<4>(v);
     v += lane_xor_row<8>(v);
     return v + lane_xor16(v);
+}
+R35A_DEV float wave_max(float v) {
+    v = fmaxf(v, lane_xor_row<1>(v));
+    v = fmaxf(v, lane_xor_row<2>(v));
+    v = fmaxf(v, lane_xor_row<4>(v));
+    v = fmaxf(v, lane_xor_row<8>(v));
+    return fmaxf(v, lane_xor16(v));
 }
 /* v_perm_b32's meaning (result byte i = byte sel[i] of {hi = a, lo = b}, selectors 0-7) through
  * prmt: its inputs are {b, a} with one selector nibble per result byte. */
@@ -655,20 +669,60 @@ R35A_DEV u32 kv8x2_fast(u32 x) {
 #endif
     return kv8x2<E, KV, B0, B1>(x);
 }
-/* The element type of decode's P.V products (V^T and P^T operands): the Q/O dtype E, except on gfx11
- * with bf16 queries and an 8-bit cache, where it is f16. An 8-bit V converts to f16 in half the
- * instructions it takes to reach bf16 (by way of f32, above), and every e4m3 / int8 value (times the
- * conversion's unit) is exact in both; P in [0, 1] keeps more bits in f16 than in bf16 (terms below
- * 2^-24 of the row's largest weight become f16 subnormals). Q^T and K stay bf16: Q's range needs it.
- * NVIDIA's conversion is one instruction either way: E there. */
+/* Whether decode's products run in f16 although the queries are bf16: gfx11 with an 8-bit cache. An
+ * 8-bit element converts to f16 in half the instructions it takes to reach bf16 (by way of f32, above)
+ * and every e4m3 / int8 value (times the conversion's unit) is exact in both; f16 dot products pair
+ * into dual-issue VOPD, bf16's do not. NVIDIA's conversion is one instruction either way: never there. */
 template <class E, class KV>
-struct pv_elem {
+struct kv8_f16_products {
 #if defined(R35A_TARGET_AMDGCN)
-    typedef typename pick_type<same_type<E, bf16_t>::value && kv_is_8bit<KV>::value, f16_t, E>::type type;
+    static constexpr bool value = same_type<E, bf16_t>::value && kv_is_8bit<KV>::value;
 #else
-    typedef E type;
+    static constexpr bool value = false;
 #endif
 };
+/* The element type of decode's P.V products (V^T and P^T operands): the Q/O dtype E, or f16 (above).
+ * P in [0, 1] keeps more bits in f16 than in bf16 (terms below 2^-24 of the row's largest weight
+ * become f16 subnormals). */
+template <class E, class KV>
+struct pv_elem {
+    typedef typename pick_type<kv8_f16_products<E, KV>::value, f16_t, E>::type type;
+};
+/* The element type of decode's Q.K products (Q^T and K operands): the Q/O dtype E, or f16 (above).
+ * In f16 each query row is first multiplied by a power of two that puts its largest |element| in
+ * [2^14, 2^15) (q_row_scale): bf16's 8 significant bits fit f16's 11, so every element of at least
+ * 2^-28 of the row's largest is exact, smaller ones round to f16 subnormals (below 2^-38: zero); the
+ * row's dot products are multiplied back by the inverse power (exact) before anything else sees them. */
+template <class E, class KV>
+struct qk_elem {
+    typedef typename pick_type<kv8_f16_products<E, KV>::value, f16_t, E>::type type;
+};
+/* The power of two q_row_scale multiplies a query row by, from the largest |element| of the row
+ * (amax, a float): 2^k with k = 14 - floor(log2 amax), clamped to [-113, 126] so that both 2^k and
+ * 2^-k are normal floats (a row whose largest element is below 2^-112 keeps it below 2^14). A row
+ * of zeros or one holding an infinity keeps its values (k = 0): an infinity stays one and the row is
+ * non-finite as the reference's is; NaN elements do not reach amax (fmax) and stay NaN. */
+R35A_DEV float q_row_scale(float amax) {
+    const int e = (int)((__builtin_bit_cast(u32, amax) >> 23) & 0xffu);   /* biased exponent; amax >= 0 */
+    int k = e == 0xff || amax == 0.f ? 0 : 141 - e;
+    k = k < -113 ? -113 : k > 126 ? 126 : k;
+    return __builtin_bit_cast(float, (u32)(k + 127) << 23);
+}
+/* 1 / q_row_scale(amax), exact. */
+R35A_DEV float q_row_unscale(float scale) {
+    return __builtin_bit_cast(float, (u32)(254 - (int)(__builtin_bit_cast(u32, scale) >> 23)) << 23);
+}
+/* Two bf16 (lo in bits 0-15) times a power of two as an f16 pair: exact where the product is an f16
+ * normal (bf16 has 8 significant bits); f16 subnormals round toward zero. */
+R35A_DEV u32 bf16x2_to_f16x2_scaled(u32 x, float scale) {
+    const float lo = __builtin_bit_cast(float, x << 16) * scale, hi = __builtin_bit_cast(float, x & 0xffff0000u) * scale;
+#if defined(R35A_TARGET_AMDGCN)
+    return __builtin_bit_cast(u32, __builtin_amdgcn_cvt_pkrtz(lo, hi));
+#else
+    const __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const u32 *>(&h);
+#endif
+}
 /* Bit 7 of byte i is set where byte i of x is an fp8 NaN code (magnitude 0x7f; (b & 0x7f) + 1
  * carries into bit 7): or the words of an operand together and pass them to kv8_wave_fast. */
 R35A_DEV u32 kv8_nan_codes(u32 x) { return (x & 0x7f7f7f7fu) + 0x01010101u; }

@@ -76,6 +76,8 @@ R35A_DEV int acc_m(int e) { return 2 * e + half_wave(); }
 R35A_DEV int acc_slot(int e) { (void)e; return 0; }
 R35A_DEV int acc_n_of_slot(int slot) { (void)slot; return lane_id() & 15; }
 R35A_DEV int acc_n(int e) { return acc_n_of_slot(acc_slot(e)); }
+/* The query row (vector) word j of a B operand (Q^T) belongs to: the lane's own, every word. */
+R35A_DEV int bop_row_of_word(int j) { (void)j; return lane_id() & 15; }
 /* Whether this lane is the one that stores column slot `slot` when one value per column is written
  * (column statistics): lanes 0-15. */
 R35A_DEV bool col_owner(int slot) { (void)slot; return lane_id() < 16; }

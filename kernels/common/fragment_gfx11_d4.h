@@ -65,6 +65,8 @@ R35A_DEV int acc_m(int e) { (void)e; return lane_id() & 15; }
 R35A_DEV int acc_slot(int e) { return e; }
 R35A_DEV int acc_n_of_slot(int slot) { return 2 * half_wave() + slot; }
 R35A_DEV int acc_n(int e) { return acc_n_of_slot(acc_slot(e)); }
+/* The query row (vector) word j of a B operand (bop) belongs to: words 8i .. 8i + 7 hold row 2h + i. */
+R35A_DEV int bop_row_of_word(int j) { return 2 * half_wave() + (j >> 3); }
 /* one lane per half-wave stores its two columns */
 R35A_DEV bool col_owner(int slot) { (void)slot; return (lane_id() & 15) == 0; }
 

@@ -47,6 +47,7 @@ struct kv_pipe_regs {
     static constexpr bool B8 = kv_is_8bit<KV>::value;
     static constexpr int EB = B8 ? 1 : 2;    /* bytes per element */
     typedef typename pv_elem<E, KV>::type VE;   /* V's element type once converted (device.h pv_elem) */
+    /* (K's: device.h qk_elem, in k_operand) */
     static constexpr int NC = DS / 16;       /* 16-wide d chunks of a tile */
     static constexpr int VCH = DS / 16;      /* 8-element V pieces per lane (16 bytes, 8 for 8-bit) */
     static constexpr bool ISSUE_ALWAYS = true;   /* see tile_feed (decode.hip) */
@@ -89,7 +90,7 @@ struct kv_pipe_regs {
     }
     R35A_MEMBER void wait(int slot) { (void)slot; }
     R35A_MEMBER ab k_operand(int slot, int c) const {
-        if constexpr (B8) return K8::template operand<E, KV>(k[slot][c]);
+        if constexpr (B8) return K8::template operand<typename qk_elem<E, KV>::type, KV>(k[slot][c]);
         else return k[slot][c];
     }
     R35A_MEMBER void prepare_v(int slot) {

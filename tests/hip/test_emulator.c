@@ -966,6 +966,22 @@ static void decode_cases(bool second_count, const char *only)
         s.sink_amp = 2.0;
         s.sink_some_neg_inf = true;
         run_paged(&s, kv8 ? "decode8_window" : "decode_window", vi, &(case_opts){.expect = v->name});
+        /* bf16 queries with an 8-bit cache run f16 products (device.h qk_elem): query rows from 2^20
+         * (above f16's range) down to 2^-20 (below its normals), elements within a row down to 2^-16
+         * of the others, which f16 holds only through each row's own power-of-two scale; K at 2^-20
+         * keeps the largest rows' logits near 1 */
+        if (kv8 && v->dtype == R35A_DTYPE_BF16) {
+            const int mq = m_for(v, 1 + (vi + 1) % 8);
+            paged_spec_init(&s, v->dtype, group_for(v, mq) * hkv, hkv, v->head, 16);
+            paged_spec_add_seq(&s, 300, mq);
+            paged_spec_add_seq(&s, 45, mq);
+            s.kv_dtype = v->kv;
+            s.q_amp = ldexp(1.0, 20);
+            s.k_amp = ldexp(1.0, -20);
+            s.q_row_exp_drop = 40;
+            s.q_elem_exp_drop = 16;
+            run_paged(&s, "decode8_qrange", vi, &(case_opts){.expect = v->name});
+        }
         if (kv8) {
             g_plan_only = false;
             ++vi;
