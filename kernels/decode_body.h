@@ -392,7 +392,7 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
                         return (const u16 *)a.q + off;
                     },
                     [&](int n) { return (RT == R || (t0 + t) * TR + n < R) && rg * R + (t0 + t) * TR + n < rows; });
-#if defined(R35A_TARGET_AMDGCN)
+#if defined(R35A_TARGET_AMDGCN)   /* Q_RESCALE is gfx11's only (device.h): bop_row_of_word is its layers' */
         if constexpr (C::Q_RESCALE)
 #pragma unroll
             for (int t = 0; t < TW; ++t)
