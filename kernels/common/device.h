@@ -688,15 +688,13 @@ template <class E, class KV>
 struct pv_elem {
     typedef typename pick_type<kv8_f16_products<E, KV>::value, f16_t, E>::type type;
 };
-/* The element type of decode's Q.K products (Q^T and K operands): the Q/O dtype E, or f16 (above).
+/* The element type of decode's Q.K products (Q^T and K operands): pv_elem's, by the same rule (above).
  * In f16 each query row is first multiplied by a power of two that puts its largest |element| in
  * [2^14, 2^15) (q_row_scale): bf16's 8 significant bits fit f16's 11, so every element of at least
  * 2^-28 of the row's largest is exact, smaller ones round to f16 subnormals (below 2^-38: zero); the
  * row's dot products are multiplied back by the inverse power (exact) before anything else sees them. */
 template <class E, class KV>
-struct qk_elem {
-    typedef typename pick_type<kv8_f16_products<E, KV>::value, f16_t, E>::type type;
-};
+struct qk_elem : pv_elem<E, KV> {};
 /* The power of two q_row_scale multiplies a query row by, from the largest |element| of the row
  * (amax, a float): 2^k with k = 14 - floor(log2 amax), clamped to [-113, 126] so that both 2^k and
  * 2^-k are normal floats (a row whose largest element is below 2^-112 keeps it below 2^14). A row
