@@ -1014,7 +1014,8 @@ static void fuzz_varlen(reader *r, rng *g)
         if (x.v + v_off > qkv)
             qkv = x.v + v_off;
     }
-    if (!small_extent(qkv) || !small_extent(x.k) || !small_extent(x.v) || !small_extent(x.o) || nseg_meta == 0) {
+    if (!small_extent(qkv) || !small_extent(x.k) || !small_extent(x.v) || !small_extent(x.o) || nseg_meta == 0 ||
+        d.num_q_heads > MAX_META_ENTRIES) {   /* as the paged case: the sinks array is num_q_heads long */
         r35a_plan_destroy(plan);
         rel_fuzz_counts[C_TOO_BIG]++;
         return;
