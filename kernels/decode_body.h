@@ -142,7 +142,16 @@ struct decode_cfg {
     static constexpr int PX_STRIDE = SHARED_PIPES ? PX_WAVE : WAVE_REGION;        /* PX_BASE + w x PX_STRIDE */
     static constexpr int SR_OFF = PIPES * WAVE_REGION + (SHARED_PIPES ? NW * PX_WAVE : 0);
     static constexpr int Q_OFF = SR_OFF + SR_BYTES;   /* Q^T tiles: [DW][R][QROW] u16 */
-    static constexpr int SLOPE_OFF = Q_OFF + (Q_LDS ? Q_BYTES : 0);   /* ALiBi: R floats */
+    /* Q^T staged in LDS: read back per tile (Q_LDS), or read once into registers where the LDS holds
+     * it and the staging saves work: rows rescaled to f16 (Q_RESCALE: a thread converts a 16-byte
+     * chunk once, where each lane of a register layout converts every word of its replicated copy)
+     * or the rows-4 layer (TR 4: each lane holds two rows whole, from global 2 u16 loads and a pack
+     * per word). At D 64, rows 4: 64 words per lane; staging saves about 250 VALU per wave with the
+     * rescale, 110 without (emulator counts). gfx11's bf16 8-bit rows-32 tilings have no room and
+     * convert in registers. */
+    static constexpr bool Q_STAGED =
+        Q_LDS || ((Q_RESCALE || TR == 4) && Q_OFF + Q_BYTES + TAIL_BYTES <= LDS_BUDGET);
+    static constexpr int SLOPE_OFF = Q_OFF + (Q_STAGED ? Q_BYTES : 0);   /* ALiBi: R floats */
     static constexpr int QSC_OFF = SLOPE_OFF + SLOPE_BYTES;            /* Q_RESCALE: RT floats */
     static constexpr int LOOP_BYTES = QSC_OFF + QSC_BYTES;
     /* Floats of the key group's S^T tiles (of one row wave) each wave reduces (reduce-scatter). */
@@ -347,8 +356,8 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
 
     /* ---- Q^T fragments of this wave's d slice (B operand: vector = query row) ---- */
     frag::bop qf[C::Q_LDS ? 1 : TW][NC];
-    u16 *const qs = (u16 *)(smem + C::Q_OFF) + dg * RT * C::QROW;   /* Q_LDS: this d slice's RT rows */
-    if constexpr (C::Q_LDS) {
+    u16 *const qs = (u16 *)(smem + C::Q_OFF) + dg * RT * C::QROW;   /* Q_STAGED: this d slice's RT rows */
+    if constexpr (C::Q_STAGED) {
         /* RT rows x DS of each d slice, 16 bytes per thread and step; padding rows are zeros */
         constexpr int CPR = DS / 8, CHUNKS = DW * RT * CPR;
         /* Q_RESCALE: every lane in every round, a lane past the last chunk redoing it (the same bytes to
@@ -377,6 +386,11 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
             }
         }
         block_sync();
+        if constexpr (!C::Q_LDS)   /* staged to be held in registers: read once */
+#pragma unroll
+            for (int t = 0; t < TW; ++t)
+#pragma unroll
+                for (int c = 0; c < NC; ++c) qf[t][c] = frag::load_bop_lds<P::K_PERM>(qs + (t0 + t) * TR * C::QROW + 16 * c, C::QROW);
     } else {
 #pragma unroll
         for (int t = 0; t < TW; ++t)
