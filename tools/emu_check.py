@@ -744,13 +744,16 @@ def pipeline_summary(obj, v, splits_b1, grid_b16_wgs):
         t = re.search(r"<\w+\+0x([0-9a-f]+)>", comment)
         if a:
             insns.append((int(a.group(1), 16), text.strip(), int(t.group(1), 16) if t else None))
-    # the main loop: the backward branch whose span holds the most WMMAs
+    # the main loop: the backward branch whose span holds the most products (WMMA; v_dot2 on the
+    # rows-4 layer, fragment_gfx11_d4.h, where VOPD pairs them as v_dual_dot2acc)
+    def is_product(text):
+        return text.startswith(("v_wmma", "v_dot2")) or (text.startswith("v_dual_") and "dot2" in text)
     base = insns[0][0] if insns else 0
     best, body = -1, []
     for i, (addr, text, tgt) in enumerate(insns):
         if text.startswith("s_") and "branch" in text and tgt is not None and base + tgt < addr:
             span = [x[1] for x in insns if base + tgt <= x[0] <= addr]
-            n = sum(x.startswith("v_wmma") for x in span)
+            n = sum(is_product(x) for x in span)
             if n > best:
                 best, body = n, span
     DS = v["D"] // v["DW"]
@@ -771,10 +774,10 @@ def pipeline_summary(obj, v, splits_b1, grid_b16_wgs):
         elif m:
             out = int(m.group(1)) if out is None else min(out, int(m.group(1)))
             armed = True
-        elif ins.startswith(("v_wmma", "ds_store_b16")) and armed and out is not None:
-            (refill_waits if refill else qk if ins.startswith("v_wmma") else pv).append(out)
+        elif (is_product(ins) or ins.startswith("ds_store_b16")) and armed and out is not None:
+            (refill_waits if refill else qk if is_product(ins) else pv).append(out)
             armed = False
-            if ins.startswith("v_wmma"):
+            if is_product(ins):
                 refill = False
     loop_qk, loop_pv = qk, pv
     tile_bytes = (32 if v["kv8"] else 64) * DS
