@@ -11,9 +11,12 @@ and prints the wave instructions per KV byte by class, the cost model and the KV
 
     tools/emu_check.py            counts, cost model and pipeline figures (the default)
     tools/emu_check.py --static   VGPRs, LDS, scratch, WMMA / b128 presence per kernel
+    tools/emu_check.py --count --count-ops 12   ... and the decode launch's top opcodes
 
 Needs Python >= 3.11 with numpy (e.g. Debian's /usr/bin/python3), clang-19 and a host C compiler
-(for the header probes). This script holds no emulator code: it only calls gfx11emu's public functions.
+(for the header probes). This script holds no emulator code: it calls gfx11emu's public functions,
+and with --count-ops wraps two of its private ones (OpProfile: it stops with a message if they
+are gone).
 """
 import argparse
 import ctypes
@@ -439,7 +442,6 @@ class PagedProblem:
         # fill only the used pages (a sparse cache stays untouched elsewhere)
         self.K = {}
         self.V = {}
-        kview_pages = {}
         for s, (L, M) in enumerate(seqs):
             for g in range(Hkv):
                 self.K[(s, g)] = np.zeros((L, D))
@@ -664,13 +666,84 @@ def planner_variant(dec, dt, D, kv8, G, M, rows=None):
     return min(cands, key=lambda x: (HOST.num_row_groups(G, M, x["R"]), x["R"]))
 
 
-def count_default(G_, co, dec, co_path, kv8=None, dt="f16", rows=None, group=4, head=128):
+class OpProfile:
+    """Executed wave instructions per program address, for --count-ops. gfx11emu counts by class
+    only; this wraps two of its internals (the per-address decode hook and the class counter it
+    installs) to count per address as well, so it depends on gfx11emu's private names and says so
+    when they are gone. Install before the first launch: decoded instructions are cached."""
+
+    WEIGHT = {"VALU": 1, "VALU_TRANS": 4, "WMMA": 32}   # the SIMD-cycle model of --count
+
+    def __init__(self, G_):
+        if not all(hasattr(G_, n) for n in ("_decode_at_fixed", "_counting", "_Runner", "emu_module")):
+            raise SystemExit("--count-ops: this gfx11emu has no _decode_at_fixed / _counting / _Runner "
+                             "(its internals changed); run --count without it")
+        self.counts, self.info, cur = {}, {}, [0]
+        decode, counting = G_._decode_at_fixed, G_._counting
+        counts, info = self.counts, self.info
+
+        def decode_at(pc, arch):
+            cur[0] = pc
+            res = decode(pc, arch)
+            info.setdefault(pc, [None, repr(res[1])])[1] = repr(res[1])
+            return res
+
+        def counting_at(inner, st, cls, vmem=None):
+            r, pc = counting(inner, st, cls, vmem), cur[0]
+            info.setdefault(pc, [None, "?"])[0] = cls
+            f = r.fxn
+
+            def fxn(*b):
+                counts[pc] = counts.get(pc, 0) + 1
+                f(*b)
+            return G_._Runner(r.globals, fxn)
+
+        decode_at._gfx11emu = True
+        G_._decode_at_fixed, G_._counting = decode_at, counting_at
+        emu = G_.emu_module()
+        if getattr(emu._decode_at, "_gfx11emu", False):   # fixes already installed: re-point them
+            emu._decode_at = decode_at
+
+    def take(self):
+        """{address: (count, class, text)} since the last take, and reset."""
+        out = {pc: (n,) + tuple(self.info.get(pc, (None, "?"))) for pc, n in self.counts.items()}
+        self.counts.clear()
+        return out
+
+    @staticmethod
+    def report(snap, top, kv_bytes):
+        """The top opcodes by SIMD cycles in the main loop (addresses run at least half as often as
+        the most run one) and outside it."""
+        if not snap:
+            return
+        hot = max(n for n, _, _ in snap.values()) / 2
+        for part, sel in (("main loop", lambda n: n >= hot), ("outside the loop", lambda n: n < hot)):
+            by_op, total = {}, 0
+            for n, cls, text in snap.values():
+                w = OpProfile.WEIGHT.get(cls, 0)
+                if not w or not sel(n):
+                    continue
+                t = text.strip()
+                if t.startswith("VOPD"):   # dual issue: name both halves
+                    op = "v_dual " + "+".join(x.lower() for x in re.findall(r"V_DUAL_([A-Z0-9_]+)", t)[:2])
+                else:
+                    op = (re.match(r"[A-Za-z_0-9]+", t) or [t[:24]])[0]
+                by_op[op] = by_op.get(op, 0) + n * w
+                total += n * w
+            print(f"    {part}: {total:,} SIMD cycles = {total / kv_bytes:.4f} per KV byte; top opcodes:")
+            for op, c in sorted(by_op.items(), key=lambda x: -x[1])[:top]:
+                print(f"      {op:44s} {c:11,} {100 * c / max(total, 1):5.1f} %")
+
+
+def count_default(G_, co, dec, co_path, kv8=None, dt="f16", rows=None, group=4, head=128, ops=0):
     """Instruction counts for the bench's default problem: 1 sequence, 8 kv heads x G = 4 (32 query
     heads), D = 128, f16, page 16, context 4096, M = 1 and M = 4, planner's split count; kv8: the
     same with an 8-bit cache ("fp8" or "int8") on its format's variant (per tensor scales); dt: the
-    Q/O dtype (bf16: the same problem on the bf16 variant); group, head: another G, D."""
+    Q/O dtype (bf16: the same problem on the bf16 variant); group, head: another G, D; ops: print
+    the decode launch's top `ops` opcodes by SIMD cycles (OpProfile)."""
     rng = np.random.default_rng(7)
     results = []
+    prof = OpProfile(G_) if ops else None
     for M in (1, 4):
         v = planner_variant(dec, dt, head, kv8, group, M, rows)
         mem = Mem(G_)
@@ -685,6 +758,7 @@ def count_default(G_, co, dec, co_path, kv8=None, dt="f16", rows=None, group=4, 
             P.poison_out()
             st = G_.launch(co.kernels[v["name"]], grid=HOST.grid(1, Hkv, rg, splits),
                            block=(HOST.block_threads(v["KW"], v["DW"], v["RW"]),), args=[bytes(a)], count=True)
+            snap = prof.take() if prof else None   # the decode launch's alone
             if splits > 1:   # the split merge, launched after it (decode_args.h): counted with it
                 sm = G_.launch(co.kernels[f"decode_merge_{dt}"], grid=HOST.merge_grid(1, Hkv, rg, v["R"], G, M, head, splits),
                                block=(HOST.merge_threads(),), args=[bytes(a)], count=True)
@@ -696,7 +770,7 @@ def count_default(G_, co, dec, co_path, kv8=None, dt="f16", rows=None, group=4, 
             kv_bytes = L * Hkv * head * 2 * (1 if kv8 else 2)
             must_bytes = kv_bytes + 2 * M * Hkv * G * head * 2 + 4 * (-(-L // 16))
             est = G_.cost_model(st)
-            results.append((M, v, splits, st, est, kv_bytes, must_bytes, ok, err))
+            results.append((M, v, splits, st, est, kv_bytes, must_bytes, ok, err, snap))
         finally:
             mem.close()
     print(f"\ndefault bench problem: 1 sequence, L=4096, Hkv=8, G={group}, D={head}, {dt}, page 16"
@@ -707,7 +781,7 @@ def count_default(G_, co, dec, co_path, kv8=None, dt="f16", rows=None, group=4, 
                                      HOST.min_tiles())
         pipeline_summary(co_path, v, splits, 16 * 8 * b16_splits)
     print()
-    for M, v, splits, st, est, kv, must, ok, err in results:
+    for M, v, splits, st, est, kv, must, ok, err, snap in results:
         c = st.by_class
         simd = c["VALU"] + 4 * c["VALU_TRANS"] + 32 * c["WMMA"]
         print(f"  M={M}: {v['name']}, splits={splits}  {'PASS' if ok else 'FAIL'} err={err:.2e}  emulated in {st.seconds:.1f}s")
@@ -721,6 +795,9 @@ def count_default(G_, co, dec, co_path, kv8=None, dt="f16", rows=None, group=4, 
               f"must move {must:,}")
         print(f"    cost model: compute {est.compute_seconds * 1e6:.1f} us, memory {est.memory_seconds * 1e6:.1f} us "
               f"(requested bytes), bound {est.bound}; must-move bytes at 215 GB/s: {must / 215e9 * 1e6:.1f} us")
+        if snap:
+            print("    the decode launch by opcode (--count-ops; the split merge not included):")
+            OpProfile.report(snap, ops, kv)
 
 def pipeline_summary(obj, v, splits_b1, grid_b16_wgs):
     """KV loads in flight per wave, read from the code object (static, in program order): the
@@ -820,6 +897,9 @@ def main():
                     help="with --count: the variant with this many rows R for both M (default: the planner's)")
     ap.add_argument("--count-dtype", choices=("f16", "bf16"), default="f16",
                     help="with --count: the Q/O dtype (bf16: the bf16 variant)")
+    ap.add_argument("--count-ops", type=int, default=0, metavar="N",
+                    help="with --count: also the decode launch's top N opcodes by SIMD cycles, in the main "
+                         "loop and outside it (counts per address through gfx11emu internals)")
     args = ap.parse_args()
 
     dec, gen = read_variants()
@@ -838,7 +918,7 @@ def main():
 
     cos = {src: G_.load(obj) for src, (obj, _) in objs.items()}
     count_default(G_, cos["decode"], dec, objs["decode"][0], args.count_kv, args.count_dtype, args.count_rows,
-                  args.count_group, args.count_head)
+                  args.count_group, args.count_head, args.count_ops)
     return 0
 
 
