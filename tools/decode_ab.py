@@ -16,8 +16,9 @@ anchor across configurations) and, for M = 1, checks our output against it (max 
 
 Shapes are D:G:M:B:CTX (f16, 8 kv heads, page 16, shuffled pages: bench_gpu.py's sweep), or
 D:G:M:B:CTX:fp8 / :int8 for an 8-bit KV cache (per-tensor scales, bench_gpu.py's feature rows; no cuDNN
-anchor or check for those), :bf16 for bf16 queries and outputs (the K/V dtype too when 16-bit), and :nhd
-for vLLM's cache layout [pages][page][Hkv][D] instead of [pages][Hkv][page][D]. Prints one
+anchor or check for those), :bf16 for bf16 queries and outputs (the K/V dtype too when 16-bit), :nhd
+for vLLM's cache layout [pages][page][Hkv][D] instead of [pages][Hkv][page][D], and :pN for N tokens
+per page instead of 16 (N a multiple of 16; in hnd a kv head's N key rows are contiguous). Prints one
 table (us per call; the ratio of each configuration to the first) and writes decode_ab.json.
 """
 import argparse
@@ -34,28 +35,34 @@ def child(lib_path, shapes, peers):
     sys.path.insert(0, os.path.join(ROOT, "tools"))
     import bench_gpu as bg
     lib = bg.Lib(lib_path)
-    for (D, G, M, B, ctx, kv8, dtype, layout) in shapes:
+    for (D, G, M, B, ctx, kv8, dtype, layout, page) in shapes:
         try:
             r = bg.decode_row(lib, D, G, M, ctx, B, dtype=dtype, peers=() if kv8 else peers, kv8=kv8 or None,
-                              layout=layout)
+                              layout=layout, page=int(page[1:]) if page else None)
             out = {k: r.get(k) for k in ("t_ours_us", "t_cudnn_us", "splits", "impl", "maxdiff", "nonfinite")}
         except Exception as e:  # noqa: BLE001
             out = {"error": str(e)[:200]}
-        out["shape"] = [D, G, M, B, ctx, kv8, dtype, layout]
+        out["shape"] = [D, G, M, B, ctx, kv8, dtype, layout, page]
         print("ROW " + json.dumps(out), flush=True)
 
 
 def parse_shape(text):
-    """D:G:M:B:CTX[:fp8|:int8][:bf16][:nhd] -> (D, G, M, B, CTX, kv8 or "", "f16" or "bf16", layout)."""
+    """D:G:M:B:CTX[:fp8|:int8][:bf16][:nhd][:pN] -> (D, G, M, B, CTX, kv8 or "", "f16" or "bf16", layout,
+    "pN" or "" for page 16)."""
     parts = text.split(":")
     flags = parts[5:]
     kv8 = next((f for f in flags if f in ("fp8", "int8")), "")
     dtype = "bf16" if "bf16" in flags else "f16"
     layout = "nhd" if "nhd" in flags else "hnd"
-    if len(parts) < 5 or any(f not in ("fp8", "int8", "bf16", "nhd") for f in flags) or len(flags) != len(set(flags)) \
-            or sum(f in ("fp8", "int8") for f in flags) > 1:
-        raise SystemExit(f"shape {text!r}: D:G:M:B:CTX[:fp8|:int8][:bf16][:nhd]")
-    return tuple(int(x) for x in parts[:5]) + (kv8, dtype, layout)
+    is_page = lambda f: f[:1] == "p" and f[1:].isdigit() and int(f[1:]) > 0 and int(f[1:]) % 16 == 0  # noqa: E731
+    page = next((f for f in flags if is_page(f)), "")
+    if page == "p16":
+        page = ""
+    if len(parts) < 5 or any(f not in ("fp8", "int8", "bf16", "nhd") and not is_page(f) for f in flags) \
+            or len(flags) != len(set(flags)) or sum(f in ("fp8", "int8") for f in flags) > 1 \
+            or sum(is_page(f) for f in flags) > 1:
+        raise SystemExit(f"shape {text!r}: D:G:M:B:CTX[:fp8|:int8][:bf16][:nhd][:pN] (N a multiple of 16)")
+    return tuple(int(x) for x in parts[:5]) + (kv8, dtype, layout, page)
 
 
 def parse_config(text):
