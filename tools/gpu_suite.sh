@@ -17,7 +17,7 @@
 #       back-to-back runs, default 1000000: memory curve, bit-identical results, host time per call).
 #       Both run after the tests + sanitizers phase, one at a time (the soak times the host).
 #   R35A_SUITE_STEPS=ab R35A_AB_CONFIGS="old=dir-a/librdna35attn.so.0 new=...,R35A_DECODE_MIN_SPLIT_TILES=4"
-:int8],..." tools/gpu_suite.sh gpu-carry|:int8],..." tools/gpu_suite.sh gpu-carry
+#       R35A_AB_SHAPES="D:G:M:B:CTX[:fp8|:int8][:bf16][:nhd][:pN],..." tools/gpu_suite.sh gpu-carry
 #       tools/decode_ab.py: decode configurations (builds, env knobs) side by side in one run, alternated
 #       R35A_AB_ROUNDS times (default 2), medians and ratios against the first configuration.
 #   R35A_SUITE_STEPS=checkcost tools/gpu_suite.sh gpu-carry

@@ -20,6 +20,8 @@
 // strides scaled to the row, launches rotating over disjoint page sets at 8K (cold L2); a few rows again
 // with sorted pages (each sequence's pages consecutive: whether short rows lose to DRAM pages or TLB reach)
 // and in vLLM's layout (nhd: [pages][16][Hkv][row], a kv head's 16 rows Hkv rows apart).
+// `kv_stream bulkrows` (session 17): mode 1 (a bulk copy per row, padded rows) against modes 0 and 2 at
+// 64- and 128-byte rows.
 // Median of 9 (batch 16) or 15 (batch 1) launches timed with events; GB/s = K + V bytes / time.
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -o kv_stream tools/kv_stream.cu && ./kv_stream
@@ -364,6 +366,26 @@ int main(int argc, char **argv) {
         run<0, 3, 256, 4>(a, 1, hkv, 32768, 32, 15);   // batch 1, 32K: the planner's splits against dynamic chunks
         run_dyn<3, 256, 4, 8>(a, 1, hkv, 32768, 4, 15);
         run_dyn<3, 256, 4, 16>(a, 1, hkv, 32768, 4, 15);
+        printf("done\n");
+        return 0;
+    }
+    if (argc > 1 && std::string(argv[1]) == "bulkrows") {
+        // Session 17: bulk copies a row at a time into padded rows (mode 1: the layout ldmatrix reads
+        // without conflicts) against the kernel's copy form (mode 0) and whole unpadded tiles (mode 2), at
+        // 64- and 128-byte key rows (fp8 D 64; f16 D 64 / fp8 D 128), batch 16, 8K and 32K.
+        for (int c : {8192, 32768}) {
+            run<0, 5, 64, 8>(a, 16, hkv, c, 2, 9);
+            run<0, 8, 64, 4>(a, 16, hkv, c, 2, 9);
+            run<1, 4, 64, 4>(a, 16, hkv, c, 2, 9);
+            run<1, 6, 64, 4>(a, 16, hkv, c, 2, 9);
+            run<1, 8, 64, 4>(a, 16, hkv, c, 2, 9);
+            run<1, 5, 64, 8>(a, 16, hkv, c, 2, 9);
+            run<2, 4, 64, 4>(a, 16, hkv, c, 2, 9);
+            run<0, 4, 128, 4>(a, 16, hkv, c, 2, 9);
+            run<1, 4, 128, 4>(a, 16, hkv, c, 2, 9);
+            run<1, 6, 128, 4>(a, 16, hkv, c, 2, 9);
+            run<2, 4, 128, 4>(a, 16, hkv, c, 2, 9);
+        }
         printf("done\n");
         return 0;
     }
