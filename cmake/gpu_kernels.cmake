@@ -1,5 +1,5 @@
 # gpu_kernels.cmake - AMDGPU code objects: find a clang with the AMDGPU target, compile every kernel
-# family (kernels/<family>.hip) for every arch of R35A_GPU_TARGETS, embed the code objects in the
+# family (kernels/<family>/<family>.hip) for every arch of R35A_GPU_TARGETS, embed the code objects in the
 # library (shared and static alike), and register the CPU-side checks of what was built.
 #
 # Included from the top-level CMakeLists.txt after the r35a_objects target exists. Sets:
@@ -26,7 +26,7 @@ if(R35A_KERNEL_DEFINES)
   message(WARNING "rdna35attn: kernels built with ${R35A_KERNEL_DEFINES}: a measurement build, not for use")
 endif()
 
-# Kernel families, one source each (kernels/<family>.hip). decode and generic are built whenever
+# Kernel families, one source each (kernels/<family>/<family>.hip). decode and generic are built whenever
 # their source exists; encoder once variants/variants.def lists encoder variants (until then its
 # source is work in progress and is not compiled).
 set(R35A_KERNEL_FAMILY_CANDIDATES decode generic encoder)
@@ -70,7 +70,7 @@ if(EXISTS ${r35a_variants_def})
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${r35a_variants_def})
 endif()
 foreach(family IN LISTS R35A_KERNEL_FAMILY_CANDIDATES)
-  if(NOT EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/kernels/${family}.hip)
+  if(NOT EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/kernels/${family}/${family}.hip)
     continue()
   endif()
   if(family STREQUAL "encoder" AND NOT r35a_variants_text MATCHES "\nR35A_ENCODER_")
@@ -95,7 +95,7 @@ if(NOT R35A_GPU_TARGETS)
   set(r35a_gpu_off_reason "R35A_GPU_TARGETS is empty")
   set(r35a_gpu_off_short "R35A_GPU_TARGETS was empty")
 elseif(NOT r35a_families)
-  set(r35a_gpu_off_reason "no kernel sources (kernels/{${R35A_KERNEL_FAMILY_CANDIDATES}}.hip) exist")
+  set(r35a_gpu_off_reason "no kernel sources (kernels/<family>/<family>.hip) exist")
   set(r35a_gpu_off_short "no kernel sources")
 elseif(NOT Python3_Interpreter_FOUND)
   set(r35a_gpu_off_reason "python3 (needed to embed the code objects) was not found")
@@ -170,7 +170,7 @@ else()
   foreach(arch IN LISTS R35A_GPU_TARGETS)
     file(MAKE_DIRECTORY ${r35a_gpu_dir}/${arch})
     foreach(family IN LISTS r35a_families)
-      set(src ${CMAKE_CURRENT_SOURCE_DIR}/kernels/${family}.hip)
+      set(src ${CMAKE_CURRENT_SOURCE_DIR}/kernels/${family}/${family}.hip)
       set(co ${r35a_gpu_dir}/${arch}/${family}.co)
       add_custom_command(
         OUTPUT ${co}

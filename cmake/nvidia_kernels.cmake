@@ -1,4 +1,4 @@
-# nvidia_kernels.cmake - NVIDIA cubins of the same kernel sources (kernels/<family>.hip compiled as
+# nvidia_kernels.cmake - NVIDIA cubins of the same kernel sources (kernels/<family>/<family>.hip compiled as
 # CUDA by nvcc through kernels/common/device.h's CUDA branch), embedded next to the AMDGPU code
 # objects. Included by gpu_kernels.cmake; appends to its lists r35a_code_objects / r35a_embed_args.
 #
@@ -46,7 +46,7 @@ if(R35A_NVIDIA_TARGETS)
         list(APPEND modes gfx11emu)
       endif()
       foreach(mode IN LISTS modes)
-        set(src ${CMAKE_CURRENT_SOURCE_DIR}/kernels/${family}.hip)
+        set(src ${CMAKE_CURRENT_SOURCE_DIR}/kernels/${family}/${family}.hip)
         if(mode STREQUAL "native")
           set(tag ${family})
           set(defs -DR35A_FRAGMENT_EMULATE_GFX11=0)

@@ -15,7 +15,7 @@
 
 #include "gpu_runtime.h"
 
-#include "common/decode_args.h"
+#include "decode/decode_args.h"
 #include "common/device_error.h"
 
 #include <dlfcn.h>

@@ -13,7 +13,7 @@
  * serve a context of either GPU backend. */
 extern const r35a_impl r35a_gpu_paged_tuned;     /* the decode variants (variants.def), alone or with
                                                     the generic kernel in a mixed batch */
-extern const r35a_impl r35a_gpu_paged_generic;   /* the portable kernel (kernels/generic.hip) */
+extern const r35a_impl r35a_gpu_paged_generic;   /* the portable kernel (kernels/generic/generic.hip) */
 extern const r35a_impl r35a_gpu_varlen_encoder;  /* the encoder variants (non-causal varlen) */
 extern const r35a_impl r35a_gpu_varlen_generic;
 

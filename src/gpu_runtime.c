@@ -1,9 +1,9 @@
 /* gpu_runtime.c - the code-object loading skeleton both GPU backends share (see gpu_runtime.h). */
 #include "gpu_runtime.h"
 
-#include "common/decode_args.h"
+#include "decode/decode_args.h"
 #include "common/device_error.h"
-#include "common/encoder_args.h"
+#include "encoder/encoder_args.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -58,14 +58,14 @@ static uint32_t *shared_bytes_of(r35a_gpu_runtime *rt, r35a_gpu_family family)
 }
 
 /* NVIDIA: the dynamic shared memory kernel i of family may use, its occupancy contract's share of
- * an SM (decode_args.h r35a_decode_nv_smem_bytes, encoder_args.h r35a_encoder_nv_smem_bytes); 0 for
+ * an SM (decode_args.h r35a_nv_smem_bytes, encoder_args.h r35a_encoder_nv_smem_bytes); 0 for
  * a family whose kernels use static LDS only and publish no <name>_lds_bytes (generic). */
 static int32_t dynamic_shared_budget(r35a_gpu_family family, int i)
 {
     switch (family) {
     case R35A_GPU_DECODE: {
         const r35a_decode_variant *v = &r35a_decode_variants[i];
-        return r35a_decode_nv_smem_bytes(v->waves, r35a_decode_waves(v->kw, v->dw, v->rw));
+        return r35a_nv_smem_bytes(v->waves, r35a_decode_waves(v->kw, v->dw, v->rw));
     }
     case R35A_GPU_ENCODER: {
         const r35a_encoder_variant *v = &r35a_encoder_variants[i];

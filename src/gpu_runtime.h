@@ -25,7 +25,7 @@ struct r35a_gpu_runtime {
     void *encoder_tail[R35A_HANDLES(R35A_NUM_ENCODER_VARIANTS)];
     void *modules[R35A_GPU_NUM_FAMILIES];   /* the loaded module of each family (NULL: none) */
     /* NVIDIA: each decode and encoder kernel's dynamic shared memory, read from its code object at
-     * load (<name>_lds_bytes of kernels/decode.hip, kernels/encoder.hip), indexed like the handles;
+     * load (<name>_lds_bytes of kernels/decode/decode.hip, kernels/encoder/encoder.hip), indexed like the handles;
      * 0 where kernels use static LDS only (HIP, the generic family). r35a_gpu_kernel_shared_bytes
      * reads them. */
     uint32_t decode_shared_bytes[R35A_HANDLES(R35A_NUM_DECODE_VARIANTS)];

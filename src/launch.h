@@ -20,7 +20,7 @@ typedef struct r35a_gpu_launch {
     r35a_gpu_family family;
     int kernel;                  /* index into the family's registry table */
     bool split_merge;            /* decode: the split merge of variant `kernel` (decode_merge_<its dtype>,
-                                    kernels/common/decode_args.h), not the variant itself */
+                                    kernels/decode/decode_args.h), not the variant itself */
     void *handle;                /* the context's handle of that kernel (set when a plan is made) */
     uint32_t grid[3], block[3];  /* a 0 in grid means there is nothing to launch */
     int32_t num_row_groups;      /* decode: row groups of R rows per kv head */

@@ -17,9 +17,6 @@
 
 /* ---- decode ---- */
 
-_Static_assert(R35A_DECODE_KV_FP8_E4M3 == R35A_DTYPE_FP8_E4M3 && R35A_DECODE_KV_INT8 == R35A_DTYPE_INT8,
-               "decode_args.h's KV dtype codes are the public r35a_dtype values");
-
 /* The K/V element format a decode kernel must have for d: 0 (the Q/O dtype) or an 8-bit one. */
 static r35a_dtype decode_kv_format(const r35a_paged_attention_desc *d)
 {

@@ -4,11 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The kernel's KV dtype codes are the public r35a_dtype values (generic_args.h cannot include the
- * public header). */
-_Static_assert(R35A_GENERIC_KV_FP8_E4M3 == R35A_DTYPE_FP8_E4M3 && R35A_GENERIC_KV_INT8 == R35A_DTYPE_INT8,
-               "generic_args.h's KV dtype codes must be rdna35attn.h's r35a_dtype values");
-
 /* ---- the portable kernel ---- */
 
 static bool plan_generic(r35a_op op, r35a_dtype dtype, int32_t head_size, int32_t num_tokens, int32_t num_q_heads,
@@ -87,7 +82,7 @@ void r35a_fill_generic_paged_args(const r35a_paged_attention_desc *d, const r35a
     out->alibi_slopes = d->use_alibi ? a->alibi_slopes : NULL;
     out->sinks = d->use_sinks ? a->sinks : NULL;
     const r35a_dtype kv = r35a_paged_kv_dtype(d);
-    out->kv_dtype = r35a_dtype_is_kv8(kv) ? (int32_t)kv : R35A_GENERIC_KV_AS_Q;
+    out->kv_dtype = r35a_dtype_is_kv8(kv) ? (int32_t)kv : R35A_KV_AS_Q;
     out->kv_scale_per_head = d->kv_scale_per_head;
     out->k_scale = r35a_dtype_is_kv8(kv) ? a->k_scale : NULL;
     out->v_scale = r35a_dtype_is_kv8(kv) ? a->v_scale : NULL;

@@ -10,9 +10,9 @@
 
 #include "registry.h"
 
-#include "common/decode_args.h"
-#include "common/encoder_args.h"
-#include "common/generic_args.h"
+#include "decode/decode_args.h"
+#include "encoder/encoder_args.h"
+#include "generic/generic_args.h"
 
 /* CU count assumed when the runtime does not report one (Radeon 8060S; the 8050S has 32). */
 #define R35A_GFX1151_DEFAULT_CUS 40

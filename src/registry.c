@@ -1,6 +1,8 @@
 /* registry.c - the GPU kernel tables, generated from variants/variants.def (see registry.h). */
 #include "registry.h"
 
+#include "common/kv_format.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -9,10 +11,15 @@
 #define R35A_VOP_paged R35A_OP_PAGED
 #define R35A_VOP_varlen R35A_OP_VARLEN
 
+/* The kernels' K/V element formats (kernels/common/kv_format.h, which cannot include the public
+ * header) are the public r35a_dtype values. */
+_Static_assert(R35A_KV_AS_Q == 0 && R35A_KV_FP8_E4M3 == R35A_DTYPE_FP8_E4M3 && R35A_KV_INT8 == R35A_DTYPE_INT8,
+               "kv_format.h's K/V element formats are rdna35attn.h's r35a_dtype values");
+
 /* variants.def's kv tokens: the K/V element format of a decode kernel */
-#define R35A_VKV_kv16 ((r35a_dtype)0)
-#define R35A_VKV_fp8 R35A_DTYPE_FP8_E4M3
-#define R35A_VKV_int8 R35A_DTYPE_INT8
+#define R35A_VKV_kv16 ((r35a_dtype)R35A_KV_AS_Q)
+#define R35A_VKV_fp8 ((r35a_dtype)R35A_KV_FP8_E4M3)
+#define R35A_VKV_int8 ((r35a_dtype)R35A_KV_INT8)
 
 const r35a_decode_variant r35a_decode_variants[] = {
 #define R35A_DECODE_VARIANT(arch, name, dtype, kv, head_size, rows, kw, dw, rw, waves) \

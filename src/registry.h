@@ -80,13 +80,13 @@ extern const r35a_gpu_arch r35a_gpu_archs[];   /* ends with a NULL arch */
 /* SIMDs per CU of the archs that run tuning table `tuning` (they share it: 2 on gfx11, 4 on sm_90). */
 int32_t r35a_tuning_simds_per_cu(const char *tuning);
 /* Whether tuning table `tuning` is run by NVIDIA archs (its unit is "sm"): their decode kernels take
- * dynamic shared memory (decode_args.h r35a_decode_nv_smem_bytes). */
+ * dynamic shared memory (decode_args.h r35a_nv_smem_bytes). */
 bool r35a_tuning_is_nvidia(const char *tuning);
 /* The row of arch (a base name such as "gfx1151", without ':' features), or NULL. */
 const r35a_gpu_arch *r35a_find_gpu_arch(const char *arch);
 
 /* The split merge kernel of the decode variants of dtype (f16 or bf16): "decode_merge_f16",
- * "decode_merge_bf16" (kernels/decode.hip; every decode code object has both). */
+ * "decode_merge_bf16" (kernels/decode/decode.hip; every decode code object has both). */
 const char *r35a_decode_merge_name(r35a_dtype dtype);
 #define R35A_NUM_DECODE_MERGE_KERNELS 2
 /* Index of dtype's merge kernel among the R35A_NUM_DECODE_MERGE_KERNELS (0 f16, 1 bf16). */

@@ -20,7 +20,7 @@ What it checks, from `llvm-readelf --notes` (the AMDGPU metadata) and `llvm-objd
     occupancy (the generic family) are held to the defaults VGPRs <= 128 and LDS <= 32 KiB;
     LDS never above the 64 KiB a workgroup can have;
   - the decode and encoder (WMMA) variants contain v_wmma_f32_16x16x16_<dtype> and global_load_b128;
-    the rows-4 decode variants (kernels/common/fragment_gfx11_d4.h) v_dot2 products of <dtype> instead
+    the rows-4 decode variants (kernels/decode/rows4_gfx11.h) v_dot2 products of <dtype> instead
     of WMMA, and 128-bit loads only with a 16-bit cache (their 8-bit K and V rows load 8 bytes a lane);
     decode variants with bf16 queries and an 8-bit cache have f16 products and no bf16 ones
     (device.h kv8_f16_products);
@@ -107,12 +107,12 @@ def expected_kernels(entries, family, arch):
             info = {"dtype": dtype, "product": product, "waves": int(waves), "waves_per_wg": int(kw) * int(dw) * int(rw),
                     "wmma": not dot, "dot2": dot, "b128": not (dot and kv != "kv16")}
         elif macro == "R35A_ENCODER_VARIANT":
-            # kernels/encoder.hip: R35A_ENCODER_VARIANT(arch, name, dtype, D, rows, KB, NW, WAVES, MAXLEN)
+            # kernels/encoder/encoder.hip: R35A_ENCODER_VARIANT(arch, name, dtype, D, rows, KB, NW, WAVES, MAXLEN)
             fam = "encoder"
             v_arch, name, dtype, head, rows, kb, nw, waves, maxlen = args
             info = {"dtype": dtype, "waves": int(waves), "waves_per_wg": int(nw), "wmma": True, "b128": True}
         elif macro == "R35A_ENCODER_TAIL":
-            # kernels/encoder.hip: the tail kernel of a workgroup-wide variant, the same occupancy contract
+            # kernels/encoder/encoder.hip: the tail kernel of a workgroup-wide variant, the same occupancy contract
             fam = "encoder"
             v_arch, name, variant, dtype, head, rows, kb, nw, waves = args
             info = {"dtype": dtype, "waves": int(waves), "waves_per_wg": int(nw), "wmma": True, "b128": True}
@@ -129,7 +129,7 @@ def expected_kernels(entries, family, arch):
                     "wmma": False, "b128": False}
         if fam == family and v_arch == tuning:
             out[name] = info
-    # kernels/decode.hip: every decode code object also holds the split merge of each dtype, launched
+    # kernels/decode/decode.hip: every decode code object also holds the split merge of each dtype, launched
     # after a decode variant with splits (128 threads, at least 4 waves per SIMD stated, no LDS).
     if family == "decode" and out:
         for dtype in ("f16", "bf16"):

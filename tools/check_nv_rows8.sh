@@ -3,7 +3,7 @@
 # are switched on in variants/sm_90.tsv since session 14 (tuned and tested on the H200); lines marked
 # "#8 " (a rows-8 tiling listed but switched off, as in sessions 12-13) are switched on here too. The
 # library's own build does not fail on a spill, and this machine runs no NVIDIA GPU: this keeps a spill
-# in kernels/common/fragment_nv_mma_n8.h or decode_body.h's 8-row instantiation from going unseen.
+# in kernels/decode/rows8_nv.h or decode_body.h's 8-row instantiation from going unseen.
 # Compile only (nvcc -cubin), both layers:
 #   native       the 8-row layer (frag_n8): ptxas must report 0 spill bytes and no stack frame
 #   gfx11emu     the gfx11-emulation test layer, where rows 8 are half-padded 16-row tiles (that layer
@@ -37,7 +37,7 @@ for layer in native gfx11emu; do
     log="$work/$layer.log"
     if ! "$NVCC" -x cu -cubin -O3 -std=c++17 -arch=sm_90 -Xptxas -v -DR35A_FRAGMENT_EMULATE_GFX11=$emu \
         -DR35A_DECODE_VARIANT_LIST="\"$work/rows8.def\"" -I "$ROOT/kernels" -I "$work/variants" \
-        -o "$work/$layer.cubin" "$ROOT/kernels/decode.hip" >"$log" 2>&1; then
+        -o "$work/$layer.cubin" "$ROOT/kernels/decode/decode.hip" >"$log" 2>&1; then
         echo "FAIL check_nv_rows8: the $layer layer does not compile:"
         grep -E "error" "$log" | head -20
         fail=1

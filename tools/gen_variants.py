@@ -59,7 +59,7 @@ DECODE_KV = {"16": ("kv16", ""), "fp8": ("fp8", "_fp8"), "int8": ("int8", "_int8
 ENCODER_COLUMNS = ("kind", "dtype", "head", "heads", "rows", "kb", "nw", "waves", "maxlen")
 
 
-# The encoder's tail split (kernels/common/encoder_args.h) needs a tail kernel per workgroup-wide
+# The encoder's tail split (kernels/encoder/encoder_args.h) needs a tail kernel per workgroup-wide
 # (maxlen 0) variant whose key blocks split into two halves of whole 16-key sub-tiles (kb % 32 == 0).
 # Listed for the NVIDIA tunings, where it was measured (bench/NOTES_h200.md, encoder version 6);
 # gfx1151's table gets them once the split is measured on the chip (its planner then sees them:
@@ -159,11 +159,11 @@ def parse_table(path):
                 if rows not in (4, 8, 16, 32, 48, 64):
                     raise TableError(f"{where}: rows {rows} must be 4, 8, 16, 32, 48 or 64")
                 if rows == 8 and not arch.startswith("sm_"):
-                    # rows 8 is NVIDIA's 8-row fragment layer (kernels/common/fragment_nv_mma_n8.h); a
+                    # rows 8 is NVIDIA's 8-row fragment layer (kernels/decode/rows8_nv.h); a
                     # 16-row layer would run it as half-padding 16-row tiles, rows 16's work
                     raise TableError(f"{where}: rows 8 is for NVIDIA tables (sm_*) only")
                 if rows == 4 and not arch.startswith("gfx11"):
-                    # rows 4 is gfx11's 4-row fragment layer (kernels/common/fragment_gfx11_d4.h)
+                    # rows 4 is gfx11's 4-row fragment layer (kernels/decode/rows4_gfx11.h)
                     raise TableError(f"{where}: rows 4 is for gfx11 tables only")
                 if kw not in (1, 2, 4, 8):
                     raise TableError(f"{where}: kw {kw} must be 1, 2, 4 or 8")

@@ -736,7 +736,7 @@ R35A_DEV u32x4 kv8x8_fast(u32x2 x) {
 } /* namespace r35a */
 
 /* ============================================================================================
- * Encoder section (kernels/encoder.hip): probability packing, one wave's LDS ordering. Appended so the
+ * Encoder section (kernels/encoder/encoder.hip): probability packing, one wave's LDS ordering. Appended so the
  * other families' edits above merge without touching it; nothing above depends on it.
  * ============================================================================================ */
 #if defined(R35A_TARGET_AMDGCN)

@@ -24,7 +24,7 @@
 #ifndef R35A_DEVICE_ERROR_H
 #define R35A_DEVICE_ERROR_H
 
-#include "host_device.h"
+#include "common/host_device.h"
 
 #include <stdint.h>
 
@@ -96,7 +96,7 @@ R35A_HD int r35a_page_index_ok(int64_t page, int32_t num_pages) {
 }
 
 #if defined(__HIP__) || defined(__CUDACC__)
-#include "device.h"
+#include "common/device.h"
 
 namespace r35a {
 

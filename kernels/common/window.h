@@ -8,7 +8,7 @@
 #ifndef R35A_WINDOW_H
 #define R35A_WINDOW_H
 
-#include "host_device.h"
+#include "common/host_device.h"
 
 /* First key position a query at position p sees (0 without a window; never negative). */
 R35A_HD int64_t r35a_window_first_key(int64_t p, int32_t window) {

@@ -27,9 +27,9 @@
 #include "emu_exec.h"
 #endif
 
-#include "common/encoder_args.h"
-#include "common/decode_args.h"
-#include "common/generic_args.h"
+#include "encoder/encoder_args.h"
+#include "decode/decode_args.h"
+#include "generic/generic_args.h"
 
 #include <elf.h>
 #include <stdint.h>

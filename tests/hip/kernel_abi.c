@@ -1,9 +1,9 @@
 /* kernel_abi.c - prints what the host side of the library assumes about the kernels' interface, for
  * tools/check_code_objects.py to hold the code objects to: the size of each kernel family's
- * by-value argument struct as the host C compiler lays it out (kernels/common/decode_args.h, generic_args.h), and
+ * by-value argument struct as the host C compiler lays it out (kernels/decode/decode_args.h, generic_args.h), and
  * the workgroup size the host launches the generic kernel with. One "key=value" per line. */
-#include "common/decode_args.h"
-#include "common/generic_args.h"
+#include "decode/decode_args.h"
+#include "generic/generic_args.h"
 
 #include <stdio.h>
 

@@ -52,9 +52,9 @@
 #include "harness.h"
 #include "test_util.h"
 
-#include "common/encoder_args.h"
-#include "common/decode_args.h"
-#include "common/generic_args.h"
+#include "encoder/encoder_args.h"
+#include "decode/decode_args.h"
+#include "generic/generic_args.h"
 
 #include <dlfcn.h>
 #include <math.h>
@@ -324,7 +324,7 @@ static const struct {
 #undef R35A_GENERIC_KERNEL
 };
 
-/* the split merges (kernels/decode.hip): every decode code object has both */
+/* the split merges (kernels/decode/decode.hip): every decode code object has both */
 static const char *const k_merge[] = {"decode_merge_f16", "decode_merge_bf16"};
 
 #define ARCH "gfx1151"
@@ -1198,7 +1198,7 @@ static void generic_cases(void)
  * every output must be NaN; case 4 is case 2 with bf16 queries and output (the bf16 variant's fast
  * path; bf16 holds every e4m3 value exactly too). The decode cases run twice: with one query head
  * (G = 1: the rows-4 variants, whose 8-bit K is loaded and converted a half-wave at a time,
- * fragment_gfx11_d4.h k8_split) and with 8 (cases 5-9: the rows-16 variants, frag::k8_operand). */
+ * decode/rows4_gfx11.h k8_split) and with 8 (cases 5-9: the rows-16 variants, frag::k8_operand). */
 enum { KV8_CODES_MAX_G = 8 };
 static void kv8_codes_cases(bool decode)
 {

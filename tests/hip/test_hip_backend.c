@@ -21,10 +21,10 @@
 #include "rdna35attn.h"
 
 #include "fake_hip.h"
-#include "common/encoder_args.h"
-#include "common/decode_args.h"
+#include "encoder/encoder_args.h"
+#include "decode/decode_args.h"
 #include "common/device_error.h"
-#include "common/generic_args.h"
+#include "generic/generic_args.h"
 
 #include <dlfcn.h>
 #include <setjmp.h>
@@ -441,7 +441,7 @@ static void expect_generic(r35a_context *ctx, const r35a_paged_attention_desc *d
     assert_true(ka.logit_softcap == d->logit_softcap);
     assert_ptr_equal(ka.alibi_slopes, d->use_alibi ? slopes : NULL);
     assert_ptr_equal(ka.sinks, d->use_sinks ? sinks : NULL);
-    assert_int_equal(ka.kv_dtype, kv8 ? (int32_t)d->kv_dtype : R35A_GENERIC_KV_AS_Q);
+    assert_int_equal(ka.kv_dtype, kv8 ? (int32_t)d->kv_dtype : R35A_KV_AS_Q);
     assert_ptr_equal(ka.k_scale, kv8 ? scales[0] : NULL);
     assert_ptr_equal(ka.v_scale, kv8 ? scales[1] : NULL);
     assert_int_equal(ka.kv_scale_per_head, d->kv_scale_per_head);

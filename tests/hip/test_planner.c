@@ -1,7 +1,7 @@
 /* test_planner.c - the GPU planners (src/plan_*.c) and the registry called directly, on host-known descriptors.
  *
  * Expected split counts and workspace sizes are worked out by hand here from the rules stated in
- * kernels/common/decode_args.h (2 workgroups per CU, at least 4 tiles of 16 keys per split, at
+ * kernels/decode/decode_args.h (2 workgroups per CU, at least 4 tiles of 16 keys per split, at
  * most 64 splits; workspace = one record of 2R + R*D floats per (sequence, kv head, row group,
  * split); the split merge launch: ceil(min(R, G x M) x D / 4 / 128) workgroups of 128 threads per
  * (kv head x row group, sequence)), not by calling those formulas, so a change to either side shows up. */
@@ -506,9 +506,9 @@ static void test_decode_dynamic_shared(void **state)
     const r35a_decode_variant *v = &r35a_decode_variants[l.kernel];
     assert_string_equal(v->arch, "sm_90");
     assert_int_equal(l.shared_bytes, 0);
-    assert_int_equal(r35a_decode_nv_smem_bytes(3, 4), 76800);
-    assert_int_equal(r35a_decode_nv_smem_bytes(1, 4), 232448);   /* one block of 4 warps per SM: the 227 KiB cap */
-    assert_int_equal(r35a_decode_nv_smem_bytes(1, 1), 233472 / 4 - 1024);
+    assert_int_equal(r35a_nv_smem_bytes(3, 4), 76800);
+    assert_int_equal(r35a_nv_smem_bytes(1, 4), 232448);   /* one block of 4 warps per SM: the 227 KiB cap */
+    assert_int_equal(r35a_nv_smem_bytes(1, 1), 233472 / 4 - 1024);
 }
 
 /* NVIDIA: a batch whose workgroups give half the SMs one runs a single split up to 1K reached keys
@@ -594,7 +594,7 @@ static void test_decode_nv_short_splits(void **state)
 
 /* The rows a kv head's G x M rows run with: the fewest row groups, then the smallest R (one row
  * group whenever a variant of the arch, dtype, K/V format and head size has R >= G x M). NVIDIA's
- * tables may list rows 8 (the 8-row fragment layer, fragment_nv_mma_n8.h); gfx1151's have 16 and 32. */
+ * tables may list rows 8 (the 8-row fragment layer, decode/rows8_nv.h); gfx1151's have 16 and 32. */
 static int32_t smallest_rows_for(const char *arch, r35a_dtype dtype, r35a_dtype kv, int32_t head, int32_t rows)
 {
     int32_t best = 0;
@@ -702,7 +702,7 @@ static void test_generic_args_features(void **state)
     r35a_paged_attention_args a = {sizeof a, q, kv, kv, o, seq_lens, qsl, table, NULL, NULL, NULL, NULL};
     r35a_generic_paged_args ka;
     r35a_fill_generic_paged_args(&d, &a, 0, &ka);
-    assert_int_equal(ka.kv_dtype, R35A_GENERIC_KV_AS_Q);
+    assert_int_equal(ka.kv_dtype, R35A_KV_AS_Q);
     assert_null(ka.sinks);
     assert_null(ka.k_scale);
     /* the bounds the kernel checks the device metadata against (device_error.h) */
@@ -718,7 +718,7 @@ static void test_generic_args_features(void **state)
     a.k_scale = k_scale;
     a.v_scale = v_scale;
     r35a_fill_generic_paged_args(&d, &a, 8, &ka);
-    assert_int_equal(ka.kv_dtype, R35A_GENERIC_KV_FP8_E4M3);
+    assert_int_equal(ka.kv_dtype, R35A_KV_FP8_E4M3);
     assert_int_equal(ka.kv_scale_per_head, 1);
     assert_ptr_equal(ka.sinks, sinks);
     assert_ptr_equal(ka.k_scale, k_scale);
@@ -726,11 +726,11 @@ static void test_generic_args_features(void **state)
     assert_int_equal(ka.min_query_len, 8);
     d.kv_dtype = R35A_DTYPE_INT8;
     r35a_fill_generic_paged_args(&d, &a, 0, &ka);
-    assert_int_equal(ka.kv_dtype, R35A_GENERIC_KV_INT8);
+    assert_int_equal(ka.kv_dtype, R35A_KV_INT8);
     d.kv_dtype = R35A_DTYPE_BF16; /* the Q/O dtype named explicitly: no scales */
     d.kv_scale_per_head = 0;
     r35a_fill_generic_paged_args(&d, &a, 0, &ka);
-    assert_int_equal(ka.kv_dtype, R35A_GENERIC_KV_AS_Q);
+    assert_int_equal(ka.kv_dtype, R35A_KV_AS_Q);
     assert_null(ka.k_scale);
 
     r35a_varlen_attention_desc v = varlen(R35A_DTYPE_F16, 1, 4, 4, 32, 32, 64);

@@ -1,5 +1,5 @@
 /*
- * decode_args.h - the WMMA paged decode / speculative decode kernels (kernels/decode.hip): their
+ * decode_args.h - the WMMA paged decode / speculative decode kernels (kernels/decode/decode.hip): their
  * by-value argument, the host formulas that go with it (row groups, split count, grid, workgroup
  * size, workspace layout) and the rules a call must meet to run on them (the kernel's own
  * IsSupportedArgument: the planner and the tests call these, nobody restates them).
@@ -33,19 +33,14 @@
 #ifndef R35A_DECODE_ARGS_H
 #define R35A_DECODE_ARGS_H
 
-#include "host_device.h"
-#include "window.h"
+#include "common/host_device.h"
+#include "common/window.h"
+#include "common/occupancy.h"
+#include "common/kv_format.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* The K/V element formats of the decode kernels (one kernel per format: the variants' kv column),
- * as the r35a_dtype values of include/rdna35attn.h (the kernels do not include the public header;
- * plan_decode.c checks that they agree). */
-#define R35A_DECODE_KV_AS_Q 0        /* K and V have the Q/O dtype */
-#define R35A_DECODE_KV_FP8_E4M3 4    /* OCP float8_e4m3fn bytes x scale */
-#define R35A_DECODE_KV_INT8 5        /* int8 x scale */
 
 typedef struct r35a_decode_args {
     const void *q;                   /* [tokens][num_kv_heads * group_size][D], dtype */
@@ -178,22 +173,6 @@ R35A_HD int32_t r35a_decode_split_first_tile(int32_t split, int32_t nsplit, int3
     return (int32_t)((int64_t)split * ntiles / nsplit);
 }
 
-/* Shared memory (LDS) a decode workgroup may use, from its occupancy contract: `waves` warps per SM
- * sub-partition of blocks of waves_per_wg warps share an SM's 228 KiB (less 1 KiB reserved per
- * block), at most 227 KiB per block. NVIDIA decode kernels take DYNAMIC shared memory: the kernel
- * lays out its stages within this budget (kernels/decode.hip decode_cfg) and publishes the bytes
- * its layout uses as <name>_lds_bytes; the host reads that at load, raises the function's limit
- * (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, above the default 48 KiB) and launches with
- * exactly it, so workgroups that use less than the budget share an SM with more of their kind.
- * (gfx11: static LDS, 64 KiB per workgroup at most; no dynamic size.) */
-#define R35A_DECODE_NV_SMEM_PER_SM 233472
-#define R35A_DECODE_NV_SMEM_PER_BLOCK_MAX 232448
-R35A_HD_CONSTEXPR int32_t r35a_decode_nv_smem_bytes(int32_t waves, int32_t waves_per_wg) {
-    const int32_t blocks = waves_per_wg > 0 ? (4 * waves + waves_per_wg - 1) / waves_per_wg : 1;
-    const int32_t pool = R35A_DECODE_NV_SMEM_PER_SM / (blocks > 0 ? blocks : 1) - 1024;
-    return pool < R35A_DECODE_NV_SMEM_PER_BLOCK_MAX ? pool : R35A_DECODE_NV_SMEM_PER_BLOCK_MAX;
-}
-
 /* Workgroups of a variant resident on one CU at once, from its occupancy contract (waves per SIMD)
  * and its waves per workgroup. */
 R35A_HD int32_t r35a_decode_resident_wgs_per_cu(int32_t simds_per_cu, int32_t waves_per_simd, int32_t waves_per_wg) {
@@ -237,7 +216,7 @@ R35A_HD uint32_t r35a_decode_block_threads(int32_t kw, int32_t dw, int32_t rw) {
 /* ---- the split merge: a second launch (only when num_splits > 1) ----
  * With more than one planned split, every workgroup of a sequence that uses several (its
  * r35a_decode_seq_splits) writes its partial record to the workspace and exits; the merge kernel
- * (decode_merge_<dtype>, kernels/decode.hip), launched right after on the same stream with the same
+ * (decode_merge_<dtype>, kernels/decode/decode.hip), launched right after on the same stream with the same
  * argument struct, combines each row's records and writes O. r35a_decode_merge_lanes() lanes per 4
  * consecutive d of a row (with 4, each merges every 4th record, then they combine), all rows and d of
  * all (sequence, kv head, row group) at once: the merge is as parallel as the output (times the

@@ -1,5 +1,5 @@
 /*
- * fragment_nv_mma_n8.h - decode's second NVIDIA fragment layer, for row groups of at most 8 query
+ * decode/rows8_nv.h - decode's second NVIDIA fragment layer, for row groups of at most 8 query
  * rows (variants with rows 8): namespace r35a::frag_n8, the names of namespace frag with 8-row tiles.
  * Included by fragment_nv_mma.h (native layer only); decode.hip compiles its body a second time with
  * `frag` naming this layer (namespace r35a::n8).

@@ -32,7 +32,7 @@
  */
 #include "common/device.h"
 #include "common/device_error.h"
-#include "common/generic_args.h"
+#include "generic/generic_args.h"
 
 namespace r35a {
 
@@ -249,7 +249,7 @@ R35A_DEV void generic_paged(const r35a_generic_paged_args &a) {
     const int lo = (int)r35a_window_first_key(p, a.window);
     const int G = a.num_q_heads / a.num_kv_heads, g = h / G;
     /* 8-bit KV: real = stored x scale; K's scale joins the softmax scale, V's the normalization */
-    const bool scaled = a.kv_dtype != R35A_GENERIC_KV_AS_Q;
+    const bool scaled = a.kv_dtype != R35A_KV_AS_Q;
     const int si = a.kv_scale_per_head ? g : 0;
     const float k_scale = scaled ? load_f32(a.k_scale + si) : 1.f;
     const float v_scale = scaled ? load_f32(a.v_scale + si) : 1.f;
@@ -278,8 +278,8 @@ R35A_DEV void generic_paged(const r35a_generic_paged_args &a) {
         });
     };
     bool bad_page;
-    if (a.kv_dtype == R35A_GENERIC_KV_FP8_E4M3) bad_page = run(kv_fp8_e4m3{});   /* uniform branches */
-    else if (a.kv_dtype == R35A_GENERIC_KV_INT8) bad_page = run(kv_int8{});
+    if (a.kv_dtype == R35A_KV_FP8_E4M3) bad_page = run(kv_fp8_e4m3{});   /* uniform branches */
+    else if (a.kv_dtype == R35A_KV_INT8) bad_page = run(kv_int8{});
     else bad_page = run(kv_as_q<E>{});
     if (bad_page && thread_x() == 0 && h == 0) report_bad_data(a.error, R35A_DEVICE_ERROR_PAGE_INDEX, (u32)s);
 }
@@ -341,5 +341,5 @@ R35A_DEV void generic_varlen(const r35a_generic_varlen_args &a) {
     void name(r35a_generic_##op##_args a) {                                                            \
         r35a::generic_##op<r35a::dtype##_t, dmax>(a);                                                  \
     }
-#include "../variants/variants.def"
+#include "variants.def"
 #undef R35A_GENERIC_KERNEL

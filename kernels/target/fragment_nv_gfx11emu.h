@@ -16,7 +16,7 @@
 #ifndef R35A_FRAGMENT_NV_GFX11EMU_H
 #define R35A_FRAGMENT_NV_GFX11EMU_H
 
-#include "device.h"
+#include "common/device.h"
 
 namespace r35a {
 namespace frag {
@@ -239,7 +239,7 @@ R35A_DEV colv colv_load(const float *p, bool global) {
 }
 
 
-/* ---- V tile -> V^T operands through LDS (decode's register pipeline, fragment_kv_regs.h) ----------
+/* ---- V tile -> V^T operands through LDS (decode's register pipeline, decode/kv_pipe_regs.h) ----------
  * Lane l holds row l % 16 of a 16 x DS tile in 16-byte chunks 2u + l / 16. The products reduce over
  * the rows (keys), so the tile is stored transposed, V^T[d][key] with 32-byte rows (8 ds_store_b16
  * per chunk), and each 16 x 16 block is read back as an A fragment (2 ds_load_b128). Kept over an
@@ -265,79 +265,6 @@ R35A_DEV void store_v_rows_lds(u16 *vt, const u32x4 (&v)[DS / 16]) {
 }
 template <int DS>
 R35A_DEV ab load_vt_lds(const u16 *vt, int c) { return load_vec16_lds(vt + 16 * c * 16, 16); }
-
-} /* namespace frag */
-} /* namespace r35a */
-
-#include "fragment_kv_regs.h"   /* decode's KV tile pipeline in registers */
-
-/* ============================================================================================
- * Encoder section (kernels/encoder.hip): fragment_gfx11.h's encoder operations with gfx11's
- * layouts, exactly (see there). Appended so the other families' edits above merge without
- * touching it.
- * ============================================================================================ */
-#define R35A_FRAG_ENC_ASYNC 0
-/* Row tiles the encoder carries through one pass over the keys: one, since the emulated operands
- * (replicated across half-waves, as gfx11 requires) take twice the native registers. */
-#define R35A_FRAG_ENC_TILES_PER_PASS 1
-/* The occupancy contract an encoder kernel is built with: none. The emulation is a correctness mode
- * whose replicated operands take about twice the native registers; its kernels keep the table's
- * tiling (launch shape, LDS) but may use every register a warp can have. */
-#define R35A_FRAG_ENC_WAVES(waves) 1
-/* The encoder's speculative exponentiation (a rare recomputation of a tile's scores) is left out:
- * that recomputation's operands on top of the emulated ones do not fit the registers. The emulation
- * checks the same lane layouts on the exact path. */
-#define R35A_FRAG_ENC_SPECULATE 0
-/* The encoder's register staging loads a block only after the products of the previous one: the
- * prefetched block's registers do not fit next to the emulated operands. */
-#define R35A_FRAG_ENC_PREFETCH 0
-namespace r35a {
-namespace frag {
-
-R35A_DEV int kslot_of_row(int m) { return (m >> 1) + 8 * (m & 1); }
-R35A_DEV int row_of_kslot(int p) { return p < 8 ? 2 * p : 2 * p - 15; }
-template <class P>
-R35A_DEV ab b_from_acc_keys(const acc &c) {
-    const bool h = half_wave() != 0;
-    ab b;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-        const u32 w = P::pack2(c.v[2 * j], c.v[2 * j + 1]);
-        const u32 x = lane_xor16_u32(w);
-        b.v[j] = h ? x : w;
-        b.v[4 + j] = h ? w : x;
-    }
-    return b;
-}
-
-/* The encoder's output store (fragment_nv_mma.h permutes columns there): store_vec16_global. */
-template <class F>
-R35A_DEV void store_vec16_global_pv(const ab &a, int n, F ptr_of) { store_vec16_global(a, n, ptr_of); }
-
-/* The encoder's product, emulated k-pair by k-pair: lane (n, h) adds A[2e + h][2w, 2w + 1] .
- * B[2w, 2w + 1][n] into its 8 accumulators for w = 0..7, A's row read from its own half-wave as in
- * mma(). mma() sums each output's 16 products first and then adds them to the accumulator; this
- * order keeps only the accumulators and one shuffled word live (the encoder's kernels hold Q, O and
- * scores in the emulated, twice-as-wide operands), and rounds differently in the last bits. */
-template <class E>
-R35A_DEV acc mma_enc(ab a, ab b, acc c) {
-    const int h = half_wave();
-#pragma unroll
-    for (int w = 0; w < 8; ++w) {
-        const float b_lo = E::to_f32((u16)b.v[w]), b_hi = E::to_f32((u16)(b.v[w] >> 16));
-#pragma unroll
-        for (int e = 0; e < 8; ++e) {
-            const u32 x = __shfl_sync(0xffffffffu, a.v[w], 2 * e + h + 16 * h);
-            c.v[e] = fmaf(E::to_f32((u16)x), b_lo, c.v[e]);
-            c.v[e] = fmaf(E::to_f32((u16)(x >> 16)), b_hi, c.v[e]);
-        }
-    }
-    return c;
-}
-
-/* mma(a, b, acc_zero()) (fragment_nv_mma.h saves the zeroed registers there). */
-template <class E>
-R35A_DEV acc mma_zero(ab a, ab b) { return mma_enc<E>(a, b, acc_zero()); }
 
 } /* namespace frag */
 } /* namespace r35a */

@@ -3,9 +3,9 @@
  * configuration (decode_cfg), the online-softmax state, the output stores and the kernel body.
  * No include guard: decode.hip includes it once in namespace r35a with `frag` the target's layer
  * (fragment.h) and, where the target has one, a second time: in namespace r35a::n8 with `frag` naming
- * the 8-row layer frag_n8 (R35A_FRAG_HAS_N8: NVIDIA's native layer, fragment_nv_mma_n8.h) for the
+ * the 8-row layer frag_n8 (R35A_FRAG_HAS_N8: NVIDIA's native layer, decode/rows8_nv.h) for the
  * variants with rows 8, in namespace r35a::d4 with `frag` naming the 4-row layer frag_d4
- * (R35A_FRAG_HAS_D4: gfx11, fragment_gfx11_d4.h) for the variants with rows 4. A layer's B operands
+ * (R35A_FRAG_HAS_D4: gfx11, decode/rows4_gfx11.h) for the variants with rows 4. A layer's B operands
  * (Q^T, P^T) are its `bop` (namespace frag's `ab` except in frag_d4). Everything else the body uses
  * (the tile feed, the split merge, the softcap rule) is decode.hip's, in namespace r35a, before the
  * first include.
@@ -53,13 +53,13 @@ struct decode_cfg {
     static_assert(NW <= 16 && (RW == 1 || KW * DW <= 15), "a workgroup of at most 16 waves; a named barrier per shared pipeline");
     /* LDS budget from the occupancy contract: WAVES waves on each of 4 SIMDs share a pool of LDS
      * (gfx11: a WGP's 128 KiB, at most 64 KiB per workgroup, static; NVIDIA: decode_args.h's
-     * r35a_decode_nv_smem_bytes, dynamic shared memory the host launches with). */
+     * r35a_nv_smem_bytes, dynamic shared memory the host launches with). */
     static constexpr int WGS_PER_POOL = (4 * WAVES + NW - 1) / NW;
 #if defined(R35A_TARGET_AMDGCN)
     static constexpr int LDS_POOL = R35A_GFX11_LDS_PER_WGP / WGS_PER_POOL, LDS_MAX = R35A_GFX11_LDS_PER_WORKGROUP;
     static constexpr int LDS_BUDGET = LDS_POOL < LDS_MAX ? LDS_POOL : LDS_MAX;
 #else
-    static constexpr int LDS_BUDGET = r35a_decode_nv_smem_bytes(WAVES, NW);
+    static constexpr int LDS_BUDGET = r35a_nv_smem_bytes(WAVES, NW);
 #endif
     /* LDS, loop phase: each pipeline's region, the partial S^T tiles of every wave (DW > 1) and
      * one reduced S^T per key group and row wave. */
@@ -686,7 +686,7 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
 
 /* The kernel of one variant: one body, its LDS declared here.
  * NVIDIA: dynamic shared memory, launched with exactly C::LDS_BYTES (<name>_lds_bytes below; at most
- * r35a_decode_nv_smem_bytes(), the contract's share; the static 48 KiB would cap the cp.async stages). */
+ * r35a_nv_smem_bytes(), the contract's share; the static 48 KiB would cap the cp.async stages). */
 template <class E, class KV, int D, int R, int KW, int DW, int RW, int WAVES>
 R35A_DEV void decode_kernel(const r35a_decode_args &a) {
     typedef decode_cfg<E, KV, D, R, KW, DW, RW, WAVES> C;

@@ -1,5 +1,5 @@
 /*
- * fragment_gfx11_d4.h - decode's second gfx11 fragment layer, for row groups of at most 4 query rows
+ * decode/rows4_gfx11.h - decode's second gfx11 fragment layer, for row groups of at most 4 query rows
  * (variants with rows 4): namespace r35a::frag_d4, the names of namespace frag with 4-row tiles whose
  * products are v_dot2_f32_f16 / v_dot2_f32_bf16 instead of WMMA. Included by fragment.h on gfx11;
  * decode.hip compiles its body a second time with `frag` naming this layer (namespace r35a::d4).

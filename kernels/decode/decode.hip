@@ -1,6 +1,6 @@
 /*
  * decode.hip - paged-KV decode and speculative decode on matrix fragments (gfx11 WMMA; NVIDIA
- * mma.sync through the same sources, kernels/common/fragment.h).
+ * mma.sync through the same sources, kernels/target/fragment.h).
  *
  * One workgroup per (KV split, kv head x row group, sequence); see decode_args.h for the grid and
  * the workspace. All G x M query rows of a kv head (up to R of them, in row tiles) share one pass over
@@ -42,11 +42,11 @@
  * the output normalization (V). (One kernel body per format: two bodies in one kernel made clang
  * spill SGPRs in every variant.)
  *
- * Rows 8 on NVIDIA (variants/sm_90.tsv): a second fragment layer, fragment_nv_mma_n8.h, holds the query
+ * Rows 8 on NVIDIA (variants/sm_90.tsv): a second fragment layer, decode/rows8_nv.h, holds the query
  * rows as the products' n = 8 (16 on every other layer), and the body (decode_body.h) is compiled for
  * it too (namespace r35a::n8): no product, exponent or shuffle then works on padding rows when a kv
  * head has G x M <= 8 rows. (None is enabled in the table yet: variants/sm_90.tsv says why.)
- * Rows 4 on gfx11 (variants/gfx1151.tsv): likewise fragment_gfx11_d4.h, 4-row tiles whose products are
+ * Rows 4 on gfx11 (variants/gfx1151.tsv): likewise decode/rows4_gfx11.h, 4-row tiles whose products are
  * v_dot2 instead of WMMA (namespace r35a::d4): a kv head with G x M <= 4 rows no longer pays for 12
  * padding rows of a 16 x 16 x 16 WMMA; its 8-bit K is converted half a row per half-wave.
  *
@@ -68,8 +68,8 @@
  */
 #include "common/device.h"
 #include "common/device_error.h"
-#include "common/fragment.h"
-#include "common/decode_args.h"
+#include "decode/decode_layers.h"
+#include "decode/decode_args.h"
 
 namespace r35a {
 
@@ -472,14 +472,14 @@ struct kv_type<E, kv_kv16_t> {
 #include "decode_body.h"
 
 #if defined(R35A_FRAG_HAS_N8)
-/* ... and again on the 8-row layer (fragment_nv_mma_n8.h), for the variants with rows 8 */
+/* ... and again on the 8-row layer (decode/rows8_nv.h), for the variants with rows 8 */
 namespace n8 {
 namespace frag = ::r35a::frag_n8;
 #include "decode_body.h"
 } /* namespace n8 */
 #endif
 #if defined(R35A_FRAG_HAS_D4)
-/* ... and again on the 4-row layer (fragment_gfx11_d4.h), for the variants with rows 4 */
+/* ... and again on the 4-row layer (decode/rows4_gfx11.h), for the variants with rows 4 */
 namespace d4 {
 namespace frag = ::r35a::frag_d4;
 #include "decode_body.h"
@@ -547,7 +547,7 @@ struct decode_entry<E, KV, D, R, KW, DW, RW, WAVES, DECODE_LAYER_D4> {
 #ifdef R35A_DECODE_VARIANT_LIST
 #include R35A_DECODE_VARIANT_LIST
 #else
-#include "../variants/variants.def"
+#include "variants.def"
 #endif
 #undef R35A_DECODE_VARIANT
 #undef R35A_DECODE_LDS_SYMBOL

@@ -10,8 +10,8 @@
  *                                                                       exactly, with warp shuffles
  *
  * Decode's second layers, for variants with few rows (namespaces of their own, decode.hip compiles its
- * body once more on each): fragment_gfx11_d4.h (gfx11, rows 4: v_dot2 products) and
- * fragment_nv_mma_n8.h (NVIDIA native, rows 8: the rows as mma's n = 8).
+ * body once more on each): decode/rows4_gfx11.h (gfx11, rows 4: v_dot2 products) and
+ * decode/rows8_nv.h (NVIDIA native, rows 8: the rows as mma's n = 8).
  *
  * The emulation runs the kernels with gfx11's data layouts on NVIDIA hardware: real concurrency for
  * the code that was written against fragment_gfx11.h, and a check of its half-wave replication.
@@ -19,7 +19,7 @@
 #ifndef R35A_FRAGMENT_H
 #define R35A_FRAGMENT_H
 
-#include "device.h"
+#include "common/device.h"
 
 #if defined(R35A_TARGET_AMDGCN)
 #if !defined(__GFX11__)
@@ -48,8 +48,5 @@ R35A_DEV bop load_bop_lds(const u16 *lds, int ld) { return load_vec16_lds(lds, l
 } /* namespace frag */
 } /* namespace r35a */
 
-#if defined(R35A_TARGET_AMDGCN)
-#include "fragment_gfx11_d4.h"   /* decode's 4-row layer (v_dot2 products) */
-#endif
 
 #endif /* R35A_FRAGMENT_H */

@@ -58,8 +58,8 @@
  */
 #include "common/device.h"
 #include "common/device_error.h"
-#include "common/fragment.h"
-#include "common/encoder_args.h"
+#include "encoder/encoder_frag.h"
+#include "encoder/encoder_args.h"
 
 namespace r35a {
 
@@ -850,7 +850,7 @@ R35A_DEV void encoder_tail_kernel(const r35a_encoder_args &a) {
 #ifdef R35A_ENCODER_VARIANT_LIST
 #include R35A_ENCODER_VARIANT_LIST
 #else
-#include "../variants/variants.def"
+#include "variants.def"
 #endif
 #undef R35A_ENCODER_VARIANT
 #undef R35A_ENCODER_TAIL

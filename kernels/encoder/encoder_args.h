@@ -1,6 +1,6 @@
 /*
  * encoder_args.h - the argument of the non-causal encoder (varlen) attention kernels
- * (kernels/encoder.hip) and the host-side formulas that go with it: launch grid, workgroup size,
+ * (kernels/encoder/encoder.hip) and the host-side formulas that go with it: launch grid, workgroup size,
  * the layout conditions of the fast path.
  *
  * Included by C11 host code (src/) and by the device code: a plain C struct passed BY VALUE as the
@@ -40,7 +40,7 @@
  * head-major: i = (h * num_segments + s) * nrb + r. When the last round of the device's workgroup
  * slots would be part-empty, its tail_items items run as two workgroups each, of R / 2 rows, whose
  * waves split every K/V block's keys into two key groups and merge their softmax states at the end
- * (kernels/encoder.hip, KG = 2): shorter workgroups for the last round. The call is then two launches,
+ * (kernels/encoder/encoder.hip, KG = 2): shorter workgroups for the last round. The call is then two launches,
  * both with args.tail_items set: the variant, grid { items - tail_items, 1, 1 } (item = workgroup;
  * skipped when empty), and <name>_tail, grid { 2 tail_items, 1, 1 } (item items - tail_items + x / 2,
  * half x % 2), launched programmatically on NVIDIA so it starts on slots the first frees.
@@ -53,8 +53,8 @@
 #ifndef R35A_ENCODER_ARGS_H
 #define R35A_ENCODER_ARGS_H
 
-#include "decode_args.h"   /* r35a_decode_nv_smem_bytes: an SM's shared memory split by the occupancy contract */
-#include "host_device.h"
+#include "common/host_device.h"
+#include "common/occupancy.h"   /* r35a_nv_smem_bytes: an SM's shared memory split by the occupancy contract */
 
 #ifdef __cplusplus
 extern "C" {
@@ -152,11 +152,11 @@ R35A_HD int64_t r35a_encoder_tail_items(int64_t items, int64_t slots) {
 /* NVIDIA: the DYNAMIC shared memory an encoder workgroup of waves_per_workgroup warps may use under
  * its occupancy contract (`waves` warps per SM sub-partition): the same share of an SM as a decode
  * workgroup's (decode_args.h), one formula. The kernel lays out its Q tile and K/V stages within
- * it (kernels/encoder.hip encoder_cfg), publishes the bytes its layout uses as <name>_lds_bytes,
+ * it (kernels/encoder/encoder.hip encoder_cfg), publishes the bytes its layout uses as <name>_lds_bytes,
  * and the host raises the function's limit to that and launches with it (src/gpu_runtime.c).
  * (gfx11: static LDS.) */
 R35A_HD_CONSTEXPR int32_t r35a_encoder_nv_smem_bytes(int32_t waves, int32_t waves_per_workgroup) {
-    return r35a_decode_nv_smem_bytes(waves, waves_per_workgroup);
+    return r35a_nv_smem_bytes(waves, waves_per_workgroup);
 }
 
 /* ---- the rules a call must meet (the planner falls back to the portable kernel otherwise) ----

@@ -1,5 +1,5 @@
 /*
- * generic_args.h - the portable kernel (kernels/generic.hip: plain HIP, no WMMA): its by-value
+ * generic_args.h - the portable kernel (kernels/generic/generic.hip: plain HIP, no WMMA): its by-value
  * arguments for the paged and the varlen op, the launch grid, and the rules a call must meet.
  * It serves any head size up to the kernel's dmax, any page size, softcap, ALiBi, attention sinks,
  * windows, causal chunked prefill, 8-bit KV caches (fp8 e4m3, int8; scales per tensor or per kv
@@ -20,8 +20,9 @@
 #ifndef R35A_GENERIC_ARGS_H
 #define R35A_GENERIC_ARGS_H
 
-#include "host_device.h"
-#include "window.h"
+#include "common/host_device.h"
+#include "common/window.h"
+#include "common/kv_format.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -29,11 +30,6 @@ extern "C" {
 
 #define R35A_GENERIC_THREADS 128
 
-/* r35a_generic_paged_args.kv_dtype: the r35a_dtype values of include/rdna35attn.h (the kernels do
- * not include the public header; plan_generic.c checks that they agree). */
-#define R35A_GENERIC_KV_AS_Q 0        /* K and V have the Q/O dtype */
-#define R35A_GENERIC_KV_FP8_E4M3 4    /* OCP float8_e4m3fn bytes x scale */
-#define R35A_GENERIC_KV_INT8 5        /* int8 x scale */
 
 typedef struct r35a_generic_paged_args {
     const void *q, *k_cache, *v_cache;
