@@ -79,6 +79,39 @@ foreach(family IN LISTS R35A_KERNEL_FAMILY_CANDIDATES)
   list(APPEND r35a_families ${family})
 endforeach()
 
+# The compile units (tools/gen_variants.py --units): a family's kernels of one tuning table are built
+# in several code objects, one per instance group (decode: dtype x K/V format, plus its split merges;
+# encoder: dtype; generic: one), so the build spreads them over its jobs and a changed table row
+# rebuilds one unit. The units are written into the build tree at configure time (rewritten only when
+# their content changes); the configure step re-runs when variants.def changes. Sets, for the archs
+# given: R35A_TUNING_OF_<arch> (its tuning table) and r35a_units_<tuning>_<family> (the unit groups).
+set(r35a_unit_dir ${r35a_gpu_dir}/units)
+macro(r35a_compile_units archs)
+  execute_process(
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tools/gen_variants.py --units ${r35a_unit_dir}
+            --archs "${archs}"
+    RESULT_VARIABLE r35a_units_rc OUTPUT_VARIABLE r35a_units_out ERROR_VARIABLE r35a_units_err)
+  if(NOT r35a_units_rc EQUAL 0)
+    message(FATAL_ERROR "rdna35attn: tools/gen_variants.py --units failed: ${r35a_units_err}")
+  endif()
+  string(REPLACE "\n" ";" r35a_units_lines "${r35a_units_out}")
+  foreach(r35a_line IN LISTS r35a_units_lines)
+    if(r35a_line)
+      string(REPLACE " " ";" r35a_cells "${r35a_line}")
+      list(GET r35a_cells 0 r35a_u_family)
+      list(GET r35a_cells 1 r35a_u_group)
+      list(GET r35a_cells 2 r35a_u_tuning)
+      if(NOT r35a_u_group IN_LIST r35a_units_${r35a_u_tuning}_${r35a_u_family})
+        list(APPEND r35a_units_${r35a_u_tuning}_${r35a_u_family} ${r35a_u_group})
+      endif()
+    endif()
+  endforeach()
+  foreach(r35a_a IN ITEMS ${archs})
+    string(REGEX MATCH "\nR35A_GPU_ARCH\\(${r35a_a}, ([a-z0-9_]+)," r35a_m "${r35a_variants_text}")
+    set(R35A_TUNING_OF_${r35a_a} ${CMAKE_MATCH_1})
+  endforeach()
+endmacro()
+
 # Every target must be a gfx arch of the arch table (variants/archs.tsv -> R35A_GPU_ARCH rows of
 # variants.def): it says which tuning rows the arch runs and how its runtime counts CUs.
 foreach(arch IN LISTS R35A_GPU_TARGETS)
@@ -167,21 +200,25 @@ else()
   set(r35a_kernel_flags -x hip -nogpuinc -nogpulib --cuda-device-only --no-gpu-bundle-output
       -O3 -std=c++17 -Wall -Wextra ${r35a_kernel_defines}
       -I ${CMAKE_CURRENT_SOURCE_DIR}/kernels -I ${CMAKE_CURRENT_SOURCE_DIR}/variants)
+  r35a_compile_units("${R35A_GPU_TARGETS}")
   foreach(arch IN LISTS R35A_GPU_TARGETS)
     file(MAKE_DIRECTORY ${r35a_gpu_dir}/${arch})
     foreach(family IN LISTS r35a_families)
-      set(src ${CMAKE_CURRENT_SOURCE_DIR}/kernels/${family}/${family}.hip)
-      set(co ${r35a_gpu_dir}/${arch}/${family}.co)
-      add_custom_command(
-        OUTPUT ${co}
-        COMMAND ${r35a_clang} ${r35a_kernel_flags} --offload-arch=${arch} -MD -MF ${co}.d -o ${co} ${src}
-        MAIN_DEPENDENCY ${src}
-        DEPFILE ${co}.d
-        COMMENT "Building ${family} kernels for ${arch}"
-        VERBATIM)
-      list(APPEND r35a_code_objects ${co})
-      list(APPEND r35a_embed_args ${family}:${arch}:${co})
-      set(R35A_CODE_OBJECT_${arch}_${family} ${co})
+      set(R35A_CODE_OBJECTS_${arch}_${family} "")
+      foreach(unit IN LISTS r35a_units_${R35A_TUNING_OF_${arch}}_${family})
+        set(src ${r35a_unit_dir}/${R35A_TUNING_OF_${arch}}/${family}_${unit}.hip)
+        set(co ${r35a_gpu_dir}/${arch}/${family}_${unit}.co)
+        add_custom_command(
+          OUTPUT ${co}
+          COMMAND ${r35a_clang} ${r35a_kernel_flags} --offload-arch=${arch} -MD -MF ${co}.d -o ${co} ${src}
+          MAIN_DEPENDENCY ${src}
+          DEPFILE ${co}.d
+          COMMENT "Building ${family} kernels ${unit} for ${arch}"
+          VERBATIM)
+        list(APPEND r35a_code_objects ${co})
+        list(APPEND r35a_embed_args ${family}/${unit}:${arch}:${co})
+        list(APPEND R35A_CODE_OBJECTS_${arch}_${family} ${co})
+      endforeach()
     endforeach()
   endforeach()
 endif()
@@ -200,7 +237,7 @@ if(NOT r35a_code_objects)
  * (@r35a_absent@; see the configure log). */
 #include \"code_objects.h\"
 
-const r35a_code_object r35a_code_objects[] = {{NULL, NULL, NULL, 0}};
+const r35a_code_object r35a_code_objects[] = {{NULL, NULL, NULL, NULL, 0}};
 const size_t r35a_num_code_objects = 0;
 const char r35a_code_objects_absent_reason[] = \"@r35a_absent@\";
 " @ONLY)
@@ -260,7 +297,7 @@ if(R35A_BUILD_TESTS)
                            --arch ${arch} --family ${family}
                            --variants ${CMAKE_CURRENT_SOURCE_DIR}/variants/variants.def
                            --abi $<TARGET_FILE:r35a_kernel_abi>
-                           ${R35A_CODE_OBJECT_${arch}_${family}})
+                           ${R35A_CODE_OBJECTS_${arch}_${family}})
         endforeach()
       endforeach()
     elseif(R35A_REQUIRE_GPU_KERNELS)

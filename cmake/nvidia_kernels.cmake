@@ -3,7 +3,8 @@
 # objects. Included by gpu_kernels.cmake; appends to its lists r35a_code_objects / r35a_embed_args.
 #
 # R35A_NVIDIA_TARGETS (default empty: nothing is built, the CPU CI needs no nvcc) lists archs such as
-# sm_90. For each arch and family two cubins are built when the family uses the fragment layer:
+# sm_90. For each arch and family (in its compile units, gpu_kernels.cmake) two sets of cubins are
+# built when the family uses the fragment layer:
 #   <family>           native fragments (fragment_nv_mma.h: mma.sync)
 #   <family>.gfx11emu  the gfx11-exact fragment emulation (fragment_nv_gfx11emu.h), for tests
 # src/backend_cuda.c loads one of the two per family (R35A_CUDA_FRAGMENTS=gfx11emu picks the second).
@@ -39,6 +40,9 @@ if(R35A_NVIDIA_TARGETS)
     if(NOT arch MATCHES "^sm_[0-9]+a?$")
       message(FATAL_ERROR "rdna35attn: R35A_NVIDIA_TARGETS entry '${arch}' is not sm_<N>")
     endif()
+  endforeach()
+  r35a_compile_units("${R35A_NVIDIA_TARGETS}")
+  foreach(arch IN LISTS R35A_NVIDIA_TARGETS)
     file(MAKE_DIRECTORY ${r35a_gpu_dir}/${arch})
     foreach(family IN LISTS r35a_families)
       set(modes native)
@@ -46,24 +50,26 @@ if(R35A_NVIDIA_TARGETS)
         list(APPEND modes gfx11emu)
       endif()
       foreach(mode IN LISTS modes)
-        set(src ${CMAKE_CURRENT_SOURCE_DIR}/kernels/${family}/${family}.hip)
-        if(mode STREQUAL "native")
-          set(tag ${family})
-          set(defs -DR35A_FRAGMENT_EMULATE_GFX11=0)
-        else()
-          set(tag ${family}.${mode})
-          set(defs -DR35A_FRAGMENT_EMULATE_GFX11=1)
-        endif()
-        set(cubin ${r35a_gpu_dir}/${arch}/${tag}.cubin)
-        add_custom_command(
-          OUTPUT ${cubin}
-          COMMAND ${r35a_nvcc} ${r35a_nvcc_flags} -arch=${arch} ${defs} -MD -MF ${cubin}.d -o ${cubin} ${src}
-          MAIN_DEPENDENCY ${src}
-          DEPFILE ${cubin}.d
-          COMMENT "Building ${tag} kernels for ${arch}"
-          VERBATIM)
-        list(APPEND r35a_code_objects ${cubin})
-        list(APPEND r35a_embed_args ${tag}:${arch}:${cubin})
+        foreach(unit IN LISTS r35a_units_${R35A_TUNING_OF_${arch}}_${family})
+          set(src ${r35a_unit_dir}/${R35A_TUNING_OF_${arch}}/${family}_${unit}.hip)
+          if(mode STREQUAL "native")
+            set(tag ${family})
+            set(defs -DR35A_FRAGMENT_EMULATE_GFX11=0)
+          else()
+            set(tag ${family}.${mode})
+            set(defs -DR35A_FRAGMENT_EMULATE_GFX11=1)
+          endif()
+          set(cubin ${r35a_gpu_dir}/${arch}/${tag}_${unit}.cubin)
+          add_custom_command(
+            OUTPUT ${cubin}
+            COMMAND ${r35a_nvcc} ${r35a_nvcc_flags} -arch=${arch} ${defs} -MD -MF ${cubin}.d -o ${cubin} ${src}
+            MAIN_DEPENDENCY ${src}
+            DEPFILE ${cubin}.d
+            COMMENT "Building ${tag} kernels ${unit} for ${arch}"
+            VERBATIM)
+          list(APPEND r35a_code_objects ${cubin})
+          list(APPEND r35a_embed_args ${tag}/${unit}:${arch}:${cubin})
+        endforeach()
       endforeach()
     endforeach()
   endforeach()

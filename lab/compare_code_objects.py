@@ -4,7 +4,8 @@
     python3 lab/compare_code_objects.py BEFORE.co[,BEFORE2.co...] AFTER.co[,AFTER2.co...] [--rename MAP]
 
 Disassembles every kernel of both sets (llvm-objdump -d) and compares them instruction by instruction,
-ignoring addresses, encodings and branch-target labels. MAP (optional) holds "old_name new_name" lines
+ignoring addresses, encodings, branch-target labels and the padding after each kernel (s_nop up to the
+next kernel's alignment, s_code_end at the end of a code object). MAP (optional) holds "old_name new_name" lines
 for kernels renamed between the two builds. Prints the counts and every kernel that is missing or
 differs; exits 1 when any does. Used to show that a re-layout of the kernel sources changed no code.
 """
@@ -36,8 +37,11 @@ def kernels(paths):
                 continue
             if name and line.strip() and not line.startswith("Disassembly"):
                 ins = re.sub(r"<[^>]+>", "", re.sub(r"//.*", "", line)).strip()
-                if ins and ins != "s_code_end":
+                if ins:
                     out[name].append(ins)
+    for ins in out.values():   # the padding after a kernel's code (to the next kernel or the end of the object)
+        while ins and (ins[-1] == "s_code_end" or ins[-1].startswith("s_nop")):
+            ins.pop()
     return out
 
 

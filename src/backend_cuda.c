@@ -366,7 +366,7 @@ bool r35a_cuda_context_init(r35a_context *ctx, int device_index, bool *built, ch
     char arch[32];
     snprintf(arch, sizeof arch, "sm_%d%d", major, minor);
     const r35a_gpu_arch *row = r35a_find_gpu_arch(arch);
-    if (!row || !r35a_code_object_find(arch, "decode")) {
+    if (!row || !r35a_code_object_find(arch, "decode", NULL)) {
         snprintf(reason, reason_len, "no %s device: found %s (%s, CUDA device %d)", served, arch, name, device_index);
         return false;
     }

@@ -309,7 +309,7 @@ bool r35a_hip_context_init(r35a_context *ctx, int device_index, char *reason, si
         return false;
     }
     const r35a_gpu_arch *row = r35a_find_gpu_arch(arch);
-    if (!row || !r35a_code_object_find(arch, "decode")) {
+    if (!row || !r35a_code_object_find(arch, "decode", NULL)) {
         snprintf(reason, reason_len, "no %s device: found %s (HIP device %d)", served, arch, device_index);
         return false;
     }

@@ -111,11 +111,13 @@ uint32_t r35a_gpu_kernel_shared_bytes(const r35a_gpu_runtime *rt, r35a_gpu_famil
 
 void r35a_gpu_unload_kernels(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader)
 {
-    for (int f = 0; f < R35A_GPU_NUM_FAMILIES; ++f) {
-        if (rt->modules[f])
-            (void)loader->module_unload(rt->modules[f]);
-        rt->modules[f] = NULL;
+    for (int m = 0; m < rt->num_modules; ++m) {
+        if (rt->modules[m])
+            (void)loader->module_unload(rt->modules[m]);
+        rt->modules[m] = NULL;
+        rt->module_objects[m] = NULL;
     }
+    rt->num_modules = 0;
     memset(rt->decode_merge, 0, sizeof rt->decode_merge);
     memset(rt->decode_shared_bytes, 0, sizeof rt->decode_shared_bytes);
     memset(rt->encoder_shared_bytes, 0, sizeof rt->encoder_shared_bytes);
@@ -123,52 +125,69 @@ void r35a_gpu_unload_kernels(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader
     memset(rt->encoder_tail_shared_bytes, 0, sizeof rt->encoder_tail_shared_bytes);
 }
 
-static bool load_module(const r35a_gpu_loader *loader, const r35a_code_object *co, void **module, char *why,
-                        size_t cap)
+/* The code object of (family, unit) the loader asks for: the family's build with the loader's suffix
+ * where the build has one, else its plain build; NULL when the build has neither. */
+static const r35a_code_object *pick(const r35a_gpu_loader *loader, r35a_gpu_family family, const char *unit)
 {
-    *module = NULL;
-    int e = loader->module_load_data(module, co->data);
-    if (e != 0 || !*module) {
-        snprintf(why, cap, "%s of the %s %s code object (%zu bytes) failed: %s (%d)", loader->load_call, co->arch,
-                 co->family, co->size, loader->error_text(e), e);
-        *module = NULL;
-        return false;
+    const char *name = r35a_family_name(family);
+    if (loader->family_suffix) {
+        char variant[64];
+        snprintf(variant, sizeof variant, "%s%s", name, loader->family_suffix);
+        const r35a_code_object *co = r35a_code_object_find(loader->arch, variant, unit);
+        if (co)
+            return co;
     }
-    return true;
+    return r35a_code_object_find(loader->arch, name, unit);
 }
 
-/* The kernel `name` of module, or NULL. Looked up in its family's own module only, so no lookup
- * fails (a failing driver call would be an error to compute-sanitizer). */
+/* The module of the code object that holds (family, unit)'s kernels, loaded on first use; NULL with
+ * why written when the build has no such code object or its load fails. */
+static void *unit_module(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader, r35a_gpu_family family,
+                         const char *unit, char *why, size_t cap)
+{
+    const r35a_code_object *co = pick(loader, family, unit);
+    if (!co) {
+        snprintf(why, cap, "the %s code objects have no %s unit %s", loader->arch, r35a_family_name(family), unit);
+        return NULL;
+    }
+    for (int m = 0; m < rt->num_modules; ++m)
+        if (rt->module_objects[m] == co)
+            return rt->modules[m];
+    if (rt->num_modules == R35A_GPU_MAX_MODULES) {
+        snprintf(why, cap, "more than %d code objects for %s (R35A_GPU_MAX_MODULES)", R35A_GPU_MAX_MODULES,
+                 loader->arch);
+        return NULL;
+    }
+    void *module = NULL;
+    int e = loader->module_load_data(&module, co->data);
+    if (e != 0 || !module) {
+        snprintf(why, cap, "%s of the %s %s/%s code object (%zu bytes) failed: %s (%d)", loader->load_call, co->arch,
+                 co->family, co->unit, co->size, loader->error_text(e), e);
+        return NULL;
+    }
+    rt->module_objects[rt->num_modules] = co;
+    rt->modules[rt->num_modules++] = module;
+    return module;
+}
+
+/* The kernel `name` of module, or NULL. Looked up only in the module of its own compile unit, so no
+ * lookup fails (a failing driver call would be an error to compute-sanitizer). */
 static void *module_function(const r35a_gpu_loader *loader, void *module, const char *name)
 {
     void *f = NULL;
     return module && loader->module_get_function(&f, module, name) == 0 ? f : NULL;
 }
 
-/* The code object of family the loader asks for, or NULL when the build has none. */
-static const r35a_code_object *pick(const r35a_gpu_loader *loader, r35a_gpu_family family)
-{
-    const char *name = r35a_family_name(family);
-    if (loader->family_suffix) {
-        char variant[64];
-        snprintf(variant, sizeof variant, "%s%s", name, loader->family_suffix);
-        const r35a_code_object *co = r35a_code_object_find(loader->arch, variant);
-        if (co)
-            return co;
-    }
-    return r35a_code_object_find(loader->arch, name);
-}
-
-/* NVIDIA: kernel i of family (named name) takes dynamic shared memory, exactly what its layout uses
- * (its code object's <name>_lds_bytes), within its occupancy contract's share of an SM (budget); the
- * function's limit is raised to it and the launch passes it (gpu_impls.c bind). */
-static bool load_shared_bytes_of(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader, r35a_gpu_family family,
-                                 void *handle, uint32_t *out, const char *name, int32_t budget, char *why, size_t cap)
+/* NVIDIA: kernel `name` of module takes dynamic shared memory, exactly what its layout uses (its code
+ * object's <name>_lds_bytes), within its occupancy contract's share of an SM (budget); the function's
+ * limit is raised to it and the launch passes it (gpu_impls.c bind). */
+static bool load_shared_bytes(const r35a_gpu_loader *loader, void *module, void *handle, uint32_t *out,
+                              const char *name, int32_t budget, char *why, size_t cap)
 {
     char symbol[160];
     snprintf(symbol, sizeof symbol, "%s_lds_bytes", name);
     int bytes = 0;
-    int e = loader->read_int_global(rt->modules[family], symbol, &bytes);
+    int e = loader->read_int_global(module, symbol, &bytes);
     if (e != 0) {
         snprintf(why, cap, "%s(%s) failed: %s (%d)", loader->read_global_call, symbol, loader->error_text(e), e);
         return false;
@@ -186,74 +205,63 @@ static bool load_shared_bytes_of(r35a_gpu_runtime *rt, const r35a_gpu_loader *lo
     *out = (uint32_t)bytes;
     return true;
 }
-static bool load_shared_bytes(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader, r35a_gpu_family family, int i,
-                              const char *name, int32_t budget, char *why, size_t cap)
+
+/* Resolves kernel `name` of (family, unit) into *handle, with its dynamic shared memory (budget > 0,
+ * NVIDIA) into *shared_bytes. */
+static bool resolve(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader, r35a_gpu_family family, const char *unit,
+                    const char *name, void **handle, int32_t budget, uint32_t *shared_bytes, char *why, size_t cap)
 {
-    return load_shared_bytes_of(rt, loader, family, handles_of(rt, family)[i], &shared_bytes_of(rt, family)[i], name,
-                                budget, why, cap);
+    void *module = unit_module(rt, loader, family, unit, why, cap);
+    if (!module)
+        return false;
+    *handle = module_function(loader, module, name);
+    if (!*handle) {
+        snprintf(why, cap, "kernel %s is missing from the %s code objects", name, rt->arch->arch);
+        return false;
+    }
+    return budget <= 0 || load_shared_bytes(loader, module, *handle, shared_bytes, name, budget, why, cap);
 }
 
 bool r35a_gpu_load_kernels(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader, char *why, size_t cap)
 {
+    rt->num_modules = 0;
     for (int f = 0; f < R35A_GPU_NUM_FAMILIES; ++f) {
         const r35a_gpu_family family = (r35a_gpu_family)f;
-        const r35a_code_object *co = pick(loader, family);
-        if (co && !load_module(loader, co, &rt->modules[f], why, cap)) {
-            r35a_gpu_unload_kernels(rt, loader);
-            return false;
-        }
         void **handles = handles_of(rt, family);
+        uint32_t *shared = shared_bytes_of(rt, family);
         bool any = false;
         for (int i = 0; i < r35a_registry_count(family); ++i) {
             if (!r35a_same_name(r35a_registry_tuning(family, i), rt->arch->tuning))
                 continue;
             any = true;
-            const char *name = r35a_registry_name(family, i);
-            handles[i] = module_function(loader, rt->modules[f], name);
-            if (!handles[i]) {
-                snprintf(why, cap, "kernel %s is missing from the %s code objects", name, rt->arch->arch);
-                r35a_gpu_unload_kernels(rt, loader);
-                return false;
-            }
+            const char *name = r35a_registry_name(family, i), *unit = r35a_registry_unit(family, i);
             const int32_t budget = loader->set_max_dynamic_shared ? dynamic_shared_budget(family, i) : 0;
-            if (budget > 0 && !load_shared_bytes(rt, loader, family, i, name, budget, why, cap)) {
-                r35a_gpu_unload_kernels(rt, loader);
-                return false;
-            }
+            if (!resolve(rt, loader, family, unit, name, &handles[i], budget, shared ? &shared[i] : NULL, why, cap))
+                goto fail;
             /* a workgroup-wide encoder variant's tail kernel, under the same occupancy contract */
             const char *tail = family == R35A_GPU_ENCODER ? r35a_encoder_tail_name(i) : NULL;
-            if (tail) {
-                rt->encoder_tail[i] = module_function(loader, rt->modules[f], tail);
-                if (!rt->encoder_tail[i]) {
-                    snprintf(why, cap, "kernel %s is missing from the %s code objects", tail, rt->arch->arch);
-                    r35a_gpu_unload_kernels(rt, loader);
-                    return false;
-                }
-                if (budget > 0 && !load_shared_bytes_of(rt, loader, family, rt->encoder_tail[i],
-                                                        &rt->encoder_tail_shared_bytes[i], tail, budget, why, cap)) {
-                    r35a_gpu_unload_kernels(rt, loader);
-                    return false;
-                }
-            }
+            if (tail && !resolve(rt, loader, family, unit, tail, &rt->encoder_tail[i], budget,
+                                 &rt->encoder_tail_shared_bytes[i], why, cap))
+                goto fail;
         }
-        /* the decode variants' split merge kernels live in the decode module */
+        /* the decode variants' split merge kernels, in decode's merge unit */
         for (int k = 0; family == R35A_GPU_DECODE && any && k < R35A_NUM_DECODE_MERGE_KERNELS; ++k) {
             const char *name = r35a_decode_merge_name(k == 1 ? R35A_DTYPE_BF16 : R35A_DTYPE_F16);
-            rt->decode_merge[k] = module_function(loader, rt->modules[f], name);
-            if (!rt->decode_merge[k]) {
-                snprintf(why, cap, "kernel %s is missing from the %s code objects", name, rt->arch->arch);
-                r35a_gpu_unload_kernels(rt, loader);
-                return false;
-            }
+            if (!resolve(rt, loader, family, R35A_DECODE_MERGE_UNIT, name, &rt->decode_merge[k], 0, NULL, why, cap))
+                goto fail;
         }
     }
     return true;
+fail:
+    r35a_gpu_unload_kernels(rt, loader);
+    return false;
 }
 
-const r35a_code_object *r35a_code_object_find(const char *arch, const char *family)
+const r35a_code_object *r35a_code_object_find(const char *arch, const char *family, const char *unit)
 {
     for (size_t i = 0; i < r35a_num_code_objects; ++i)
-        if (strcmp(r35a_code_objects[i].arch, arch) == 0 && strcmp(r35a_code_objects[i].family, family) == 0)
+        if (strcmp(r35a_code_objects[i].arch, arch) == 0 && strcmp(r35a_code_objects[i].family, family) == 0 &&
+            (!unit || strcmp(r35a_code_objects[i].unit, unit) == 0))
             return &r35a_code_objects[i];
     return NULL;
 }

@@ -9,6 +9,9 @@
 #include "registry.h"
 
 #define R35A_HANDLES(n) ((n) > 0 ? (n) : 1)
+/* Code objects one context loads at most: the compile units of its arch's families (decode's
+ * dtype x K/V format groups and merge, encoder's dtypes, generic's one: 10 today). */
+#define R35A_GPU_MAX_MODULES 32
 
 struct r35a_gpu_runtime {
     const r35a_gpu_arch *arch;   /* the device's row of the arch table (its tuning rows, CU counting) */
@@ -23,7 +26,11 @@ struct r35a_gpu_runtime {
     /* The workgroup-wide encoder variants' tail kernels (<name>_tail, encoder_args.h "Tail split"),
      * indexed like the variants, from the encoder module; NULL for the others. */
     void *encoder_tail[R35A_HANDLES(R35A_NUM_ENCODER_VARIANTS)];
-    void *modules[R35A_GPU_NUM_FAMILIES];   /* the loaded module of each family (NULL: none) */
+    /* The loaded modules: one per code object of the device's arch that holds a kernel of its
+     * tuning (a family's compile units: code_objects.h), loaded when its first kernel resolves. */
+    void *modules[R35A_GPU_MAX_MODULES];
+    const r35a_code_object *module_objects[R35A_GPU_MAX_MODULES];   /* the code object of modules[i] */
+    int num_modules;
     /* NVIDIA: each decode and encoder kernel's dynamic shared memory, read from its code object at
      * load (<name>_lds_bytes of kernels/decode/decode.hip, kernels/encoder/encoder.hip), indexed like the handles;
      * 0 where kernels use static LDS only (HIP, the generic family). r35a_gpu_kernel_shared_bytes
@@ -87,8 +94,8 @@ typedef struct r35a_gpu_loader {
     const char *set_shared_call;  /* "cuFuncSetAttribute": for messages */
 } r35a_gpu_loader;
 
-/* Loads one module per family (loader->pick) and resolves every registry row of rt->arch's
- * tuning. On failure writes why ("kernel X is missing from the gfx1151 code objects", or the
+/* Loads the code objects that hold the registry rows of rt->arch's tuning (one module per compile
+ * unit, the loader's family suffix preferred) and resolves every such row. On failure writes why ("kernel X is missing from the gfx1151 code objects", or the
  * load's reason), unloads what it loaded and returns false. The backend makes its device current
  * around the call. */
 bool r35a_gpu_load_kernels(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader, char *why, size_t cap);
@@ -99,8 +106,9 @@ void r35a_gpu_unload_kernels(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader
 void r35a_gpu_context_adopt(r35a_context *ctx, void *state, const r35a_gpu_runtime *rt, int device_index,
                             const char *backend_name);
 
-/* The embedded code object of (arch, family name), e.g. ("sm_90", "decode.gfx11emu"), or NULL. */
-const r35a_code_object *r35a_code_object_find(const char *arch, const char *family);
+/* The embedded code object of (arch, family name, unit), e.g. ("sm_90", "decode.gfx11emu", "f16_fp8"),
+ * or NULL; unit NULL: any unit of the family (whether the build has the family at all). */
+const r35a_code_object *r35a_code_object_find(const char *arch, const char *family, const char *unit);
 /* The distinct archs of the embedded code objects whose names start with prefix ("gfx", "sm_"),
  * comma-separated, for messages ("" if none). */
 void r35a_code_object_archs(const char *prefix, char *out, size_t cap);

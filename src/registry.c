@@ -44,6 +44,32 @@ const r35a_encoder_variant r35a_encoder_variants[] = {
     {NULL, NULL, R35A_DTYPE_F16, 0, 0, 0, 0, 0, 0},
 };
 
+/* The compile unit of each kernel (tools/gen_variants.py unit_group: decode <dtype>_<kv>, encoder
+ * <dtype>, generic "all"): its code object is (arch, family, unit). */
+static const char *const decode_units[] = {
+#define R35A_DECODE_VARIANT(arch, name, dtype, kv, ...) #dtype "_" #kv,
+#include "variants.def"
+#undef R35A_DECODE_VARIANT
+    NULL,
+};
+static const char *const encoder_units[] = {
+#define R35A_ENCODER_VARIANT(arch, name, dtype, ...) #dtype,
+#include "variants.def"
+#undef R35A_ENCODER_VARIANT
+    NULL,
+};
+
+const char *r35a_registry_unit(r35a_gpu_family family, int index)
+{
+    switch (family) {
+    case R35A_GPU_DECODE: return decode_units[index];
+    case R35A_GPU_ENCODER: return encoder_units[index];
+    case R35A_GPU_GENERIC: return "all";
+    case R35A_GPU_NUM_FAMILIES: break;
+    }
+    return NULL;
+}
+
 static const struct {
     const char *arch, *name, *variant;
 } encoder_tails[] = {

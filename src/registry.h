@@ -86,11 +86,16 @@ bool r35a_tuning_is_nvidia(const char *tuning);
 const r35a_gpu_arch *r35a_find_gpu_arch(const char *arch);
 
 /* The split merge kernel of the decode variants of dtype (f16 or bf16): "decode_merge_f16",
- * "decode_merge_bf16" (kernels/decode/decode.hip; every decode code object has both). */
+ * "decode_merge_bf16" (kernels/decode/decode.hip), both in the decode unit R35A_DECODE_MERGE_UNIT. */
 const char *r35a_decode_merge_name(r35a_dtype dtype);
 #define R35A_NUM_DECODE_MERGE_KERNELS 2
 /* Index of dtype's merge kernel among the R35A_NUM_DECODE_MERGE_KERNELS (0 f16, 1 bf16). */
 int r35a_decode_merge_index(r35a_dtype dtype);
+/* The compile unit of the decode family that holds the split merge kernels. */
+#define R35A_DECODE_MERGE_UNIT "merge"
+/* The compile unit of kernel `index` of family ("f16_fp8", "bf16", "all": tools/gen_variants.py
+ * --units): the kernel is in the code object (arch, family, unit) (code_objects.h). */
+const char *r35a_registry_unit(r35a_gpu_family family, int index);
 
 /* Family-generic views of the three tables (index < r35a_registry_count(family)). */
 int r35a_registry_count(r35a_gpu_family family);

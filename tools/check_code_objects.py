@@ -232,7 +232,8 @@ def waves_by_lds(lds, waves_per_wg):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("code_object")
+    ap.add_argument("code_objects", nargs="+", metavar="code_object",
+                    help="the family's code objects of the arch (one per compile unit)")
     ap.add_argument("--arch", required=True)
     ap.add_argument("--family", required=True)
     ap.add_argument("--variants", required=True, help="variants/variants.def")
@@ -260,15 +261,20 @@ def main():
     entries = parse_variants(args.variants)
     vgpr_file = arch_row(entries, args.arch)["vgprs"]
     expected = expected_kernels(entries, args.family, args.arch)
-    target, kernels = parse_notes(run_tool(args.readelf, ["--notes", args.code_object]))
-    funcs = parse_disassembly(run_tool(args.objdump, ["-d", "--no-show-raw-insn", "--no-leading-addr",
-                                                      args.code_object]))
     failures = []
     notes = []
-
     want_target = f"amdgcn-amd-amdhsa--{args.arch}"
-    if target != want_target:
-        failures.append(f"target is {target!r}, expected {want_target!r}")
+    kernels, funcs, where = [], {}, {}
+    for path in args.code_objects:
+        target, unit_kernels = parse_notes(run_tool(args.readelf, ["--notes", path]))
+        if target != want_target:
+            failures.append(f"{path}: target is {target!r}, expected {want_target!r}")
+        for k in unit_kernels:
+            if k.get("name") in where:
+                failures.append(f"{k.get('name')}: in two code objects ({where[k.get('name')]} and {path})")
+            where[k.get("name")] = path
+        kernels += unit_kernels
+        funcs.update(parse_disassembly(run_tool(args.objdump, ["-d", "--no-show-raw-insn", "--no-leading-addr", path])))
 
     by_name = {k.get("name"): k for k in kernels}
     if not expected:
@@ -362,7 +368,7 @@ def main():
                      f"{occ_v}/{occ_l}/{want if want is not None else '-'}", str(wmma_total), str(b128)))
 
     widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
-    print(f"{args.code_object}: {target}, {len(by_name)} kernels ({args.family}, {args.arch})")
+    print(f"{len(args.code_objects)} code object(s): {want_target}, {len(by_name)} kernels ({args.family}, {args.arch})")
     print("  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths))))
     for r in rows:
         print("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))

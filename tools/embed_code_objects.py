@@ -2,10 +2,10 @@
 """Turns built GPU code objects (AMDGPU ELF code objects, NVIDIA cubins) into one C source the library
 compiles in.
 
-Usage: embed_code_objects.py --output code_objects.c [--table NAME] FAMILY:ARCH:PATH [...]
+Usage: embed_code_objects.py --output code_objects.c [--table NAME] FAMILY[/UNIT]:ARCH:PATH [...]
 
 The output defines, for src/code_objects.h,
-    const r35a_code_object r35a_code_objects[];   {family, arch, data, size}, then a NULL sentinel
+    const r35a_code_object r35a_code_objects[];   {family, unit, arch, data, size}, then a NULL sentinel
     const size_t r35a_num_code_objects;
     const char r35a_code_objects_absent_reason[];  "" here
 With --table NAME (another program's table, e.g. the bench's read kernels) the three are NAME[],
@@ -59,17 +59,17 @@ def render(entries, table="r35a_code_objects"):
            '#include "code_objects.h"', ""]
     rows = []
     prefix = "r35a_co" if table == "r35a_code_objects" else table_name
-    for family, arch, path, data in entries:
-        name = f"{prefix}_{c_identifier(arch)}_{c_identifier(family)}"
+    for family, unit, arch, path, data in entries:
+        name = f"{prefix}_{c_identifier(arch)}_{c_identifier(family)}" + (f"_{c_identifier(unit)}" if unit else "")
         out.append(f"/* {os.path.basename(path)} for {arch}: {len(data)} bytes */")
         out.append(f"static const unsigned char {name}[{len(data)}] __attribute__((aligned(4096))) = {{")
         out.extend(row + "," for row in byte_rows(data))
         out.append("};")
         out.append("")
-        rows.append(f'    {{"{family}", "{arch}", {name}, sizeof {name}}},')
+        rows.append(f'    {{"{family}", "{unit}", "{arch}", {name}, sizeof {name}}},')
     out.append(f"const r35a_code_object {table_name}[] = {{")
     out.extend(rows)
-    out.append("    {NULL, NULL, NULL, 0},")
+    out.append("    {NULL, NULL, NULL, NULL, 0},")
     out.append("};")
     out.append(f"const size_t {count_name} = {len(entries)};")
     out.append(f'const char {reason_name}[] = "";')
@@ -88,16 +88,19 @@ def main():
     parser.add_argument("--output", required=True)
     parser.add_argument("--table", default="r35a_code_objects",
                         help="name of the table (default: the library's r35a_code_objects)")
-    parser.add_argument("objects", nargs="+", metavar="FAMILY:ARCH:PATH")
+    parser.add_argument("objects", nargs="+", metavar="FAMILY[/UNIT]:ARCH:PATH",
+                        help="a code object: its kernel family, the compile unit of the family it holds (none: the "
+                             "whole family), its arch and its file")
     args = parser.parse_args()
     entries = []
     seen = set()
     for spec in args.objects:
         family, arch, path = spec.split(":", 2)
-        if (family, arch) in seen:
-            sys.exit(f"embed_code_objects: {family} for {arch} given twice")
-        seen.add((family, arch))
-        entries.append((family, arch, path, read_code_object(path)))
+        family, _, unit = family.partition("/")
+        if (family, unit, arch) in seen:
+            sys.exit(f"embed_code_objects: {family}/{unit} for {arch} given twice")
+        seen.add((family, unit, arch))
+        entries.append((family, unit, arch, path, read_code_object(path)))
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", args.table):
         sys.exit(f"embed_code_objects: --table {args.table!r} is not a C identifier")
     write(args.output, render(entries, args.table))

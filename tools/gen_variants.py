@@ -36,6 +36,10 @@ Usage:
     tools/gen_variants.py --check    exit 1 if the committed file differs from the tables
     tools/gen_variants.py --list     print the generated file's path (for CMake)
     tools/gen_variants.py --kernels  print every kernel name, one per line
+    tools/gen_variants.py --units DIR --archs 'gfx1151;sm_90'
+                                     write the compile units (below) of the tables those archs run into
+                                     DIR/<tuning>/ and print "family group tuning path" per unit (CMake
+                                     runs this at configure time; the units are build outputs, never committed)
 """
 import argparse
 import difflib
@@ -258,6 +262,88 @@ def load_tables():
     return [ARCHS_TABLE] + tables, entries, archs
 
 
+def macro_lines(e):
+    """The X-macro line(s) of one kernel entry (an encoder variant's tail kernel has a line of its own)."""
+    if e["kind"] == "decode":
+        return [f"R35A_DECODE_VARIANT({e['arch']}, {e['name']}, {e['dtype']}, {e['kv']}, {e['head']}, "
+                f"{e['rows']}, {e['kw']}, {e['dw']}, {e['rw']}, {e['waves']})"]
+    if e["kind"] == "generic":
+        return [f"R35A_GENERIC_KERNEL({e['arch']}, {e['name']}, {e['op']}, {e['dtype']}, {e['head']})"]
+    if e["kind"] == "encoder":
+        lines = [f"R35A_ENCODER_VARIANT({e['arch']}, {e['name']}, {e['dtype']}, {e['head']}, "
+                 f"{e['rows']}, {e['kb']}, {e['nw']}, {e['waves']}, {e['maxlen']})"]
+        if has_tail(e):
+            lines.append(f"R35A_ENCODER_TAIL({e['arch']}, {e['name']}_tail, {e['name']}, {e['dtype']}, "
+                         f"{e['head']}, {e['rows']}, {e['kb']}, {e['nw']}, {e['waves']})")
+        return lines
+    return []
+
+
+# ---- compile units ------------------------------------------------------------------------------
+# A kernel family's kernels of one tuning table compile in several units, one per instance group, so
+# a build spreads them over its jobs and a changed table row rebuilds its unit only. The group of a
+# kernel is part of the runtime's contract: src/registry.c r35a_registry_unit() derives the same
+# names (the code object of kernel i is (arch, family, group)).
+#   decode   <dtype>_<kv>: decode_f16_kv16, decode_bf16_fp8, ... ; plus decode's `merge` unit: the split
+#            merge kernels of both dtypes (the variant units leave them out: R35A_DECODE_MERGE_KERNELS 0)
+#   encoder  <dtype>
+#   generic  all (a handful of small kernels)
+UNIT_MACRO = {"decode": "R35A_DECODE_VARIANT_LIST", "encoder": "R35A_ENCODER_VARIANT_LIST",
+              "generic": "R35A_GENERIC_KERNEL_LIST"}
+
+
+def unit_group(e):
+    if e["kind"] == "decode":
+        return f"{e['dtype']}_{e['kv']}"
+    if e["kind"] == "encoder":
+        return e["dtype"]
+    return "all"
+
+
+def units(entries, tuning):
+    """{(family, group): [entries]} of one tuning table, in table order; decode gets its merge unit."""
+    out = {}
+    for e in entries:
+        if e["arch"] == tuning and e["kind"] in UNIT_MACRO:
+            out.setdefault((e["kind"], unit_group(e)), []).append(e)
+    if any(f == "decode" for f, _ in out):
+        out[("decode", "merge")] = []
+    return out
+
+
+def write_if_different(path, text):
+    old = None
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            old = f.read()
+    if old != text:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+
+
+def write_units(entries, archs, out_dir, targets):
+    """Writes the compile units of the tuning tables the target archs run into out_dir/<tuning>/ and
+    prints one line per unit: family group tuning path. Files are rewritten only when their content
+    changes, so a build recompiles the units whose kernels changed."""
+    tuning_of = {a["arch"]: a["tuning"] for a in archs}
+    for target in targets:
+        if target not in tuning_of:
+            raise TableError(f"arch {target} is not in variants/{ARCHS_TABLE}")
+    for tuning in dict.fromkeys(tuning_of[t] for t in targets):
+        d = os.path.join(out_dir, tuning)
+        os.makedirs(d, exist_ok=True)
+        for (family, group), members in units(entries, tuning).items():
+            base = os.path.join(d, f"{family}_{group}")
+            lines = [line for e in members for line in macro_lines(e)]
+            write_if_different(base + ".def", f"/* {STAMP}: the {family} kernels of unit {group} of the "
+                               f"{tuning} table. */\n" + "".join(line + "\n" for line in lines))
+            merge = "" if family != "decode" else f"#define R35A_DECODE_MERGE_KERNELS {int(group == 'merge')}\n"
+            write_if_different(base + ".hip", f"/* {STAMP}: the {family} kernels of unit {group} of the "
+                               f"{tuning} table. */\n{merge}#define {UNIT_MACRO[family]} \"{base}.def\"\n"
+                               f"#include \"{family}/{family}.hip\"\n")
+            print(family, group, tuning, base + ".hip")
+
+
 def render(tables, entries, archs):
     out = [f"/* {STAMP}. */",
            f"/* Sources: {', '.join('variants/' + t for t in tables)}. Edit those and rerun the generator. */",
@@ -307,22 +393,17 @@ def render(tables, entries, archs):
         out += ["", f"#if R35A_DEF_ALL_ARCHS_ || {tuning_guard(arch, archs)}"]
         for e in mine:
             if e["kind"] == "decode":
-                out.append(f"R35A_DECODE_VARIANT({e['arch']}, {e['name']}, {e['dtype']}, {e['kv']}, {e['head']}, "
-                           f"{e['rows']}, {e['kw']}, {e['dw']}, {e['rw']}, {e['waves']})")
+                out += macro_lines(e)
         if any(e["kind"] == "generic" for e in mine):
             out.append("")
         for e in mine:
             if e["kind"] == "generic":
-                out.append(f"R35A_GENERIC_KERNEL({e['arch']}, {e['name']}, {e['op']}, {e['dtype']}, {e['head']})")
+                out += macro_lines(e)
         if any(e["kind"] == "encoder" for e in mine):
             out.append("")
             for e in mine:
                 if e["kind"] == "encoder":
-                    out.append(f"R35A_ENCODER_VARIANT({e['arch']}, {e['name']}, {e['dtype']}, {e['head']}, "
-                               f"{e['rows']}, {e['kb']}, {e['nw']}, {e['waves']}, {e['maxlen']})")
-                    if has_tail(e):
-                        out.append(f"R35A_ENCODER_TAIL({e['arch']}, {e['name']}_tail, {e['name']}, {e['dtype']}, "
-                                   f"{e['head']}, {e['rows']}, {e['kb']}, {e['nw']}, {e['waves']})")
+                    out += macro_lines(e)
             for e in mine:
                 if e["kind"] == "encoder_shape":
                     out.append(f"R35A_ENCODER_SHAPE({e['arch']}, {e['dtype']}, {e['head']}, {e['heads']})")
@@ -363,6 +444,8 @@ def main(argv=None):
     g.add_argument("--check", action="store_true", help="exit 1 if variants.def differs from the tables")
     g.add_argument("--list", action="store_true", help="print the generated file(s)")
     g.add_argument("--kernels", action="store_true", help="print every kernel name")
+    g.add_argument("--units", metavar="DIR", help="write the compile units of the tables the --archs run into DIR")
+    ap.add_argument("--archs", default="", help="with --units: ;-separated target archs (e.g. gfx1151;sm_90)")
     args = ap.parse_args(argv)
     if args.list:
         print(OUTPUT)
@@ -372,6 +455,13 @@ def main(argv=None):
     except TableError as e:
         print(f"gen_variants.py: {e}", file=sys.stderr)
         return 2
+    if args.units:
+        try:
+            write_units(entries, archs, args.units, [a for a in args.archs.split(";") if a])
+        except TableError as e:
+            print(f"gen_variants.py: {e}", file=sys.stderr)
+            return 2
+        return 0
     if args.kernels:
         for e in entries:
             if e["kind"] != "encoder_shape":

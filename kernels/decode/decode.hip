@@ -542,8 +542,8 @@ struct decode_entry<E, KV, D, R, KW, DW, RW, WAVES, DECODE_LAYER_D4> {
     R35A_KERNEL R35A_KERNEL_BOUNDS(32 * (KW) * (DW) * (RW), WAVES) void name(r35a_decode_args a) {         \
         R35A_DECODE_ENTRY(dtype, kv, D, R, KW, DW, RW, WAVES)::run(a);                                     \
     }
-/* A tool may point R35A_DECODE_VARIANT_LIST at its own list of R35A_DECODE_VARIANT(...) lines
- * (tools/tune_variants.py compiles candidate tilings this way). */
+/* R35A_DECODE_VARIANT_LIST names a list of R35A_DECODE_VARIANT(...) lines to instantiate instead of
+ * variants/variants.def: a compile unit's (tools/gen_variants.py --units), or a tuner's candidates. */
 #ifdef R35A_DECODE_VARIANT_LIST
 #include R35A_DECODE_VARIANT_LIST
 #else
@@ -556,10 +556,16 @@ struct decode_entry<E, KV, D, R, KW, DW, RW, WAVES, DECODE_LAYER_D4> {
 /* The split merge of every variant of a Q/O dtype (decode_args.h "the split merge"): launched after a
  * decode kernel whose plan has more than one split, with the same argument struct. No LDS; 4 waves
  * per SIMD at least: 16 records' loads in flight take ~100 registers (at 8 waves, NVIDIA's 64
- * registers spilled 392 bytes). */
+ * registers spilled 392 bytes). The build's compile units (tools/gen_variants.py --units) put them in
+ * a unit of their own and leave them out of the variant units (R35A_DECODE_MERGE_KERNELS 0). */
+#ifndef R35A_DECODE_MERGE_KERNELS
+#define R35A_DECODE_MERGE_KERNELS 1
+#endif
+#if R35A_DECODE_MERGE_KERNELS
 R35A_KERNEL R35A_KERNEL_BOUNDS(R35A_DECODE_MERGE_THREADS, 4) void decode_merge_f16(r35a_decode_args a) {
     r35a::decode_merge<r35a::f16_t>(a);
 }
 R35A_KERNEL R35A_KERNEL_BOUNDS(R35A_DECODE_MERGE_THREADS, 4) void decode_merge_bf16(r35a_decode_args a) {
     r35a::decode_merge<r35a::bf16_t>(a);
 }
+#endif /* R35A_DECODE_MERGE_KERNELS */

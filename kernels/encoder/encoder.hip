@@ -845,8 +845,9 @@ R35A_DEV void encoder_tail_kernel(const r35a_encoder_args &a) {
     R35A_KERNEL R35A_KERNEL_BOUNDS(32 * (NW), R35A_FRAG_ENC_WAVES(WAVES)) void name(r35a_encoder_args a) { \
         r35a::encoder_tail_kernel<r35a::dtype##_t, D, (rows) / 16, KB, NW, WAVES>(a);                     \
     }
-/* A tool may point R35A_ENCODER_VARIANT_LIST at its own list of R35A_ENCODER_VARIANT(...) lines
- * (tools/emu_check_encoder.py and tools/tune_encoder.py do, for candidates). */
+/* R35A_ENCODER_VARIANT_LIST names a list of R35A_ENCODER_VARIANT(...) / R35A_ENCODER_TAIL(...) lines to
+ * instantiate instead of variants/variants.def: a compile unit's (tools/gen_variants.py --units), or
+ * a tuner's candidates. */
 #ifdef R35A_ENCODER_VARIANT_LIST
 #include R35A_ENCODER_VARIANT_LIST
 #else

@@ -341,5 +341,10 @@ R35A_DEV void generic_varlen(const r35a_generic_varlen_args &a) {
     void name(r35a_generic_##op##_args a) {                                                            \
         r35a::generic_##op<r35a::dtype##_t, dmax>(a);                                                  \
     }
+/* R35A_GENERIC_KERNEL_LIST: a compile unit's list of entries instead of variants/variants.def. */
+#ifdef R35A_GENERIC_KERNEL_LIST
+#include R35A_GENERIC_KERNEL_LIST
+#else
 #include "variants.def"
+#endif
 #undef R35A_GENERIC_KERNEL

@@ -38,7 +38,7 @@
 #include <string.h>
 
 #define EXPORT __attribute__((visibility("default")))
-#define MAX_MODULES 64   /* never reclaimed: one process makes a few dozen contexts */
+#define MAX_MODULES 1024   /* never reclaimed: one process makes a few dozen contexts of ~10 modules (compile units) each */
 
 typedef struct fake_module {
     const unsigned char *image;
