@@ -13,7 +13,7 @@ static int encoder(const bench_options *opt, bench_shape **shapes, int *count, i
 
 const bench_preset bench_presets[] = {
     {"h200-decode",
-     "tools/bench_gpu.py's decode sweep, 192 rows: D 64..512 x G 4,8 (8 kv heads)\n"
+     "lab/bench_gpu.py's decode sweep, 192 rows: D 64..512 x G 4,8 (8 kv heads)\n"
      "x M 1,4 x batch 1,16 x contexts 1K..32K, page 16",
      BENCH_OP_PAGED,
      BENCH_SETS_OP | BENCH_SETS_HEAD_SIZE | BENCH_SETS_HEADS | BENCH_SETS_PAGE_SIZE | BENCH_SETS_BATCH |
@@ -75,7 +75,7 @@ static bench_shape paged_base(const bench_options *opt)
     return s;
 }
 
-/* tools/bench_gpu.py's decode sweep, in its loop order (D, G, M, batch, context): 8 kv heads,
+/* lab/bench_gpu.py's decode sweep, in its loop order (D, G, M, batch, context): 8 kv heads,
  * G query heads per kv head, page 16. */
 static int h200_decode(const bench_options *opt, bench_shape **shapes, int *count, int *cap)
 {

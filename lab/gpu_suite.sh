@@ -3,13 +3,13 @@
 # fragment layers, the same (quick) under compute-sanitizer memcheck, racecheck and synccheck, then
 # the benchmark against torch SDPA. Logs go to $OUT (default ./gpu-out); a short table is printed last.
 #
-#   tools/gpu_suite.sh [prebuilt-dir]        (default: build a fresh tree with -DR35A_NVIDIA_TARGETS=sm_90)
-#   R35A_SUITE_STEPS=r35abench tools/gpu_suite.sh
+#   lab/gpu_suite.sh [prebuilt-dir]        (default: build a fresh tree with -DR35A_NVIDIA_TARGETS=sm_90)
+#   R35A_SUITE_STEPS=r35abench lab/gpu_suite.sh
 #       the README's bench command as a new user runs it (tools/bench.sh: builds build/ here with
 #       cmake, the host's gcc and nvcc, nothing prebuilt) on a few decode shapes with --graph, and
-#       tools/bench_gpu.py on the same shapes with that build's library, side by side with the ratio
+#       lab/bench_gpu.py on the same shapes with that build's library, side by side with the ratio
 #       (issue 11: within 5 %). Shapes: R35A_R35ABENCH_SHAPES="D:G:M:B:CTX ..." (8 kv heads, f16).
-#   R35A_SUITE_STEPS="fuzz soak" tools/gpu_suite.sh
+#   R35A_SUITE_STEPS="fuzz soak" lab/gpu_suite.sh
 #       issue 16: fuzz = tests/gpu/fuzz_gpu.c under compute-sanitizer memcheck (random valid and
 #       invalid descriptors, device metadata and non-finite values; R35A_FUZZ_CASES cases, default
 #       10000, within R35A_FUZZ_SECONDS of case time, default 150; R35A_FUZZ_FORCE=generic sets
@@ -17,30 +17,30 @@
 #       back-to-back runs, default 1000000: memory curve, bit-identical results, host time per call).
 #       Both run after the tests + sanitizers phase, one at a time (the soak times the host).
 #   R35A_SUITE_STEPS=ab R35A_AB_CONFIGS="old=dir-a/librdna35attn.so.0 new=...,R35A_DECODE_MIN_SPLIT_TILES=4"
-#       R35A_AB_SHAPES="D:G:M:B:CTX[:fp8|:int8][:bf16][:nhd][:pN],..." tools/gpu_suite.sh gpu-carry
-#       tools/decode_ab.py: decode configurations (builds, env knobs) side by side in one run, alternated
+#       R35A_AB_SHAPES="D:G:M:B:CTX[:fp8|:int8][:bf16][:nhd][:pN],..." lab/gpu_suite.sh gpu-carry
+#       lab/decode_ab.py: decode configurations (builds, env knobs) side by side in one run, alternated
 #       R35A_AB_ROUNDS times (default 2), medians and ratios against the first configuration.
-#   R35A_SUITE_STEPS=checkcost tools/gpu_suite.sh gpu-carry
+#   R35A_SUITE_STEPS=checkcost lab/gpu_suite.sh gpu-carry
 #       issue 16: what the kernels' device-metadata checks cost: r35a_bench --graph on a few decode
 #       shapes (R35A_CHECKCOST_SHAPES="D:G:M:B:CTX ...") with the staged r35a_bench and with
-#       r35a_bench_nochecks (built by tools/gpu_stage.sh with -DR35A_KERNEL_DEFINES=R35A_DEVICE_CHECKS=0;
+#       r35a_bench_nochecks (built by lab/gpu_stage.sh with -DR35A_KERNEL_DEFINES=R35A_DEVICE_CHECKS=0;
 #       without a prebuilt dir both are built here), three alternated rounds; prints the medians'
 #       ratio per shape (target: checks cost <= 1 % of decode time).
-#   R35A_SUITE_STEPS="stream profile" tools/gpu_suite.sh gpu-carry
-#       where decode's time goes (a measurement). stream = tools/kv_stream.cu (the prebuilt dir's kv_stream,
+#   R35A_SUITE_STEPS="stream profile" lab/gpu_suite.sh gpu-carry
+#       where decode's time goes (a measurement). stream = lab/kv_stream.cu (the prebuilt dir's kv_stream,
 #       else built here with nvcc): the decode access pattern as a pure stream, R35A_STREAM_ARGS (default
 #       "rows": by bytes per key row, and a warp per kv head) -> kv_stream.txt. profile = Nsight Compute on
 #       the prebuilt r35a_bench, one decode launch per shape of R35A_PROFILE_SHAPES ("D:G:M:B:CTX[:fp8|:int8]
 #       ...", 8 kv heads, f16 queries) -> ncu_<i>.txt, and profile.txt: time, DRAM bytes and throughput,
 #       warp instructions per 16-key tile and kv head, issue slots, occupancy, eligible warps, top stalls.
 #
-# prebuilt-dir holds librdna35attn.so.0, test_gpu_cuda, fuzz_gpu, soak_gpu and read_bw_<arch>.cubin (tools/gpu_stage.sh
+# prebuilt-dir holds librdna35attn.so.0, test_gpu_cuda, fuzz_gpu, soak_gpu and read_bw_<arch>.cubin (lab/gpu_stage.sh
 # makes it on a machine with nvcc and cmocka, so the GPU machine needs neither). Environment:
 #   R35A_SUITE_STEPS   which steps (default "tests memcheck racecheck synccheck bench"; also fuzz, soak,
 #                      tune, r35abench, ab, checkcost, stream, profile)
-#   R35A_TUNE_DIRS     tune: the candidate directories to measure (default tune-sm_90; tools/tune_variants.py
+#   R35A_TUNE_DIRS     tune: the candidate directories to measure (default tune-sm_90; lab/tune_variants.py
 #                      build --dir), R35A_TUNE_SECONDS the time limit of each (400)
-#   R35A_BENCH_ARGS    extra arguments for tools/bench_gpu.py (e.g. --quick); R35A_BENCH_SECONDS its time limit (300)
+#   R35A_BENCH_ARGS    extra arguments for lab/bench_gpu.py (e.g. --quick); R35A_BENCH_SECONDS its time limit (300)
 #   R35A_SUITE_BUDGET  seconds for the test + sanitizer phase (default 280; they run concurrently)
 #   (step r35abench is not in the default list: it builds its own tree)
 set -uo pipefail
@@ -125,7 +125,7 @@ if has checkcost; then   # issue 16: decode time with and without the device-met
     log=$OUT/checkcost.log
     : >"$log"
     RC[checkcost]=0
-    # the two benches: prebuilt by tools/gpu_stage.sh (r35a_bench, r35a_bench_nochecks), else built here
+    # the two benches: prebuilt by lab/gpu_stage.sh (r35a_bench, r35a_bench_nochecks), else built here
     BENCH_CHECKS=$PRE/r35a_bench
     BENCH_NOCHECKS=$PRE/r35a_bench_nochecks
     if [ ! -x "$BENCH_CHECKS" ] || [ ! -x "$BENCH_NOCHECKS" ]; then
@@ -173,20 +173,20 @@ for i, shape in enumerate(shapes, 1):
 PY
     fi
 fi
-if has tune; then   # the tuning sweep (candidates built by tools/tune_variants.py build into tune-<arch>/,
+if has tune; then   # the tuning sweep (candidates built by lab/tune_variants.py build into tune-<arch>/,
     # or the directories R35A_TUNE_DIRS names: each gives $OUT/<dir>.tsv, <dir>.log, tune_sm_90_<dir>.json)
     RC[tune]=0
     for dir in ${R35A_TUNE_DIRS:-tune-sm_90}; do
-        PYTHONUNBUFFERED=1 timeout -s INT "${R35A_TUNE_SECONDS:-400}" python3 tools/tune_variants.py measure --arch sm_90 \
+        PYTHONUNBUFFERED=1 timeout -s INT "${R35A_TUNE_SECONDS:-400}" python3 lab/tune_variants.py measure --arch sm_90 \
             --dir "$dir" --out "$OUT" --tag "_$dir" --write "$OUT/$dir.tsv" >"$OUT/$dir.log" 2>&1 || RC[tune]=$?
     done
 fi
 if has bench; then
-    PYTHONUNBUFFERED=1 timeout -s INT "${R35A_BENCH_SECONDS:-300}" python3 tools/bench_gpu.py --lib "$LIB" --read-cubin "$CUBIN" \
+    PYTHONUNBUFFERED=1 timeout -s INT "${R35A_BENCH_SECONDS:-300}" python3 lab/bench_gpu.py --lib "$LIB" --read-cubin "$CUBIN" \
         --out "$OUT" ${R35A_BENCH_ARGS:-} >"$OUT/bench.log" 2>&1
     RC[bench]=$?
 fi
-if has r35abench; then   # the README's bench command next to tools/bench_gpu.py, one build, one run
+if has r35abench; then   # the README's bench command next to lab/bench_gpu.py, one build, one run
     R35ABENCH_SHAPES=${R35A_R35ABENCH_SHAPES:-"128:4:1:16:8192 128:4:1:1:32768 64:8:4:16:1024 256:4:4:1:16384 512:8:1:16:4096 128:8:4:1:2048"}
     log=$OUT/r35abench.log
     : >"$log"
@@ -212,19 +212,19 @@ if has r35abench; then   # the README's bench command next to tools/bench_gpu.py
     cubin=$(ls build/bench/read_bw_sm_*.cubin 2>/dev/null | head -1)
     # tools/bench.sh builds the bench (static library inside); bench_gpu.py loads the shared one of that build
     cmake --build build -j --target rdna35attn >>"$log" 2>&1 || { rc=$?; echo "(shared library build: exit $rc)" >>"$log"; }
-    echo "== tools/bench_gpu.py on the same shapes, build/librdna35attn.so.0" >>"$log"
-    PYTHONUNBUFFERED=1 timeout -s INT 300 python3 tools/bench_gpu.py --lib build/librdna35attn.so.0 --read-cubin "$cubin" \
+    echo "== lab/bench_gpu.py on the same shapes, build/librdna35attn.so.0" >>"$log"
+    PYTHONUNBUFFERED=1 timeout -s INT 300 python3 lab/bench_gpu.py --lib build/librdna35attn.so.0 --read-cubin "$cubin" \
         --shapes "$(echo $R35ABENCH_SHAPES | tr ' ' ',')" --peers none --skip-encoder --out "$OUT" --tag r35abench_pybench \
         >>"$log" 2>&1 || { rc=$?; echo "(exit $rc)" >>"$log"; RC[r35abench]=$rc; }
-    python3 bench/compare_bench_gpu.py --bench-gpu "$OUT/r35abench_pybench.json" "$OUT"/r35abench_[0-9]*.json \
+    python3 lab/compare_bench_gpu.py --bench-gpu "$OUT/r35abench_pybench.json" "$OUT"/r35abench_[0-9]*.json \
         >"$OUT/r35abench_compare.txt" 2>&1 || RC[r35abench]=1
 fi
-if has stream; then   # the decode access pattern as a pure stream (tools/kv_stream.cu)
+if has stream; then   # the decode access pattern as a pure stream (lab/kv_stream.cu)
     RC[stream]=0
     bin=$PRE/kv_stream
     if [ ! -x "$bin" ]; then
         bin=$OUT/kv_stream
-        nvcc -O3 -std=c++17 -arch=sm_90 -o "$bin" tools/kv_stream.cu >"$OUT/kv_stream_build.log" 2>&1 || RC[stream]=1
+        nvcc -O3 -std=c++17 -arch=sm_90 -o "$bin" lab/kv_stream.cu >"$OUT/kv_stream_build.log" 2>&1 || RC[stream]=1
     fi
     [ "${RC[stream]}" = 0 ] && { timeout -s INT "${R35A_STREAM_SECONDS:-240}" "$bin" ${R35A_STREAM_ARGS:-rows} \
         >"$OUT/kv_stream.txt" 2>&1 || RC[stream]=$?; }
@@ -284,11 +284,11 @@ for path in sorted(glob.glob(os.path.join(out, "ncu_*.txt")), key=lambda p: int(
           + ", ".join(f"{k} {v:.2f}" for v, k in stalls))
 PY
 fi
-if has ab; then   # decode configurations side by side (tools/decode_ab.py): libraries and env knobs
+if has ab; then   # decode configurations side by side (lab/decode_ab.py): libraries and env knobs
     # R35A_AB_CONFIGS="name=lib[,VAR=value...] ...", R35A_AB_SHAPES="D:G:M:B:CTX,...", R35A_AB_ROUNDS (2)
     args=()
     for c in ${R35A_AB_CONFIGS:-"lib=$LIB"}; do args+=(--config "$c"); done
-    PYTHONUNBUFFERED=1 timeout -s INT "${R35A_AB_SECONDS:-420}" python3 tools/decode_ab.py \
+    PYTHONUNBUFFERED=1 timeout -s INT "${R35A_AB_SECONDS:-420}" python3 lab/decode_ab.py \
         --shapes "${R35A_AB_SHAPES:-128:4:1:1:32768,128:4:1:16:8192}" --rounds "${R35A_AB_ROUNDS:-2}" "${args[@]}" \
         --out "$OUT" >"$OUT/ab.log" 2>&1
     RC[ab]=$?
@@ -334,7 +334,7 @@ if has tune; then
     done
 fi
 if has r35abench; then
-    echo "-- r35abench: tools/bench.sh --graph vs tools/bench_gpu.py (r35abench.log has both runs)"
+    echo "-- r35abench: tools/bench.sh --graph vs lab/bench_gpu.py (r35abench.log has both runs)"
     grep -E "^backend|^memory|^machine" "$OUT/r35abench.log" | head -3
     cat "$OUT/r35abench_compare.txt" 2>/dev/null || tail -30 "$OUT/r35abench.log"
 fi

@@ -1,5 +1,5 @@
-"""kv_cache_data.py - random paged K/V cache contents for the GPU tools (tools/bench_gpu.py and
-tools/tune_variants.py), one definition of what each K/V format's test data is."""
+"""kv_cache_data.py - random paged K/V cache contents for the GPU tools (lab/bench_gpu.py and
+lab/tune_variants.py), one definition of what each K/V format's test data is."""
 
 
 def random_kv(torch, shape, kv, dtype):

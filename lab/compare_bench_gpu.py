@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""compare_bench_gpu.py - r35a_bench next to tools/bench_gpu.py on the same decode shapes, one table.
+"""compare_bench_gpu.py - r35a_bench next to lab/bench_gpu.py on the same decode shapes, one table.
 
     compare_bench_gpu.py --bench-gpu OUT/r35abench_pybench.json OUT/r35abench_*.json [--tolerance 0.05]
 
@@ -25,7 +25,7 @@ def load_bench_gpu(path):
     try:
         return load(path)
     except (OSError, ValueError) as error:
-        print(f"tools/bench_gpu.py's result {path} is missing or unreadable ({error}); its log says why")
+        print(f"lab/bench_gpu.py's result {path} is missing or unreadable ({error}); its log says why")
         return {"decode": []}
 
 
@@ -47,7 +47,7 @@ def bench_rows(paths):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--bench-gpu", required=True, help="tools/bench_gpu.py's JSON (--shapes ... --tag ...)")
+    ap.add_argument("--bench-gpu", required=True, help="lab/bench_gpu.py's JSON (--shapes ... --tag ...)")
     ap.add_argument("--tolerance", type=float, default=0.05)
     ap.add_argument("bench", nargs="+", help="r35a_bench --json --graph outputs")
     args = ap.parse_args()
@@ -93,7 +93,7 @@ def main():
         print(f"roofline: r35a_bench {peak['gbs']:.0f} GB/s ({peak['source']}: {peak['method']})")
     print(f"roofline: bench_gpu.py {py_all.get('roofline_gbs', 0):.0f} GB/s ({py_all.get('roofline_how', '?')})")
     total = len(set(ours) | set(theirs))
-    print(f"r35abench: {total - bad}/{total} shapes within {args.tolerance:.0%} of tools/bench_gpu.py "
+    print(f"r35abench: {total - bad}/{total} shapes within {args.tolerance:.0%} of lab/bench_gpu.py "
           f"({'PASS' if bad == 0 else 'FAIL'})")
     return 0 if bad == 0 else 1
 

@@ -17,10 +17,10 @@ waves maxlen); when variants/variants.def already carries R35A_ENCODER_VARIANT e
 agree.
 
 Usage:
-    python3 tools/emu_check_encoder.py                    # static checks + the model of every variant
-    python3 tools/emu_check_encoder.py --only d64
-    python3 tools/emu_check_encoder.py --model-short      # the 4096 x 16 batch for every variant
-    python3 tools/emu_check_encoder.py --static-only
+    python3 lab/emu_check_encoder.py                    # static checks + the model of every variant
+    python3 lab/emu_check_encoder.py --only d64
+    python3 lab/emu_check_encoder.py --model-short      # the 4096 x 16 batch for every variant
+    python3 lab/emu_check_encoder.py --static-only
 Needs Python >= 3.11 with numpy. gfx11emu is imported from --emu-dir, $GFX11EMU_DIR, or
 ../shared/gfx11emu next to the repository (it finds the tinygrad snapshot beside it, or $TINYGRAD_DIR).
 Exit status: 0 all pass, 1 a check failed, 2 setup error.

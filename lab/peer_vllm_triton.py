@@ -13,11 +13,11 @@ with 16 softmax segments (vLLM's MIN_LAUNCH_GRID_SIZE_2D = 128, NUM_PAR_SOFTMAX_
 Nothing of vLLM is committed to this project: keep the kernel file in a git-ignored folder and pass
 its path.
 
-    python3 tools/peer_vllm_triton.py --file .dev/peers/triton_unified_attention.py [--quick] [--out DIR]
+    python3 lab/peer_vllm_triton.py --file .dev/peers/triton_unified_attention.py [--quick] [--out DIR]
 
 Standalone it times a few decode shapes (CUDA graphs, cold cache: >= 512 MiB of disjoint pages per
-replay, median of 15 replays, as tools/bench_gpu.py) and checks the output against torch SDPA.
-tools/bench_gpu.py --vllm-triton PATH adds its column to the sweep through VllmDecode below.
+replay, median of 15 replays, as lab/bench_gpu.py) and checks the output against torch SDPA.
+lab/bench_gpu.py --vllm-triton PATH adds its column to the sweep through VllmDecode below.
 """
 import argparse
 import enum
@@ -26,11 +26,11 @@ import json
 import logging
 import math
 import os
-import statistics
 import sys
 import types
 
 import torch
+from gpu_timing import time_graph  # the lab's one CUDA-graph timing loop
 
 MIN_LAUNCH_GRID_SIZE_2D = 128   # vLLM's TritonAttentionBackend constants
 NUM_PAR_SOFTMAX_SEGMENTS = 16
@@ -127,34 +127,6 @@ class VllmDecode:
 
 def triton_next_pow2(n):
     return 1 << (n - 1).bit_length()
-
-
-def time_graph(fn, copies, reps=15, warm=3):
-    """Median time of one call: fn(c) for c in range(copies) captured in one CUDA graph (bench_gpu.py's rule)."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for c in range(copies):   # warm-up outside the graph (Triton compiles here)
-            fn(c)
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g, capture_error_mode="relaxed"):
-        for c in range(copies):
-            fn(c)
-    for _ in range(warm):
-        g.replay()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b) * 1e-3 / copies)
-    del g
-    return statistics.median(ts)
 
 
 def reference(q, k_pages, v_pages, bt, B, M, ctx, hkv, D):

@@ -9,9 +9,9 @@ M=1 and 4, L=4096) once through gfx11emu (../shared/gfx11emu, imported from --em
 with counting on, compares that run with a float64 numpy oracle (a counted run must also be right),
 and prints the wave instructions per KV byte by class, the cost model and the KV loads in flight.
 
-    tools/emu_check.py            counts, cost model and pipeline figures (the default)
-    tools/emu_check.py --static   VGPRs, LDS, scratch, WMMA / b128 presence per kernel
-    tools/emu_check.py --count --count-ops 12   ... and the decode launch's top opcodes
+    lab/emu_check.py            counts, cost model and pipeline figures (the default)
+    lab/emu_check.py --static   VGPRs, LDS, scratch, WMMA / b128 presence per kernel
+    lab/emu_check.py --count --count-ops 12   ... and the decode launch's top opcodes
 
 Needs Python >= 3.11 with numpy (e.g. Debian's /usr/bin/python3), clang-19 and a host C compiler
 (for the header probes). This script holds no emulator code: it calls gfx11emu's public functions,

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # gpu_stage.sh - builds, on a machine with nvcc (and cmocka for the CPU tests), everything the GPU
-# machine needs for tools/gpu_suite.sh and copies it into one small folder (default gpu-carry/):
+# machine needs for lab/gpu_suite.sh and copies it into one small folder (default gpu-carry/):
 # librdna35attn.so.0 with the sm_90 cubins embedded, test_gpu_cuda, fuzz_gpu, soak_gpu, the read-bandwidth cubin,
-# r35a_bench (static: library and read kernels inside), kv_stream (tools/kv_stream.cu) and r35a_bench_nochecks (the same with the kernels'
+# r35a_bench (static: library and read kernels inside), kv_stream (lab/kv_stream.cu) and r35a_bench_nochecks (the same with the kernels'
 # device-metadata checks compiled out: gpu_suite.sh's checkcost step). The suite's r35abench step does not use
 # these: it builds the bench there as a user would (tools/bench.sh).
-#   tools/gpu_stage.sh [dest] ; then on the GPU machine: tools/gpu_suite.sh gpu-carry
+#   lab/gpu_stage.sh [dest] ; then on the GPU machine: lab/gpu_suite.sh gpu-carry
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DEST=${1:-gpu-carry}
@@ -25,5 +25,5 @@ cp build-nv/tests/test_gpu_cuda build-nv/tests/fuzz_gpu build-nv/tests/soak_gpu 
     build-nv/bench/r35a_bench "$DEST/"
 cp build-nv-nochecks/bench/r35a_bench "$DEST/r35a_bench_nochecks"
 # the decode access pattern as a pure stream (gpu_suite.sh's stream step; a measurement, not the library's)
-nvcc -O3 -std=c++17 -arch=sm_90 -o "$DEST/kv_stream" tools/kv_stream.cu
+nvcc -O3 -std=c++17 -arch=sm_90 -o "$DEST/kv_stream" lab/kv_stream.cu
 du -sh "$DEST"

@@ -5,11 +5,11 @@ A configuration is a library build plus environment knobs (the library reads R35
 R35A_DECODE_MIN_SPLIT_TILES once per process, so each configuration runs in its own process). The
 configurations are run one after the other, every shape in each, and the whole sequence is repeated
 --rounds times, so clock or temperature drift hits all of them alike; a shape's time is the median
-over the rounds of tools/bench_gpu.py's decode_row (CUDA graphs over >= 512 MiB of disjoint copies,
+over the rounds of lab/bench_gpu.py's decode_row (CUDA graphs over >= 512 MiB of disjoint copies,
 cold L2, median of 15 replays / copies). Each row also times torch SDPA's cuDNN backend (a fixed
 anchor across configurations) and, for M = 1, checks our output against it (max abs difference).
 
-    python3 tools/decode_ab.py --shapes 128:4:1:1:32768,128:4:1:16:8192 \\
+    python3 lab/decode_ab.py --shapes 128:4:1:1:32768,128:4:1:16:8192 \\
         --config old=/path/old/librdna35attn.so.0 \\
         --config new=/path/new/librdna35attn.so.0 \\
         --config new_t4=/path/new/librdna35attn.so.0,R35A_DECODE_MIN_SPLIT_TILES=4 [--rounds 2] [--out DIR]
@@ -32,7 +32,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def child(lib_path, shapes, peers):
-    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    sys.path.insert(0, os.path.join(ROOT, "lab"))
     import bench_gpu as bg
     lib = bg.Lib(lib_path)
     for (D, G, M, B, ctx, kv8, dtype, layout, page) in shapes:

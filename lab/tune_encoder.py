@@ -4,9 +4,9 @@ flash and picks each head size's winner for variants/<arch>_encoder.tsv.
 
 Two steps, so the compiler and the GPU need not be on one machine, and a third for the table:
 
-    tools/tune_encoder.py build   --arch sm_90 --dir tune-enc            # candidates -> one cubin
-    tools/tune_encoder.py measure --dir tune-enc [--out DIR] [--quick]   # on the GPU: check, time, pick
-    tools/tune_encoder.py table   LOG [LOG ...] [--sms N]                # measure's logs -> table rows
+    lab/tune_encoder.py build   --arch sm_90 --dir tune-enc            # candidates -> one cubin
+    lab/tune_encoder.py measure --dir tune-enc [--out DIR] [--quick]   # on the GPU: check, time, pick
+    lab/tune_encoder.py table   LOG [LOG ...] [--sms N]                # measure's logs -> table rows
 
 `build` compiles every candidate (bf16; f16 gets the same tiling) of every head size into its own cubin
 with nvcc through encoder.hip's R35A_ENCODER_VARIANT_LIST hook and drops those that spill (ptxas -v) or
@@ -52,6 +52,7 @@ import statistics
 import subprocess
 import sys
 import time
+from gpu_timing import time_graph  # the lab's one CUDA-graph timing loop
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEADS = (32, 48, 64, 72, 80, 128)
@@ -233,31 +234,6 @@ class Cuda:
             raise RuntimeError(f"cuLaunchKernel: {r}")
 
 
-def time_graph(torch, fn, copies, reps=15, warm=3):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for c in range(copies):
-            fn(c)
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g, capture_error_mode="relaxed"):
-        for c in range(copies):
-            fn(c)
-    for _ in range(warm):
-        g.replay()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        x, y = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        x.record()
-        g.replay()
-        y.record()
-        y.synchronize()
-        ts.append(x.elapsed_time(y) * 1e-3 / copies)
-    del g
-    return statistics.median(ts)
 
 
 _ERROR_RECORDS = []   # the kernels' device error record (kernels/common/device_error.h), kept alive
@@ -334,7 +310,7 @@ class Problem:
 
             def peer(c):
                 outs[c] = torch.nn.functional.scaled_dot_product_attention(qt[c], kt[c], vt[c])
-            self.t_flash = time_graph(torch, peer, self.copies)
+            self.t_flash = time_graph(peer, self.copies)
             ref = torch.nn.functional.scaled_dot_product_attention(qt[0], kt[0], vt[0])
         self.flash_out = ref.transpose(1, 2).reshape(self.seg * self.nseg, self.H, self.D).float()
         del outs
@@ -348,7 +324,7 @@ class Problem:
         def call(i):
             for (f, grid, _), arg in zip(ls, args[i]):
                 cu_rt.launch(f, grid, 32 * c["nw"], arg, torch.cuda.current_stream().cuda_stream)
-        t = time_graph(torch, call, self.copies)
+        t = time_graph(call, self.copies)
         torch.cuda.synchronize()
         diff = float((self.o[0].float() - self.flash_out).abs().max()) if self.flash_out is not None else None
         return t, diff

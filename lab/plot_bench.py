@@ -3,7 +3,7 @@
 
     build/bench/r35a_bench --head-size 64  --json > d64.json
     build/bench/r35a_bench --head-size 128 --json > d128.json
-    tools/plot_bench.py -o bench.png d64.json d128.json
+    lab/plot_bench.py -o bench.png d64.json d128.json
 
 One line per head size (and per dtype, op, M, ... when the inputs differ in those; a preset's rows
 carry their own shape, so `r35a_bench --preset h200-decode --json` gives one line per D, heads, M

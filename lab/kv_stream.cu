@@ -24,7 +24,7 @@
 // 64- and 128-byte rows.
 // Median of 9 (batch 16) or 15 (batch 1) launches timed with events; GB/s = K + V bytes / time.
 //
-//   nvcc -O3 -std=c++17 -arch=sm_90 -o kv_stream tools/kv_stream.cu && ./kv_stream
+//   nvcc -O3 -std=c++17 -arch=sm_90 -o kv_stream lab/kv_stream.cu && ./kv_stream
 #include <cstdio>
 #include <cstdlib>
 #include <cstdint>

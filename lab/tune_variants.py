@@ -4,10 +4,10 @@ tuning table (variants/<arch>.tsv, the format tools/gen_variants.py reads).
 
 Two steps, so the compiler and the GPU need not be on one machine:
 
-    tools/tune_variants.py build   --arch sm_90 --dir tune-sm_90     # candidates -> code objects
-    tools/tune_variants.py measure --arch sm_90 --dir tune-sm_90     # on the GPU: time, pick, write
+    lab/tune_variants.py build   --arch sm_90 --dir tune-sm_90     # candidates -> code objects
+    lab/tune_variants.py measure --arch sm_90 --dir tune-sm_90     # on the GPU: time, pick, write
     (--write variants/sm_90.tsv to replace the table; by default it goes to <dir>/<arch>.tsv)
-    tools/tune_variants.py table --arch sm_90 --log tune_sm_90.json [--log ...] --write variants/sm_90.tsv
+    lab/tune_variants.py table --arch sm_90 --log tune_sm_90.json [--log ...] --write variants/sm_90.tsv
     (the table from measure's logs, one per K/V format, by the keep rule against the current table:
     KEEP_GAIN / KEEP_WORST below)
 
@@ -32,10 +32,10 @@ import json
 import math
 import os
 import re
-import statistics
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from gpu_timing import time_graph  # the lab's one CUDA-graph timing loop
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEADS = (64, 96, 128, 192, 256, 512)
@@ -331,29 +331,6 @@ class Runtime:
             raise RuntimeError(f"launch failed: {r}")
 
 
-def time_graph(torch, fn, copies, reps=10):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for c in range(copies):
-            fn(c)
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g, capture_error_mode="relaxed"):
-        for c in range(copies):
-            fn(c)
-    g.replay()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b) * 1e-3 / copies)
-    return statistics.median(ts)
 
 
 class Shape:
@@ -457,7 +434,7 @@ def measure_candidate(torch, rt, path, cand, shapes, cus, wgs_per_cu=WGS_PER_CU,
             rt.launch(f, grid, block, args[c], stream, shared)
             if splits > 1:
                 rt.launch(merge, mgrid, MERGE_THREADS, args[c], stream, 0)
-        times.append(time_graph(torch, call, sh.copies))
+        times.append(time_graph(call, sh.copies, reps=10, warm=1))
         if "maxdiff" not in cand:   # the candidate's output of copy 0 against torch (its first shape)
             cand["maxdiff"] = sh.check(torch)
         del ws
@@ -573,7 +550,7 @@ def write_table(args, arch, device, winners, bps, kv="16", dtype="f16"):
     if os.path.exists(old):   # keep the non-decode rows (generic kernels) of the current table
         keep = [l.rstrip("\n") for l in open(old) if l.strip() and not l.startswith("#") and not l.startswith("decode")]
     best_bps = min(bps, key=bps.get) if bps else None
-    lines = [f"# {arch} tuning table, written by tools/tune_variants.py on {device} "
+    lines = [f"# {arch} tuning table, written by lab/tune_variants.py on {device} "
              f"({datetime.date.today().isoformat()}): one row per served kernel configuration, in gfx1151.tsv's",
              "# format (see there for the columns); the kernel names carry the suffix _" + arch.replace("_", "") + ".",
              "# Decode rows: the fastest (geomean over the tuning shapes, cold cache) of every kw x dw x waves",

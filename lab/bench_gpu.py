@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench_gpu.py - the GPU benchmark of librdna35attn against torch SDPA, in one command.
 
-    python3 tools/bench_gpu.py --lib build-nv/librdna35attn.so --read-cubin build-nv/bench/read_bw_sm_90.cubin \
+    python3 lab/bench_gpu.py --lib build-nv/librdna35attn.so --read-cubin build-nv/bench/read_bw_sm_90.cubin \
         [--quick] [--shapes D:G:M:B:CTX,...] [--peers flash,cudnn,efficient|none] [--out DIR]
 
 1. Roofline: the best read-stream bandwidth of our own 16-byte-load kernel (bench/gpu/read_bw.hip, the
@@ -40,6 +40,7 @@ READ_MODES = ("plain", "stream")   # BENCH_READ_MODES
 
 import torch  # noqa: E402
 from kv_cache_data import random_kv  # noqa: E402
+from gpu_timing import time_graph  # noqa: E402  (the lab's one CUDA-graph timing loop)
 from rdna35attn._lib import (ContextInfoC, ContextOptions, PagedArgsC, PagedDescC, PlanInfoC,  # noqa: E402
                              VarlenArgsC, VarlenDescC)
 
@@ -80,35 +81,6 @@ class Lib:
         pi.struct_size = ctypes.sizeof(pi)
         self.l.r35a_plan_get_info(plan, ctypes.byref(pi))
         return pi
-
-
-# ------------------------------------------------------------------------------------------ timing
-def time_graph(fn, copies, reps=15, warm=3):
-    """Median time of one call: fn(c) for c in range(copies) captured in one graph, replays timed."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for c in range(copies):        # warm-up outside the graph (lazy init, autotuning)
-            fn(c)
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g, capture_error_mode="relaxed"):
-        for c in range(copies):
-            fn(c)
-    for _ in range(warm):
-        g.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1e-3 / copies)
-    del g
-    return statistics.median(times)
 
 
 # ------------------------------------------------------------------------------------------ roofline
@@ -259,7 +231,7 @@ def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=None, hkv=8, peers=("
     if not peers and vllm is None:
         torch.cuda.synchronize()
         row["nonfinite"] = int((~torch.isfinite(o[0].float())).sum())   # a plain sanity check of ours
-    if not peers:   # ours alone (the side-by-side with r35a_bench in tools/gpu_suite.sh)
+    if not peers:   # ours alone (the side-by-side with r35a_bench in lab/gpu_suite.sh)
         row.update({f"t_{n}_us": None for n in ("flash", "cudnn", "efficient")})
         row["t_torch_best_us"] = row["ratio"] = None
         lib.l.r35a_plan_destroy(plan)
@@ -294,7 +266,7 @@ def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=None, hkv=8, peers=("
         except Exception as e:  # noqa: BLE001 - a backend that does not serve the shape
             row[f"t_{name}_us"] = None
             row[f"err_{name}"] = str(e).splitlines()[0][:120]
-    # vLLM's Triton unified attention (tools/peer_vllm_triton.py): the same K/V, Q and block tables in
+    # vLLM's Triton unified attention (lab/peer_vllm_triton.py): the same K/V, Q and block tables in
     # vLLM's cache layout [blocks, 2, page, Hkv, D]
     if vllm is not None:
         import peer_vllm_triton
@@ -303,7 +275,7 @@ def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=None, hkv=8, peers=("
             torch.cuda.empty_cache()
             pv = peer_vllm_triton.VllmDecode(vllm, D, G, M, ctx_len, B, dtype=tdt, page=page, hkv=hkv, copies=copies,
                                              k_pages=kc, v_pages=vc, block_tables=bt, q=q)
-            row["t_vllm_us"] = peer_vllm_triton.time_graph(pv, copies) * 1e6
+            row["t_vllm_us"] = time_graph(pv, copies) * 1e6
             row["vllm_3d"] = pv.uses_3d
             if ref is not None and M == 1:
                 torch.cuda.synchronize()
@@ -467,7 +439,7 @@ def main():
     ap.add_argument("--page-size", type=int, default=16, help="tokens per page (a multiple of 16 for the decode kernels)")
     ap.add_argument("--vllm-triton", default="", metavar="PATH",
                     help="vLLM's triton_unified_attention.py (with triton_quant_kv/_helpers.py beside it): adds its "
-                         "column (tools/peer_vllm_triton.py)")
+                         "column (lab/peer_vllm_triton.py)")
     args = ap.parse_args()
     global PAGE_ORDER, KV_LAYOUT, PAGE_SIZE
     PAGE_ORDER, KV_LAYOUT, PAGE_SIZE = args.page_order, args.kv_layout, args.page_size

@@ -9,7 +9,7 @@ launch, and entry and exit of every workgroup of its split merge launch (decode_
     cmake -S . -B build-tm -DCMAKE_BUILD_TYPE=Release -DR35A_NVIDIA_TARGETS=sm_90 -DR35A_GPU_TARGETS= \
         -DR35A_NVIDIA_EMULATION_CUBINS=OFF -DR35A_BUILD_TESTS=OFF -DR35A_KERNEL_DEFINES=R35A_DECODE_TIMING=1
     cmake --build build-tm --target rdna35attn
-    python3 tools/decode_timeline.py build-tm/librdna35attn.so.0 [D:G:M:B:CTX,...]
+    python3 lab/decode_timeline.py build-tm/librdna35attn.so.0 [D:G:M:B:CTX,...]
 
 f16, 8 kv heads, page 16, shuffled pages, >= 1 GiB of disjoint copies rotated (cold L2); each launch is
 timed alone with events (both launches included, so 'event' is above a graph's time) and the call with
@@ -20,7 +20,7 @@ The figures in bench/NOTES_h200.md version 8 came from this tool.
 """
 import ctypes, math, os, statistics, sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.join(ROOT, "lab"))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 import torch
 import bench_gpu as bg
