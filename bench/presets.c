@@ -25,7 +25,7 @@ const bench_preset bench_presets[] = {
      BENCH_OP_PAGED, BENCH_SETS_OP | BENCH_SETS_HEAD_SIZE | BENCH_SETS_PAGE_SIZE | BENCH_SETS_M, 4096, NULL,
      gfx1151_decode},
     {"encoder",
-     "DESIGN.md section 2's 21 encoder shapes (D, heads), one call each of\n"
+     "docs/DESIGN.md section 2's 21 encoder shapes (D, heads), one call each of\n"
      "segments 577,577,577,577 unless --segments",
      BENCH_OP_ENCODER, BENCH_SETS_OP | BENCH_SETS_HEAD_SIZE | BENCH_SETS_HEADS, 0, "577,577,577,577",
      encoder},
@@ -100,7 +100,7 @@ static int h200_decode(const bench_options *opt, bench_shape **shapes, int *coun
     return 0;
 }
 
-/* DESIGN.md section 1: head sizes, the page sizes of gemma-4 and the hybrid Qwen models, M 1..8;
+/* docs/DESIGN.md section 1: head sizes, the page sizes of gemma-4 and the hybrid Qwen models, M 1..8;
  * heads, batch, window and contexts from the flags (default 32/8 heads, batch 1, context 4096). */
 static int gfx1151_decode(const bench_options *opt, bench_shape **shapes, int *count, int *cap)
 {
@@ -120,7 +120,7 @@ static int gfx1151_decode(const bench_options *opt, bench_shape **shapes, int *c
     return 0;
 }
 
-/* DESIGN.md section 2's shapes to serve well, D: q heads (= kv heads), 21 in all. */
+/* docs/DESIGN.md section 2's shapes to serve well, D: q heads (= kv heads), 21 in all. */
 static int encoder(const bench_options *opt, bench_shape **shapes, int *count, int *cap)
 {
     static const struct {

@@ -16,7 +16,7 @@
    (SDPA's is_causal is top-left aligned; the three masked keys change no bytes).
 3. Encoder: non-causal varlen attention against torch SDPA flash (dense equal-length batches), bf16,
    TFLOP/s: the 21 served shapes (the sm_90 R35A_ENCODER_SHAPE rows of variants/variants.def, i.e.
-   DESIGN.md section 2's (D, Hq) list) at 4 segments of 1024 tokens (their geomean and minimum ratio
+   docs/DESIGN.md section 2's (D, Hq) list) at 4 segments of 1024 tokens (their geomean and minimum ratio
    are the issue's figures), then extra rows (ViT/SigLIP lengths, one 4096-token segment) and
    short-segment batches (4096 x 16 tokens, 1024 x 64, 1024 x 49: the small-problem tiling).
 Every row also checks our output against torch's (max abs difference).

@@ -4,7 +4,7 @@
     check_bench_cli.py --bench build/bench/r35a_bench
 
 Checks: the presets have the documented rows (h200-decode: lab/bench_gpu.py's 192 shapes in its loop
-order; gfx1151-decode: 192 per context; encoder: DESIGN.md's 21); a preset refuses the flags it sets
+order; gfx1151-decode: 192 per context; encoder: docs/DESIGN.md's 21); a preset refuses the flags it sets
 and a bad --preset lists the presets (exit 2); a small run's --json rows carry their shape, plan,
 error and check, its --csv has one value per header column; --graph on the reference is refused.
 Exits 0 when all hold, 1 with the failures listed.
