@@ -7,7 +7,7 @@
 1. Roofline: the best read-stream bandwidth of our own 16-byte-load kernel (bench/gpu/read_bw.hip, the
    one r35a_bench embeds: unroll 4/8/16, plain or streaming loads, several grid sizes, 4 GiB buffer,
    median of 15), next to torch's copy.
-2. Decode sweep (the issue's default): D 64/128/256/512, GQA 4 and 8 (8 kv heads), M 1 and 4,
+2. Decode sweep (the default): D 64/128/256/512, GQA 4 and 8 (8 kv heads), M 1 and 4,
    contexts 1K..32K, batch 1 and 16, f16, page 16, shuffled pages. Our plan's call and torch SDPA
    (flash, cuDNN, efficient backends; contiguous [B, H, L, D] KV, enable_gqa) are each captured in a
    CUDA graph of `copies` calls over disjoint buffers (>= 512 MiB touched per replay: cold L2), and
@@ -17,7 +17,7 @@
 3. Encoder: non-causal varlen attention against torch SDPA flash (dense equal-length batches), bf16,
    TFLOP/s: the 21 served shapes (the sm_90 R35A_ENCODER_SHAPE rows of variants/variants.def, i.e.
    docs/DESIGN.md section 2's (D, Hq) list) at 4 segments of 1024 tokens (their geomean and minimum ratio
-   are the issue's figures), then extra rows (ViT/SigLIP lengths, one 4096-token segment) and
+   are the README's figures), then extra rows (ViT/SigLIP lengths, one 4096-token segment) and
    short-segment batches (4096 x 16 tokens, 1024 x 64, 1024 x 49: the small-problem tiling).
 Every row also checks our output against torch's (max abs difference).
 Prints a table per part (ratio = best torch time / ours) and the geomean; writes bench.json.
@@ -373,7 +373,7 @@ FEATURES = (("base", {}), ("sinks", dict(sinks=True)), ("softcap", dict(softcap=
 
 
 def features_table(lib, peak):
-    """Issue 13: the cost of sinks, softcap (50) and ALiBi against the same call without them, and the
+    """The cost of sinks, softcap (50) and ALiBi against the same call without them, and the
     8-bit caches' speed against the f16 cache, on the same shapes (time ratios; GB/s counts the bytes
     each moves, half the KV for 8-bit)."""
     print(f"\n{'D':>4} {'G':>2} {'M':>2} {'B':>3} {'ctx':>6} {'feature':<15} {'variant':<38} {'us':>8} {'GB/s':>6} "
@@ -429,7 +429,7 @@ def main():
     ap.add_argument("--tag", default="bench")
     ap.add_argument("--ctxs", default="1024,2048,4096,8192,16384,32768", help="decode contexts of the sweep")
     ap.add_argument("--features", action="store_true",
-                    help="issue 13's table: sinks, softcap, ALiBi and 8-bit KV caches against the plain f16 call on "
+                    help="the features table: sinks, softcap, ALiBi and 8-bit KV caches against the plain f16 call on "
                          "the same shapes (ours alone), then the sweep unless --shapes none")
     ap.add_argument("--page-order", choices=("shuffled", "sorted"), default="shuffled",
                     help="block-table pages shuffled over the pool (default) or consecutive per sequence")

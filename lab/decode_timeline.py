@@ -16,7 +16,6 @@ timed alone with events (both launches included, so 'event' is above a graph's t
 the median span (first entry to last exit) is printed: min / p10 / median / max over the
 workgroups, in us. R35A_DECODE_SPLITS=n (read once per process) overrides the planner's splits. A
 single-split plan has no workspace, so its launch writes no stamps (the tool says so and goes on).
-The figures in bench/NOTES_h200.md version 8 came from this tool.
 """
 import ctypes, math, os, statistics, sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

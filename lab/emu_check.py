@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """emu_check.py - instruction counts and the static pipeline figures of the decode kernel on the gfx11
-ISA emulator, for the cost model of kernels/README.md. Not a correctness check: the kernels' results
+ISA emulator, for the cost model of kernels/decode/README.md. Not a correctness check: the kernels' results
 are checked, through the library's own planner and launches, by the `emulator` ctests
 (tests/hip/test_emulator.c; `ctest -L emulator`).
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """emu_check_encoder.py - static checks and the cost model of every encoder variant on the gfx11
-ISA emulator, for kernels/README_encoder.md. Not the correctness check: the kernels' results are
+ISA emulator, for kernels/encoder/README.md. Not the correctness check: the kernels' results are
 checked, through the library's own planner and launches, by the `emulator` ctests
 (tests/hip/test_emulator.c; `ctest -L emulator`).
 

@@ -8,9 +8,9 @@
 #       the README's bench command as a new user runs it (tools/bench.sh: builds build/ here with
 #       cmake, the host's gcc and nvcc, nothing prebuilt) on a few decode shapes with --graph, and
 #       lab/bench_gpu.py on the same shapes with that build's library, side by side with the ratio
-#       (issue 11: within 5 %). Shapes: R35A_R35ABENCH_SHAPES="D:G:M:B:CTX ..." (8 kv heads, f16).
+#       (they must agree within 5 %). Shapes: R35A_R35ABENCH_SHAPES="D:G:M:B:CTX ..." (8 kv heads, f16).
 #   R35A_SUITE_STEPS="fuzz soak" lab/gpu_suite.sh
-#       issue 16: fuzz = tests/gpu/fuzz_gpu.c under compute-sanitizer memcheck (random valid and
+#       fuzz = tests/gpu/fuzz_gpu.c under compute-sanitizer memcheck (random valid and
 #       invalid descriptors, device metadata and non-finite values; R35A_FUZZ_CASES cases, default
 #       10000, within R35A_FUZZ_SECONDS of case time, default 150; R35A_FUZZ_FORCE=generic sets
 #       R35A_FORCE for it: the portable kernel only); soak = tests/gpu/soak_gpu.c (R35A_SOAK_RUNS
@@ -21,7 +21,7 @@
 #       lab/decode_ab.py: decode configurations (builds, env knobs) side by side in one run, alternated
 #       R35A_AB_ROUNDS times (default 2), medians and ratios against the first configuration.
 #   R35A_SUITE_STEPS=checkcost lab/gpu_suite.sh gpu-carry
-#       issue 16: what the kernels' device-metadata checks cost: r35a_bench --graph on a few decode
+#       what the kernels' device-metadata checks cost: r35a_bench --graph on a few decode
 #       shapes (R35A_CHECKCOST_SHAPES="D:G:M:B:CTX ...") with the staged r35a_bench and with
 #       r35a_bench_nochecks (built by lab/gpu_stage.sh with -DR35A_KERNEL_DEFINES=R35A_DEVICE_CHECKS=0;
 #       without a prebuilt dir both are built here), three alternated rounds; prints the medians'
@@ -111,17 +111,17 @@ for p in "${pids[@]}"; do wait "$p"; done
 t1=$(date +%s)
 for s in tests memcheck racecheck synccheck; do RC[$s]=$(cat "$OUT/.rc_$s" 2>/dev/null || echo "-"); rm -f "$OUT/.rc_$s"; done
 
-if has fuzz; then   # issue 16: the bad-data fuzzer under memcheck (every input its own exact allocation)
+if has fuzz; then   # the bad-data fuzzer under memcheck (every input its own exact allocation)
     R35A_FORCE=${R35A_FUZZ_FORCE:-${R35A_FORCE:-}} timeout -s INT $(( ${R35A_FUZZ_SECONDS:-150} + 120 )) \
         compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 30 "$FUZZ" --cases "${R35A_FUZZ_CASES:-10000}" \
         --max-seconds "${R35A_FUZZ_SECONDS:-150}" >"$OUT/fuzz.log" 2>&1
     RC[fuzz]=$?
 fi
-if has soak; then   # issue 16: a million runs on one stream (alone on the GPU: it times the host)
+if has soak; then   # a million runs on one stream (alone on the GPU: it times the host)
     timeout -s INT 900 "$SOAK" --runs "${R35A_SOAK_RUNS:-1000000}" >"$OUT/soak.log" 2>&1
     RC[soak]=$?
 fi
-if has checkcost; then   # issue 16: decode time with and without the device-metadata checks
+if has checkcost; then   # decode time with and without the device-metadata checks
     log=$OUT/checkcost.log
     : >"$log"
     RC[checkcost]=0

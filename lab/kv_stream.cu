@@ -1,7 +1,7 @@
 // kv_stream.cu - a measurement, not part of the library or its build: how fast can the decode kernel's
 // KV access pattern be read on an NVIDIA GPU, with no attention arithmetic at all? It answers whether the
 // decode kernel loses time to its stream (the paged layout, 16-key tiles, the copy form) or to what it
-// computes, the question bench/NOTES_h200.md version 7 asked.
+// computes.
 //
 // The problem is the bench's: f16, D = 128, 8 kv heads, page 16 (one 16-key tile per page and kv head:
 // 4 KiB of K and 4 KiB of V, each contiguous), block tables a random permutation of the pool, cold L2
@@ -15,12 +15,12 @@
 //   3: as 0, but a block per (split, sequence) with a warp per kv head, every warp on the same pages in
 //      the same order (the kv heads of a page read together: a page's 16 x Hkv rows are contiguous);
 //   4: (kv_stream_dyn) persistent blocks whose warps take chunks of tiles from a global counter.
-// `kv_stream rows` (session 15) runs the row-width table instead of the default list: 64-, 128- and
+// `kv_stream rows` runs the row-width table instead of the default list: 64-, 128- and
 // 256-byte key rows (fp8 D 64; f16 D 64 / fp8 D 128; f16 D 128 / fp8 D 256), the pool's page and head
 // strides scaled to the row, launches rotating over disjoint page sets at 8K (cold L2); a few rows again
 // with sorted pages (each sequence's pages consecutive: whether short rows lose to DRAM pages or TLB reach)
 // and in vLLM's layout (nhd: [pages][16][Hkv][row], a kv head's 16 rows Hkv rows apart).
-// `kv_stream bulkrows` (session 17): mode 1 (a bulk copy per row, padded rows) against modes 0 and 2 at
+// `kv_stream bulkrows`: mode 1 (a bulk copy per row, padded rows) against modes 0 and 2 at
 // 64- and 128-byte rows.
 // Median of 9 (batch 16) or 15 (batch 1) launches timed with events; GB/s = K + V bytes / time.
 //
@@ -217,7 +217,7 @@ static float run(const Args &a0, int B, int hkv, int ctx, int splits, int reps, 
 // chunks of CH tiles of one (sequence, kv head) from a global counter (one atomicAdd per chunk) and
 // streams them through its ring as mode 0 does, the next chunk's copies issued while the last tiles of
 // the current one are in flight. Whether handing out work as it is done removes the end-time spread of
-// static splits (NOTES_h200 version 10: loops of 92-138 us on equal work at batch 16 8K), with no
+// static splits (lab/decode_timeline.py: loops of 92-138 us on equal work at batch 16 8K), with no
 // attention arithmetic to confound it.
 template <int S, int RB, int WARPS, int CH>
 __global__ void __launch_bounds__(32 * WARPS) kv_stream_dyn(Args a, unsigned *counter, int num_seqs, int hkv) {
@@ -370,7 +370,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (argc > 1 && std::string(argv[1]) == "bulkrows") {
-        // Session 17: bulk copies a row at a time into padded rows (mode 1: the layout ldmatrix reads
+        // Bulk copies a row at a time into padded rows (mode 1: the layout ldmatrix reads
         // without conflicts) against the kernel's copy form (mode 0) and whole unpadded tiles (mode 2), at
         // 64- and 128-byte key rows (fp8 D 64; f16 D 64 / fp8 D 128), batch 16, 8K and 32K.
         for (int c : {8192, 32768}) {

@@ -58,12 +58,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEADS = (32, 48, 64, 72, 80, 128)
 ARGS_BYTES = 136
 
-# (rows, kb, nw, waves, maxlen[, "qs"]) per head size; the table's current row is among them. Since the
-# encoder's dynamic shared memory (issue 15): larger key blocks at D >= 64 with 32 rows per warp, where
+# (rows, kb, nw, waves, maxlen[, "qs"]) per head size; the table's current row is among them. With the
+# encoder's dynamic shared memory: larger key blocks at D >= 64 with 32 rows per warp, where
 # encoder_cfg keeps the Q tile in shared memory (Q^T + O^T + scores above its register threshold:
 # D = 64 kb 128, D = 72/80 kb 128, D = 80 kb 96, D = 128 kb 32/48/64), 128 keys at D = 128 with 16 rows
 # per warp, and "qs" twins (Q in shared memory below the threshold too). (Groups of 256 rows, 32 rows x
-# 8 warps, are not built: encoder_cfg's 32-bit row offsets allow 128.) Session 10: 64-row workgroups at
+# 8 warps, are not built: encoder_cfg's 32-bit row offsets allow 128.) 64-row workgroups at
 # D = 64 and 128 (16 rows x 4 warps, 32 rows x 2 warps), for grids that 128-row workgroups leave with a
 # part-empty last wave (D = 128, 12 heads, 4 x 1024 tokens: 384 workgroups on 264 slots, 1.45 waves).
 CANDIDATES = {
