@@ -13,7 +13,7 @@ static int encoder(const bench_options *opt, bench_shape **shapes, int *count, i
 
 const bench_preset bench_presets[] = {
     {"h200-decode",
-     "tools/bench_gpu.py's decode sweep, 192 rows: D 64..512 x G 4,8 (8 kv heads)\n"
+     "lab/bench_gpu.py's decode sweep, 192 rows: D 64..512 x G 4,8 (8 kv heads)\n"
      "x M 1,4 x batch 1,16 x contexts 1K..32K, page 16",
      BENCH_OP_PAGED,
      BENCH_SETS_OP | BENCH_SETS_HEAD_SIZE | BENCH_SETS_HEADS | BENCH_SETS_PAGE_SIZE | BENCH_SETS_BATCH |
@@ -25,7 +25,7 @@ const bench_preset bench_presets[] = {
      BENCH_OP_PAGED, BENCH_SETS_OP | BENCH_SETS_HEAD_SIZE | BENCH_SETS_PAGE_SIZE | BENCH_SETS_M, 4096, NULL,
      gfx1151_decode},
     {"encoder",
-     "DESIGN.md section 2's 21 encoder shapes (D, heads), one call each of\n"
+     "docs/DESIGN.md section 2's 21 encoder shapes (D, heads), one call each of\n"
      "segments 577,577,577,577 unless --segments",
      BENCH_OP_ENCODER, BENCH_SETS_OP | BENCH_SETS_HEAD_SIZE | BENCH_SETS_HEADS, 0, "577,577,577,577",
      encoder},
@@ -75,7 +75,7 @@ static bench_shape paged_base(const bench_options *opt)
     return s;
 }
 
-/* tools/bench_gpu.py's decode sweep, in its loop order (D, G, M, batch, context): 8 kv heads,
+/* lab/bench_gpu.py's decode sweep, in its loop order (D, G, M, batch, context): 8 kv heads,
  * G query heads per kv head, page 16. */
 static int h200_decode(const bench_options *opt, bench_shape **shapes, int *count, int *cap)
 {
@@ -100,7 +100,7 @@ static int h200_decode(const bench_options *opt, bench_shape **shapes, int *coun
     return 0;
 }
 
-/* DESIGN.md section 1: head sizes, the page sizes of gemma-4 and the hybrid Qwen models, M 1..8;
+/* docs/DESIGN.md section 1: head sizes, the page sizes of gemma-4 and the hybrid Qwen models, M 1..8;
  * heads, batch, window and contexts from the flags (default 32/8 heads, batch 1, context 4096). */
 static int gfx1151_decode(const bench_options *opt, bench_shape **shapes, int *count, int *cap)
 {
@@ -120,7 +120,7 @@ static int gfx1151_decode(const bench_options *opt, bench_shape **shapes, int *c
     return 0;
 }
 
-/* DESIGN.md section 2's shapes to serve well, D: q heads (= kv heads), 21 in all. */
+/* docs/DESIGN.md section 2's shapes to serve well, D: q heads (= kv heads), 21 in all. */
 static int encoder(const bench_options *opt, bench_shape **shapes, int *count, int *cap)
 {
     static const struct {

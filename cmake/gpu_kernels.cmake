@@ -16,7 +16,7 @@ set(R35A_HIP_CLANG "" CACHE FILEPATH
 option(R35A_REQUIRE_GPU_KERNELS "Fail the configure step instead of building without GPU code objects (CI)" OFF)
 # Extra preprocessor definitions for every kernel compile (AMDGPU and NVIDIA), for measurement
 # builds only: R35A_DEVICE_CHECKS=0 builds the kernels without their device-metadata checks
-# (kernels/common/device_error.h) to measure what the checks cost (tools/gpu_suite.sh checkcost).
+# (kernels/common/device_error.h) to measure what the checks cost (lab/gpu_suite.sh checkcost).
 set(R35A_KERNEL_DEFINES "" CACHE STRING "measurement builds only: NAME=VALUE definitions for every kernel compile")
 set(r35a_kernel_defines)
 foreach(def IN LISTS R35A_KERNEL_DEFINES)

@@ -24,15 +24,15 @@ static r35a_dtype decode_kv_format(const r35a_paged_attention_desc *d)
     return r35a_dtype_is_kv8(kv) ? kv : (r35a_dtype)0;
 }
 
-/* NVIDIA (measured on the H200 only, bench/NOTES_h200.md version 6): a batch whose workgroups alone
- * give at least half the SMs one (wgs >= SMs / 2) runs one split, with no records and no merge launch,
- * when the keys a sequence reaches are at most this many. At 1K keys and batch 16 one split was 0-19 %
- * faster than the planner's 2-3 for every head size (one row 0.6 % slower); at 2K-4K it still won for
- * D 64 and 128 (4-12 %) but lost 3-18 % for D 256, D 512 and the D 64 rows-32 kernel, whose
- * workgroups keep fewer bytes in flight; batch 8 (64 workgroups) gains from splits even at 1K. A rule
- * from each kernel's bytes in flight would serve 2K-4K too (not built). The workgroups must also give
- * the SMs 2 warps each (version 11): the D 256 rows-32 kernel (2 warps, 128 workgroups at batch 16)
- * ran 1K keys 1.28-1.29x faster in 2-3 splits than in one. gfx11: not measured, off. */
+/* NVIDIA (measured on the H200 only: lab/decode_ab.py, R35A_DECODE_SPLITS=1 against the planner's count): a
+ * batch whose workgroups alone give at least half the SMs one (wgs >= SMs / 2) runs one split, with no
+ * records and no merge launch, when the keys a sequence reaches are at most this many. At 1K keys and batch
+ * 16 one split was 0-19 % faster than the planner's 2-3 for every head size (one row 0.6 % slower); at 2K-4K
+ * it still won for D 64 and 128 (4-12 %) but lost 3-18 % for D 256, D 512 and the D 64 rows-32 kernel, whose
+ * workgroups keep fewer bytes in flight; batch 8 (64 workgroups) gains from splits even at 1K. A rule from
+ * each kernel's bytes in flight would serve 2K-4K too (not built). The workgroups must also give the SMs 2
+ * warps each: the D 256 rows-32 kernel (2 warps, 128 workgroups at batch 16) ran 1K keys 1.28-1.29x faster
+ * in 2-3 splits than in one. gfx11: not measured, off. */
 #define R35A_DECODE_NV_SINGLE_SPLIT_KEYS 1024
 
 static bool nv_single_split(const r35a_paged_attention_desc *d, int64_t wgs, int32_t waves_per_wg, int num_cus)
@@ -41,13 +41,13 @@ static bool nv_single_split(const r35a_paged_attention_desc *d, int64_t wgs, int
            r35a_window_reach(d->max_seq_len, d->max_query_len, d->window) <= R35A_DECODE_NV_SINGLE_SPLIT_KEYS;
 }
 
-/* NVIDIA (measured on the H200 only, bench/NOTES_h200.md version 11): splits shorter than this many
- * tiles lose to fewer, longer ones once the workgroups fill the SMs one each. At batch 1 (8 kv heads)
- * and 2K-4K keys, 16 splits of 8-16 tiles ran 1.1-1.3x faster than the planner's 32-33 of 4-8 tiles
- * for every head size and G x M tried (each workgroup's fixed costs, its record and the merge's share,
- * against a handful of tiles); 1K keys kept 16 splits of 4 tiles (8 splits were 5 % slower) and 8K
- * was equal at 32 and 33. So a split count whose splits would be shorter is cut to one workgroup per
- * SM, but not below splits of this many tiles. gfx11: not measured, off. */
+/* NVIDIA (measured on the H200 only: lab/decode_ab.py over R35A_DECODE_SPLITS): splits shorter than this
+ * many tiles lose to fewer, longer ones once the workgroups fill the SMs one each. At batch 1 (8 kv heads)
+ * and 2K-4K keys, 16 splits of 8-16 tiles ran 1.1-1.3x faster than the planner's 32-33 of 4-8 tiles for
+ * every head size and G x M tried (each workgroup's fixed costs, its record and the merge's share, against a
+ * handful of tiles); 1K keys kept 16 splits of 4 tiles (8 splits were 5 % slower) and 8K was equal at 32 and
+ * 33. So a split count whose splits would be shorter is cut to one workgroup per SM, but not below splits of
+ * this many tiles. gfx11: not measured, off. */
 #define R35A_DECODE_NV_SHORT_SPLIT_TILES 16
 
 static int32_t nv_short_splits(const r35a_paged_attention_desc *d, int64_t wgs, int32_t splits, int num_cus)

@@ -35,11 +35,11 @@ static void check_encoder_strides(const r35a_varlen_attention_desc *d, char *rea
 
 /* A second workgroup-wide tiling of a (dtype, head size) is taken only when it fills the device's
  * workgroup slots at least this much better than the first (fill: encoder_grid_fill). Measured on the
- * H200 only (bench/NOTES_h200.md, encoder version 5; 4 segments of 1024 tokens, bf16): 64-row
+ * H200 only (lab/tune_encoder.py measure; 4 segments of 1024 tokens, bf16): 64-row
  * workgroups at D = 64 ran 9-12 % faster than the 128-row ones at 4, 6 and 12 heads (fill 0.48 ->
  * 0.65, 0.73 -> 0.97, 0.73 -> 0.97) and 3-10 % slower where the 128-row grid already filled the slots
  * within 0.15 (8, 14-64 heads). (At D = 128 the 64-row candidate gained 1.2 % on the shapes the rule
- * gives it, under the 3 % a table row needs: sm_90's table has one tiling there. tools/tune_encoder.py
+ * gives it, under the 3 % a table row needs: sm_90's table has one tiling there. lab/tune_encoder.py
  * table applies this rule to measured candidates.) */
 #define R35A_ENCODER_FILL_MARGIN 0.15
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # check_nv_rows8.sh - the NVIDIA rows-8 decode variants compile, without spills or local memory. They
-# are switched on in variants/sm_90.tsv since session 14 (tuned and tested on the H200); lines marked
-# "#8 " (a rows-8 tiling listed but switched off, as in sessions 12-13) are switched on here too. The
+# are rows of variants/sm_90.tsv (tuned and tested on the H200); lines marked "#8 " (a rows-8 tiling
+# listed but switched off) are switched on here too. The
 # library's own build does not fail on a spill, and this machine runs no NVIDIA GPU: this keeps a spill
 # in kernels/decode/rows8_nv.h or decode_body.h's 8-row instantiation from going unseen.
 # Compile only (nvcc -cubin), both layers:

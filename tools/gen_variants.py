@@ -65,7 +65,7 @@ ENCODER_COLUMNS = ("kind", "dtype", "head", "heads", "rows", "kb", "nw", "waves"
 
 # The encoder's tail split (kernels/encoder/encoder_args.h) needs a tail kernel per workgroup-wide
 # (maxlen 0) variant whose key blocks split into two halves of whole 16-key sub-tiles (kb % 32 == 0).
-# Listed for the NVIDIA tunings, where it was measured (bench/NOTES_h200.md, encoder version 6);
+# Listed for the NVIDIA tunings, where it was measured (lab/bench_gpu.py --skip-decode on an H200);
 # gfx1151's table gets them once the split is measured on the chip (its planner then sees them:
 # src/plan_encoder.c splits only variants that have one).
 def has_tail(e):

@@ -1,5 +1,5 @@
 /* read_args.h - the one by-value argument of the read-stream kernels (bench/gpu/read_bw.hip), shared
- * by the kernel source (clang for gfx11, nvcc for sm_*), bench/roofline.c and tools/bench_gpu.py
+ * by the kernel source (clang for gfx11, nvcc for sm_*), bench/roofline.c and lab/bench_gpu.py
  * (ctypes mirror of this layout: five 8-byte fields). */
 #ifndef R35A_BENCH_READ_ARGS_H
 #define R35A_BENCH_READ_ARGS_H

@@ -1,4 +1,4 @@
-// read_bw.hip - the read-stream kernels of the device roofline (bench/roofline.c, tools/bench_gpu.py):
+// read_bw.hip - the read-stream kernels of the device roofline (bench/roofline.c, lab/bench_gpu.py):
 // every thread reads 16-byte elements, U of them in flight per loop step, grid-strided over one large
 // buffer, and keeps the xor of what it read; writes are negligible (see read_args.h). One source for
 // every target: clang builds gfx11 code objects (-x hip --offload-arch=gfx11xx -nogpuinc -nogpulib

@@ -3,8 +3,8 @@
 
     check_bench_cli.py --bench build/bench/r35a_bench
 
-Checks: the presets have the documented rows (h200-decode: tools/bench_gpu.py's 192 shapes in its loop
-order; gfx1151-decode: 192 per context; encoder: DESIGN.md's 21); a preset refuses the flags it sets
+Checks: the presets have the documented rows (h200-decode: lab/bench_gpu.py's 192 shapes in its loop
+order; gfx1151-decode: 192 per context; encoder: docs/DESIGN.md's 21); a preset refuses the flags it sets
 and a bad --preset lists the presets (exit 2); a small run's --json rows carry their shape, plan,
 error and check, its --csv has one value per header column; --graph on the reference is refused.
 Exits 0 when all hold, 1 with the failures listed.
@@ -45,7 +45,7 @@ def main():
     rows = out.split("\n")[:-1]
     expected = [f"paged f16 D{d} Hq{8 * g} Hkv8 p16 B{b} M{m} W0 L{c}" for d in (64, 128, 256, 512) for g in (4, 8)
                 for m in (1, 4) for b in (1, 16) for c in (1024, 2048, 4096, 8192, 16384, 32768)]
-    check(rc == 0 and rows == expected, f"h200-decode rows differ from tools/bench_gpu.py's sweep: rc {rc}, "
+    check(rc == 0 and rows == expected, f"h200-decode rows differ from lab/bench_gpu.py's sweep: rc {rc}, "
                                         f"{len(rows)} rows, first {rows[:2]}")
     rc, out, err = run(bench, ["--preset", "gfx1151-decode", "--list", "--contexts", "4096,8192"])
     rows = out.split("\n")[:-1]

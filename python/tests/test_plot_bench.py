@@ -1,4 +1,4 @@
-"""tools/plot_bench.py: renders bench JSON into a PNG, or says it skipped without matplotlib.
+"""lab/plot_bench.py: renders bench JSON into a PNG, or says it skipped without matplotlib.
 
 Uses synthetic runs shaped like r35a_bench --json, and real ones when $R35A_BENCH names the bench
 binary (ctest sets it when the bench is built)."""
@@ -10,7 +10,7 @@ import sys
 import tempfile
 import unittest
 
-TOOL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "plot_bench.py")
+TOOL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lab", "plot_bench.py")
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 
 

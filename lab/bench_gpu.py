@@ -1,0 +1,538 @@
+#!/usr/bin/env python3
+"""bench_gpu.py - the GPU benchmark of librdna35attn against torch SDPA, in one command.
+
+    python3 lab/bench_gpu.py --lib build-nv/librdna35attn.so --read-cubin build-nv/bench/read_bw_sm_90.cubin \
+        [--quick] [--shapes D:G:M:B:CTX,...] [--peers flash,cudnn,efficient|none] [--out DIR]
+
+1. Roofline: the best read-stream bandwidth of our own 16-byte-load kernel (bench/gpu/read_bw.hip, the
+   one r35a_bench embeds: unroll 4/8/16, plain or streaming loads, several grid sizes, 4 GiB buffer,
+   median of 15), next to torch's copy.
+2. Decode sweep (the default): D 64/128/256/512, GQA 4 and 8 (8 kv heads), M 1 and 4,
+   contexts 1K..32K, batch 1 and 16, f16, page 16, shuffled pages. Our plan's call and torch SDPA
+   (flash, cuDNN, efficient backends; contiguous [B, H, L, D] KV, enable_gqa) are each captured in a
+   CUDA graph of `copies` calls over disjoint buffers (>= 512 MiB touched per replay: cold L2), and
+   the graph replays are timed with CUDA events (median of 15 replays / copies). GB/s counts the bytes
+   a call must move (K and V of every reached key, Q, O, tables). torch's M = 4 rows run non-causal
+   (SDPA's is_causal is top-left aligned; the three masked keys change no bytes).
+3. Encoder: non-causal varlen attention against torch SDPA flash (dense equal-length batches), bf16,
+   TFLOP/s: the 21 served shapes (the sm_90 R35A_ENCODER_SHAPE rows of variants/variants.def, i.e.
+   docs/DESIGN.md section 2's (D, Hq) list) at 4 segments of 1024 tokens (their geomean and minimum ratio
+   are the README's figures), then extra rows (ViT/SigLIP lengths, one 4096-token segment) and
+   short-segment batches (4096 x 16 tokens, 1024 x 64, 1024 x 49: the small-problem tiling).
+Every row also checks our output against torch's (max abs difference).
+Prints a table per part (ratio = best torch time / ours) and the geomean; writes bench.json.
+"""
+import argparse
+import ctypes
+import json
+import math
+import os
+import random
+import statistics
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+READ_UNROLLS = (4, 8, 16)          # bench/gpu/read_args.h: BENCH_READ_UNROLLS
+READ_MODES = ("plain", "stream")   # BENCH_READ_MODES
+
+import torch  # noqa: E402
+from kv_cache_data import random_kv  # noqa: E402
+from gpu_timing import time_graph  # noqa: E402  (the lab's one CUDA-graph timing loop)
+from rdna35attn._lib import (ContextInfoC, ContextOptions, PagedArgsC, PagedDescC, PlanInfoC,  # noqa: E402
+                             VarlenArgsC, VarlenDescC)
+
+DT = {"f16": (1, torch.float16), "bf16": (2, torch.bfloat16)}
+
+
+# ------------------------------------------------------------------------------------------ library
+class Lib:
+    def __init__(self, path):
+        self.l = ctypes.CDLL(path)
+        L = self.l
+        vp = ctypes.c_void_p
+        L.r35a_context_create.argtypes = [ctypes.POINTER(ContextOptions), ctypes.POINTER(vp)]
+        L.r35a_context_get_info.argtypes = [vp, ctypes.POINTER(ContextInfoC)]
+        L.r35a_last_error_detail.restype = ctypes.c_char_p
+        L.r35a_paged_attention_desc_init.argtypes = [ctypes.POINTER(PagedDescC), ctypes.c_int] + [ctypes.c_int32] * 9
+        L.r35a_paged_attention_plan.argtypes = [vp, ctypes.POINTER(PagedDescC), ctypes.POINTER(vp)]
+        L.r35a_paged_attention_run.argtypes = [vp, vp, ctypes.POINTER(PagedArgsC), vp, ctypes.c_size_t, vp]
+        L.r35a_varlen_attention_desc_init.argtypes = [ctypes.POINTER(VarlenDescC), ctypes.c_int] + [ctypes.c_int32] * 6
+        L.r35a_varlen_attention_plan.argtypes = [vp, ctypes.POINTER(VarlenDescC), ctypes.POINTER(vp)]
+        L.r35a_varlen_attention_run.argtypes = [vp, vp, ctypes.POINTER(VarlenArgsC), vp, ctypes.c_size_t, vp]
+        L.r35a_plan_get_info.argtypes = [vp, ctypes.POINTER(PlanInfoC)]
+        L.r35a_plan_destroy.argtypes = [vp]
+        o = ContextOptions(ctypes.sizeof(ContextOptions), 1, 0)
+        self.ctx = vp()
+        self.check(L.r35a_context_create(ctypes.byref(o), ctypes.byref(self.ctx)), "context_create")
+        info = ContextInfoC()
+        info.struct_size = ctypes.sizeof(info)
+        L.r35a_context_get_info(self.ctx, ctypes.byref(info))
+        self.info = f"{info.backend_name.decode()} {info.arch.decode()}: {info.reason.decode()}"
+
+    def check(self, status, what):
+        if status != 0:
+            raise RuntimeError(f"{what}: status {status}: {self.l.r35a_last_error_detail().decode()}")
+
+    def plan_info(self, plan):
+        pi = PlanInfoC()
+        pi.struct_size = ctypes.sizeof(pi)
+        self.l.r35a_plan_get_info(plan, ctypes.byref(pi))
+        return pi
+
+
+# ------------------------------------------------------------------------------------------ roofline
+class ReadArgs(ctypes.Structure):
+    """bench/gpu/read_args.h: bench_read_args."""
+    _fields_ = [("src", ctypes.c_void_p), ("n16", ctypes.c_ulonglong), ("block_threads", ctypes.c_ulonglong),
+                ("grid_threads", ctypes.c_ulonglong), ("out", ctypes.c_void_p)]
+
+
+def roofline(cubin):
+    res = {}
+    n_bytes = 4 << 30
+    buf = torch.empty(n_bytes // 4, dtype=torch.int32, device="cuda").random_()
+    out = torch.zeros(1 << 16, dtype=torch.int32, device="cuda")
+    sm = torch.cuda.get_device_properties(0).multi_processor_count
+    best = (0.0, "")
+    if cubin and os.path.exists(cubin):
+        cu = ctypes.CDLL("libcuda.so.1")
+        mod = ctypes.c_void_p()
+        data = open(cubin, "rb").read()
+        torch.cuda.synchronize()
+        if cu.cuModuleLoadData(ctypes.byref(mod), ctypes.c_char_p(data)) != 0:
+            raise RuntimeError("cuModuleLoadData of the read kernel failed")
+        for name in (f"read_u{u}_{m}" for u in READ_UNROLLS for m in READ_MODES):
+            f = ctypes.c_void_p()
+            if cu.cuModuleGetFunction(ctypes.byref(f), mod, name.encode()) != 0:
+                raise RuntimeError(f"cuModuleGetFunction({name}) failed: is {cubin} bench/gpu/read_bw.hip's cubin?")
+            for blocks_per_sm, threads in ((2, 1024), (4, 512), (8, 256), (16, 256), (32, 128)):
+                grid = sm * blocks_per_sm
+                # the kernel's one by-value argument, bench/gpu/read_args.h's bench_read_args
+                arg = ReadArgs(buf.data_ptr(), n_bytes // 16, threads, grid * threads, out.data_ptr())
+                params = (ctypes.c_void_p * 1)(ctypes.addressof(arg))
+
+                def launch(_c, f=f, grid=grid, threads=threads, params=params, arg=arg):  # arg: kept alive
+                    st = torch.cuda.current_stream().cuda_stream
+                    r = cu.cuLaunchKernel(f, grid, 1, 1, threads, 1, 1, 0, ctypes.c_void_p(st), params, None)
+                    if r != 0:
+                        raise RuntimeError(f"cuLaunchKernel {r}")
+                t = time_graph(launch, 1, reps=15)
+                gbs = n_bytes / t / 1e9
+                res[f"{name}/{blocks_per_sm}x{threads}"] = gbs
+                if gbs > best[0]:
+                    best = (gbs, f"{name}, {blocks_per_sm} blocks/SM x {threads} threads")
+    dst = torch.empty_like(buf)
+    tcopy = time_graph(lambda c: dst.copy_(buf), 1)
+    res["torch_copy_rw"] = 2 * n_bytes / tcopy / 1e9
+    del buf, dst
+    torch.cuda.empty_cache()
+    if best[0] == 0.0:
+        best = (res["torch_copy_rw"], "torch copy (read + write)")
+    return best, res
+
+
+# ------------------------------------------------------------------------------------------ decode
+MIN_TOUCH = 512 << 20
+
+
+KV8 = {"fp8": 4, "int8": 5}   # r35a_dtype R35A_DTYPE_FP8_E4M3 / R35A_DTYPE_INT8
+
+
+PAGE_ORDER = "shuffled"   # --page-order: the block tables' pages shuffled over the pool, or in order
+KV_LAYOUT = "hnd"         # --kv-layout: the cache as [pages][Hkv][page][D] (hnd), [Hkv][pages][page][D] or [pages][page][Hkv][D] (nhd)
+PAGE_SIZE = 16            # --page-size
+
+
+def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=None, hkv=8, peers=("flash", "cudnn", "efficient"),
+               vllm=None, kv8=None, per_head=False, sinks=False, softcap=0.0, alibi=False, layout=None):
+    """One decode shape; kv8 ("fp8" / "int8", scales per tensor or per kv head), sinks, softcap and alibi
+    make it a model-feature row (ours alone: peers and vllm are not run for those). The pages of the
+    block tables are a random permutation of the pool (PAGE_ORDER "shuffled", the default: what a
+    long-running engine's allocator leaves) or consecutive ("sorted": each sequence's pages one
+    contiguous run, as torch's dense layout is). KV_LAYOUT "head-major" stores the pool kv head by kv
+    head ([Hkv][pages][page][D], read through the strides): with sorted pages each (sequence, kv head)
+    is then one contiguous stream, as in torch's [B, H, L, D]."""
+    page = page or PAGE_SIZE
+    layout = layout or KV_LAYOUT
+    tdt = DT[dtype][1]
+    hq = hkv * G
+    esize = 1 if kv8 else 2
+    kv_bytes_one = B * ctx_len * hkv * D * 2 * esize
+    copies = max(1, min(64, math.ceil(MIN_TOUCH / kv_bytes_one)))
+    pages_per_seq = ctx_len // page
+    num_pages = copies * B * pages_per_seq
+    # ours: one page pool, a shuffled block table per copy (disjoint pages)
+    kc, vc = random_kv(torch, (num_pages, hkv, page, D), kv8, tdt)
+    if layout == "head-major":   # the same contents, stored head by head; kc / vc stay [pages][Hkv][page][D] views
+        kc = kc.permute(1, 0, 2, 3).contiguous().permute(1, 0, 2, 3)
+        vc = vc.permute(1, 0, 2, 3).contiguous().permute(1, 0, 2, 3)
+    elif layout == "nhd":   # vLLM's [pages][page][Hkv][D]: a page's kv heads interleaved slot by slot
+        kc = kc.permute(0, 2, 1, 3).contiguous().permute(0, 2, 1, 3)
+        vc = vc.permute(0, 2, 1, 3).contiguous().permute(0, 2, 1, 3)
+    if PAGE_ORDER == "sorted":
+        perm = torch.arange(num_pages, device="cuda", dtype=torch.int32)
+    else:
+        perm = torch.randperm(num_pages, device="cuda", dtype=torch.int64).to(torch.int32)
+    bt = perm.view(copies, B, pages_per_seq).contiguous()
+    q = torch.randn(copies, B * M, hq, D, dtype=tdt, device="cuda")
+    o = torch.empty_like(q)
+    seq_lens = torch.full((B,), ctx_len, dtype=torch.int32, device="cuda")
+    qsl = torch.arange(0, B * M + 1, M, dtype=torch.int32, device="cuda")
+    desc = PagedDescC()
+    lib.l.r35a_paged_attention_desc_init(ctypes.byref(desc), DT[dtype][0], B, B * M, M, ctx_len, hq, hkv, D, page,
+                                         num_pages)
+    if layout != "hnd":
+        for which, t in (("k", kc), ("v", vc)):
+            setattr(desc, f"{which}_page_stride", t.stride(0))
+            setattr(desc, f"{which}_head_stride", t.stride(1))
+            setattr(desc, f"{which}_slot_stride", t.stride(2))
+    feat = {}
+    if kv8:
+        desc.kv_dtype = KV8[kv8]
+        desc.kv_scale_per_head = 1 if per_head else 0
+        n = hkv if per_head else 1
+        feat["k_scale"] = torch.full((n,), 0.02 if kv8 == "int8" else 0.01, dtype=torch.float32, device="cuda")
+        feat["v_scale"] = torch.full((n,), 0.02 if kv8 == "int8" else 0.01, dtype=torch.float32, device="cuda")
+    if sinks:
+        desc.use_sinks = 1
+        feat["sinks"] = torch.randn(hq, dtype=torch.float32, device="cuda")
+    if alibi:
+        desc.use_alibi = 1
+        feat["alibi"] = torch.tensor([2.0 ** (-8.0 * (h + 1) / hq) for h in range(hq)], dtype=torch.float32,
+                                     device="cuda")
+    desc.logit_softcap = softcap
+    plan = ctypes.c_void_p()
+    lib.check(lib.l.r35a_paged_attention_plan(lib.ctx, ctypes.byref(desc), ctypes.byref(plan)), "paged plan")
+    pi = lib.plan_info(plan)
+    ws = torch.empty(max(pi.workspace_bytes, 16), dtype=torch.uint8, device="cuda")
+    ptr = lambda name: feat[name].data_ptr() if name in feat else None  # noqa: E731
+    args = []
+    for c in range(copies):
+        a = PagedArgsC(ctypes.sizeof(PagedArgsC), q[c].data_ptr(), kc.data_ptr(), vc.data_ptr(), o[c].data_ptr(),
+                       seq_lens.data_ptr(), qsl.data_ptr(), bt[c].data_ptr(), ptr("alibi"), ptr("sinks"),
+                       ptr("k_scale"), ptr("v_scale"))
+        args.append(a)
+    if kv8 or sinks or softcap or alibi:
+        peers, vllm = (), None   # model-feature rows: ours alone
+
+    def ours(c):
+        st = torch.cuda.current_stream().cuda_stream
+        lib.check(lib.l.r35a_paged_attention_run(lib.ctx, plan, ctypes.byref(args[c]), ctypes.c_void_p(ws.data_ptr()),
+                                                 pi.workspace_bytes, ctypes.c_void_p(st)), "paged run")
+    t_ours = time_graph(ours, copies)
+    bytes_moved = kv_bytes_one + 2 * B * M * hq * D * 2 + B * pages_per_seq * 4 + B * 4 * 2
+    row = dict(D=D, G=G, M=M, ctx=ctx_len, B=B, dtype=dtype, impl=pi.implementation.decode(), splits=pi.num_splits,
+               grid=list(pi.grid), block=pi.block[0], copies=copies, bytes=bytes_moved, t_ours_us=t_ours * 1e6,
+               gbs=bytes_moved / t_ours / 1e9, kv8=kv8, per_head=per_head, sinks=sinks, softcap=softcap, alibi=alibi,
+               layout=layout)
+    if not peers and vllm is None:
+        torch.cuda.synchronize()
+        row["nonfinite"] = int((~torch.isfinite(o[0].float())).sum())   # a plain sanity check of ours
+    if not peers:   # ours alone (the side-by-side with r35a_bench in lab/gpu_suite.sh)
+        row.update({f"t_{n}_us": None for n in ("flash", "cudnn", "efficient")})
+        row["t_torch_best_us"] = row["ratio"] = None
+        lib.l.r35a_plan_destroy(plan)
+        del kc, vc, q, o, ws
+        torch.cuda.empty_cache()
+        return row
+    # torch: the same K/V contents as contiguous [B, Hkv, L, D] (copy 0 for the check; copies for timing)
+    kt = torch.empty(copies, B, hkv, ctx_len, D, dtype=tdt, device="cuda")
+    vt = torch.empty_like(kt)
+    idx = bt.long()                                               # [copies, B, P]
+    kt.copy_(kc[idx].permute(0, 1, 3, 2, 4, 5).reshape(copies, B, hkv, ctx_len, D))
+    vt.copy_(vc[idx].permute(0, 1, 3, 2, 4, 5).reshape(copies, B, hkv, ctx_len, D))
+    qt = q.view(copies, B, M, hq, D).transpose(2, 3).contiguous()   # [copies, B, Hq, M, D]
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    backends = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
+                "efficient": SDPBackend.EFFICIENT_ATTENTION}
+    torch.cuda.synchronize()
+    ref = None
+    for name in peers:
+        try:
+            with sdpa_kernel([backends[name]]):
+                outs = [None] * copies
+
+                def peer(c):   # the output stays in the graph's pool: no extra copy kernel
+                    outs[c] = torch.nn.functional.scaled_dot_product_attention(qt[c], kt[c], vt[c], enable_gqa=True)
+                t = time_graph(peer, copies)
+                if ref is None:
+                    ref = torch.nn.functional.scaled_dot_product_attention(qt[0], kt[0], vt[0], enable_gqa=True)
+                    ref = ref.transpose(1, 2).reshape(B * M, hq, D).float()
+                del outs
+            row[f"t_{name}_us"] = t * 1e6
+        except Exception as e:  # noqa: BLE001 - a backend that does not serve the shape
+            row[f"t_{name}_us"] = None
+            row[f"err_{name}"] = str(e).splitlines()[0][:120]
+    # vLLM's Triton unified attention (lab/peer_vllm_triton.py): the same K/V, Q and block tables in
+    # vLLM's cache layout [blocks, 2, page, Hkv, D]
+    if vllm is not None:
+        import peer_vllm_triton
+        try:
+            del kt, vt   # torch's contiguous copies are not needed any more
+            torch.cuda.empty_cache()
+            pv = peer_vllm_triton.VllmDecode(vllm, D, G, M, ctx_len, B, dtype=tdt, page=page, hkv=hkv, copies=copies,
+                                             k_pages=kc, v_pages=vc, block_tables=bt, q=q)
+            row["t_vllm_us"] = time_graph(pv, copies) * 1e6
+            row["vllm_3d"] = pv.uses_3d
+            if ref is not None and M == 1:
+                torch.cuda.synchronize()
+                row["maxdiff_vllm"] = float((pv.out[0].float() - ref).abs().max())
+            del pv
+        except Exception as e:  # noqa: BLE001
+            row["t_vllm_us"] = None
+            row["err_vllm"] = str(e).splitlines()[0][:160] if str(e) else type(e).__name__
+        row["ratio_vllm"] = row["t_vllm_us"] / row["t_ours_us"] if row.get("t_vllm_us") else None
+    # check (M = 1 only: torch's M = 4 rows are non-causal)
+    torch.cuda.synchronize()
+    if ref is not None and M == 1:
+        row["maxdiff"] = float((o[0].float() - ref).abs().max())
+    ts = [row[f"t_{n}_us"] for n in peers if row.get(f"t_{n}_us")]
+    row["t_torch_best_us"] = min(ts) if ts else None
+    row["ratio"] = row["t_torch_best_us"] / row["t_ours_us"] if ts else None
+    lib.l.r35a_plan_destroy(plan)
+    del kc, vc, q, o, qt, ws, ref
+    torch.cuda.empty_cache()
+    return row
+
+
+# ------------------------------------------------------------------------------------------ encoder
+def encoder_row(lib, D, H, seg, nseg, dtype="bf16"):
+    tdt = DT[dtype][1]
+    T = seg * nseg
+    one = 4 * T * H * D * 2
+    copies = max(1, min(32, math.ceil((256 << 20) / one)))
+    q = torch.randn(copies, T, H, D, dtype=tdt, device="cuda")
+    k = torch.randn_like(q)
+    v = torch.randn_like(q)
+    o = torch.empty_like(q)
+    cu = torch.arange(0, T + 1, seg, dtype=torch.int32, device="cuda")
+    desc = VarlenDescC()
+    lib.l.r35a_varlen_attention_desc_init(ctypes.byref(desc), DT[dtype][0], nseg, T, seg, H, H, D)
+    plan = ctypes.c_void_p()
+    lib.check(lib.l.r35a_varlen_attention_plan(lib.ctx, ctypes.byref(desc), ctypes.byref(plan)), "varlen plan")
+    pi = lib.plan_info(plan)
+    args = [VarlenArgsC(ctypes.sizeof(VarlenArgsC), q[c].data_ptr(), k[c].data_ptr(), v[c].data_ptr(), o[c].data_ptr(),
+                        cu.data_ptr()) for c in range(copies)]
+
+    def ours(c):
+        st = torch.cuda.current_stream().cuda_stream
+        lib.check(lib.l.r35a_varlen_attention_run(lib.ctx, plan, ctypes.byref(args[c]), None, 0, ctypes.c_void_p(st)),
+                  "varlen run")
+    t_ours = time_graph(ours, copies)
+    flops = 4.0 * D * H * nseg * seg * seg
+    row = dict(D=D, H=H, seg=seg, nseg=nseg, dtype=dtype, impl=pi.implementation.decode(), t_ours_us=t_ours * 1e6,
+               tflops=flops / t_ours / 1e12)
+    qt = q.view(copies, nseg, seg, H, D).transpose(2, 3)
+    kt = k.view(copies, nseg, seg, H, D).transpose(2, 3)
+    vt = v.view(copies, nseg, seg, H, D).transpose(2, 3)
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    try:
+        with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+            outs = [None] * copies
+
+            def peer(c):
+                outs[c] = torch.nn.functional.scaled_dot_product_attention(qt[c], kt[c], vt[c])
+            t = time_graph(peer, copies)
+            ot = torch.nn.functional.scaled_dot_product_attention(qt[0], kt[0], vt[0])
+            del outs
+        row["t_flash_us"] = t * 1e6
+        row["ratio"] = t / t_ours
+        torch.cuda.synchronize()
+        row["maxdiff"] = float((o[0].float() - ot.transpose(1, 2).reshape(T, H, D).float()).abs().max())
+    except Exception as e:  # noqa: BLE001
+        row["t_flash_us"] = None
+        row["ratio"] = None
+        row["err_flash"] = str(e).splitlines()[0][:120]
+    lib.l.r35a_plan_destroy(plan)
+    del q, k, v, o, qt, kt, vt
+    torch.cuda.empty_cache()
+    return row
+
+
+def encoder_shapes():
+    """(D, H, segment length, segments, set): the 21 served shapes (sm_90 bf16 R35A_ENCODER_SHAPE rows of
+    variants/variants.def) at 4 x 1024 tokens, extra rows, short-segment batches."""
+    import re
+    text = open(os.path.join(ROOT, "variants", "variants.def"), encoding="utf-8").read()
+    served = [(int(d), int(h)) for d, h in re.findall(r"^R35A_ENCODER_SHAPE\(sm_90, bf16, (\d+), (\d+)\)$", text, re.M)]
+    return ([(D, H, 1024, 4, "21") for D, H in served]
+            + [(D, H, s, n, "extra") for D, H, s, n in ((64, 12, 577, 8), (72, 16, 729, 8), (128, 16, 4096, 1),
+                                                         (32, 8, 256, 32))]
+            + [(D, H, s, n, "short") for D, H, s, n in ((64, 16, 16, 4096), (64, 16, 64, 1024), (128, 16, 16, 4096),
+                                                         (80, 16, 49, 1024))])
+
+
+FEATURE_SHAPES = ((64, 8, 1, 16, 8192), (128, 4, 1, 16, 8192), (128, 4, 1, 16, 32768), (128, 8, 4, 16, 8192),
+                  (256, 4, 1, 16, 8192), (128, 4, 1, 1, 32768))   # D, G, M, B, ctx (8 kv heads, f16 Q/O, page 16)
+FEATURES = (("base", {}), ("sinks", dict(sinks=True)), ("softcap", dict(softcap=50.0)), ("alibi", dict(alibi=True)),
+            ("all3", dict(sinks=True, softcap=50.0, alibi=True)), ("fp8", dict(kv8="fp8")),
+            ("fp8_head_sinks", dict(kv8="fp8", per_head=True, sinks=True)), ("int8_head", dict(kv8="int8", per_head=True)))
+
+
+def features_table(lib, peak):
+    """The cost of sinks, softcap (50) and ALiBi against the same call without them, and the
+    8-bit caches' speed against the f16 cache, on the same shapes (time ratios; GB/s counts the bytes
+    each moves, half the KV for 8-bit)."""
+    print(f"\n{'D':>4} {'G':>2} {'M':>2} {'B':>3} {'ctx':>6} {'feature':<15} {'variant':<38} {'us':>8} {'GB/s':>6} "
+          f"{'%roof':>6} {'vs base':>8}", flush=True)
+    rows = []
+    for (D, G, M, B, c) in FEATURE_SHAPES:
+        base = None
+        for name, kw in FEATURES:
+            try:
+                r = decode_row(lib, D, G, M, c, B, peers=(), **kw)
+            except Exception as e:  # noqa: BLE001
+                print(f"{D:>4} {G:>2} {M:>2} {B:>3} {c:>6} {name:<15} ERROR {e}", flush=True)
+                torch.cuda.empty_cache()
+                continue
+            r["feature"] = name
+            r["roof_pct"] = 100 * r["gbs"] / peak
+            if name == "base":
+                base = r["t_ours_us"]
+            r["time_vs_base"] = r["t_ours_us"] / base if base else None
+            rows.append(r)
+            print(f"{D:>4} {G:>2} {M:>2} {B:>3} {c:>6} {name:<15} {r['impl'][:38]:<38} {r['t_ours_us']:8.1f} "
+                  f"{r['gbs']:6.0f} {r['roof_pct']:6.1f} {r['time_vs_base'] or 0:8.3f}"
+                  + (f"  nonfinite {r['nonfinite']}" if r.get("nonfinite") else ""), flush=True)
+    cost = [r["time_vs_base"] for r in rows if r["feature"] in ("sinks", "softcap", "alibi", "all3") and r["time_vs_base"]]
+    speed = [1 / r["time_vs_base"] for r in rows if r["feature"] in ("fp8", "int8_head") and r["time_vs_base"]
+             and r["B"] == 16 and r["ctx"] >= 8192]
+    if cost:
+        print(f"feature cost (time vs the plain call): max {max(cost):.3f}, geomean {geomean(cost):.3f}", flush=True)
+    if speed:
+        print(f"8-bit KV speedup over f16 (B16, >= 8K): min {min(speed):.2f}, geomean {geomean(speed):.2f}", flush=True)
+    return rows
+
+
+def geomean(xs):
+    xs = [x for x in xs if x]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--read-cubin", default="")
+    ap.add_argument("--out", default=os.environ.get("OUT", "."))
+    ap.add_argument("--quick", action="store_true", help="a subset of the sweep (first look)")
+    ap.add_argument("--skip-encoder", action="store_true")
+    ap.add_argument("--skip-decode", action="store_true", help="the encoder part only")
+    ap.add_argument("--heads", default="64,128,256,512")
+    ap.add_argument("--shapes", default="",
+                    help="decode shapes D:G:M:B:CTX,... instead of the sweep (f16, 8 kv heads, page 16: the "
+                         "shapes r35a_bench --head-size D --q-heads 8G --m M --batch B --contexts CTX runs)")
+    ap.add_argument("--peers", default="flash,cudnn,efficient",
+                    help="torch SDPA backends to time next to ours, or 'none'")
+    ap.add_argument("--tag", default="bench")
+    ap.add_argument("--ctxs", default="1024,2048,4096,8192,16384,32768", help="decode contexts of the sweep")
+    ap.add_argument("--features", action="store_true",
+                    help="the features table: sinks, softcap, ALiBi and 8-bit KV caches against the plain f16 call on "
+                         "the same shapes (ours alone), then the sweep unless --shapes none")
+    ap.add_argument("--page-order", choices=("shuffled", "sorted"), default="shuffled",
+                    help="block-table pages shuffled over the pool (default) or consecutive per sequence")
+    ap.add_argument("--kv-layout", choices=("hnd", "head-major", "nhd"), default="hnd",
+                    help="the paged cache as [pages][Hkv][page][D] (hnd, default), [Hkv][pages][page][D] (head-major) "
+                         "or [pages][page][Hkv][D] (nhd: vLLM's layout, a page's kv heads interleaved slot by slot)")
+    ap.add_argument("--page-size", type=int, default=16, help="tokens per page (a multiple of 16 for the decode kernels)")
+    ap.add_argument("--vllm-triton", default="", metavar="PATH",
+                    help="vLLM's triton_unified_attention.py (with triton_quant_kv/_helpers.py beside it): adds its "
+                         "column (lab/peer_vllm_triton.py)")
+    args = ap.parse_args()
+    global PAGE_ORDER, KV_LAYOUT, PAGE_SIZE
+    PAGE_ORDER, KV_LAYOUT, PAGE_SIZE = args.page_order, args.kv_layout, args.page_size
+    torch.manual_seed(0)
+    random.seed(0)
+    lib = Lib(args.lib)
+    vllm = None
+    if args.vllm_triton:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import peer_vllm_triton
+        vllm = peer_vllm_triton.load(args.vllm_triton)
+    dev = torch.cuda.get_device_properties(0)
+    print(f"device: {dev.name}, {dev.multi_processor_count} SMs, torch {torch.__version__}; library: {lib.info}",
+          flush=True)
+    t0 = time.time()
+    (peak, how), rl = roofline(args.read_cubin)
+    print(f"roofline: {peak:.0f} GB/s ({how}); torch copy (read+write) {rl['torch_copy_rw']:.0f} GB/s", flush=True)
+    result = dict(device=dev.name, library=lib.info, roofline_gbs=peak, roofline_how=how, roofline_all=rl,
+                  decode=[], encoder=[])
+    heads = [int(x) for x in args.heads.split(",")]
+    ctxs = [int(x) for x in args.ctxs.split(",")]
+    if args.features:
+        result["features"] = features_table(lib, peak)
+    shapes = [(D, G, M, c, B) for D in heads for G in (4, 8) for M in (1, 4) for B in (1, 16) for c in ctxs]
+    if args.quick:
+        shapes = [s for s in shapes if s[3] in (1024, 8192, 32768) and not (s[1] == 8 and s[2] == 4)]
+    if args.shapes == "none":
+        shapes = []
+    elif args.shapes:
+        shapes = [tuple(int(x) for x in item.split(":")) for item in args.shapes.split(",")]
+        shapes = [(D, G, M, c, B) for (D, G, M, B, c) in shapes]
+    if args.skip_decode:
+        shapes = []
+    peers = () if args.peers == "none" else tuple(args.peers.split(","))
+    if shapes:
+        print(f"\n{'D':>4} {'G':>2} {'M':>2} {'B':>3} {'ctx':>6} {'variant':<36} {'spl':>3} {'us':>9} {'GB/s':>7} "
+          f"{'%roof':>6} {'flash':>9} {'cudnn':>9} {'effic':>9} {'ratio':>6} {'maxdiff':>8}"
+          + (f" {'vllm':>9} {'r_vllm':>6}" if vllm else ""), flush=True)
+    for (D, G, M, c, B) in shapes:
+        try:
+            r = decode_row(lib, D, G, M, c, B, peers=peers, vllm=vllm)
+        except Exception as e:  # noqa: BLE001
+            print(f"{D:>4} {G:>2} {M:>2} {B:>3} {c:>6} ERROR {e}", flush=True)
+            result["decode"].append(dict(D=D, G=G, M=M, ctx=c, B=B, error=str(e)))
+            torch.cuda.empty_cache()
+            continue
+        r["roof_pct"] = 100 * r["gbs"] / peak
+        result["decode"].append(r)
+        with open(os.path.join(args.out, f"{args.tag}.json"), "w") as fjson:   # partial results survive a timeout
+            json.dump(result, fjson, indent=1)
+        f = lambda x: f"{x:9.1f}" if x else f"{'-':>9}"  # noqa: E731
+        print(f"{D:>4} {G:>2} {M:>2} {B:>3} {c:>6} {r['impl'][:36]:<36} {r['splits']:>3} {r['t_ours_us']:9.1f} "
+              f"{r['gbs']:7.0f} {r['roof_pct']:6.1f} {f(r.get('t_flash_us'))} {f(r.get('t_cudnn_us'))} "
+              f"{f(r.get('t_efficient_us'))} {r['ratio'] or 0:6.2f} {r.get('maxdiff', float('nan')):8.1e}"
+              + (f" {f(r.get('t_vllm_us'))} {r.get('ratio_vllm') or 0:6.2f}" if vllm else ""), flush=True)
+    dec = [r for r in result["decode"] if "error" not in r]
+    result["decode_geomean_ratio"] = geomean([r["ratio"] for r in dec])
+    result["decode_min_ratio"] = min((r["ratio"] for r in dec if r["ratio"]), default=None)
+    if vllm:
+        result["decode_geomean_ratio_vllm"] = geomean([r.get("ratio_vllm") for r in dec])
+        result["decode_min_ratio_vllm"] = min((r["ratio_vllm"] for r in dec if r.get("ratio_vllm")), default=None)
+    for lo, hi, name in ((8192, 1 << 30, ">=8K"), (1024, 1024, "1K")):
+        sel = [r["roof_pct"] for r in dec if lo <= r["ctx"] <= hi]
+        if sel:
+            result[f"roof_pct_min_{name}"] = min(sel)
+            result[f"roof_pct_median_{name}"] = statistics.median(sel)
+    if not args.skip_encoder:
+        print(f"\n{'D':>4} {'H':>3} {'seg':>5} {'nseg':>4} {'set':>5} {'variant':<40} {'us':>9} {'TFLOP/s':>8} "
+              f"{'flash us':>9} {'ratio':>6} {'maxdiff':>8}", flush=True)
+        for (D, H, seg, nseg, kind) in encoder_shapes():
+            try:
+                r = encoder_row(lib, D, H, seg, nseg)
+            except Exception as e:  # noqa: BLE001
+                print(f"{D:>4} {H:>3} {seg:>5} {nseg:>4} ERROR {e}", flush=True)
+                continue
+            r["set"] = kind
+            result["encoder"].append(r)
+            print(f"{D:>4} {H:>3} {seg:>5} {nseg:>4} {kind:>5} {r['impl'][:40]:<40} {r['t_ours_us']:9.1f} "
+                  f"{r['tflops']:8.1f} {(r.get('t_flash_us') or 0):9.1f} {(r.get('ratio') or 0):6.2f} "
+                  f"{r.get('maxdiff', float('nan')):8.1e}", flush=True)
+        main21 = [r.get("ratio") for r in result["encoder"] if r["set"] == "21"]
+        result["encoder_geomean_ratio"] = geomean(main21)
+        result["encoder_min_ratio"] = min((x for x in main21 if x), default=None)
+    with open(os.path.join(args.out, f"{args.tag}.json"), "w") as fjson:
+        json.dump(result, fjson, indent=1)
+    print(f"\nroofline {peak:.0f} GB/s | decode: geomean ratio vs best torch {result['decode_geomean_ratio']:.2f}, "
+          f"min {result['decode_min_ratio'] or 0:.2f} | %roof >=8K min {result.get('roof_pct_min_>=8K', 0):.1f} "
+          f"median {result.get('roof_pct_median_>=8K', 0):.1f} | 1K min {result.get('roof_pct_min_1K', 0):.1f} | "
+          f"encoder geomean vs flash over the 21 shapes {result.get('encoder_geomean_ratio', float('nan')):.2f} "
+          f"(min {result.get('encoder_min_ratio') or 0:.2f}) | "
+          + (f"vs vLLM Triton: geomean {result['decode_geomean_ratio_vllm']:.2f}, min "
+             f"{result['decode_min_ratio_vllm'] or 0:.2f} | " if vllm else "") + f"{time.time() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
