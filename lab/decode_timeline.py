@@ -3,7 +3,7 @@
 not part of the library or its tests).
 
 Needs a measurement build of the library whose decode kernels record globaltimer stamps
-(kernels/decode.hip, R35A_DECODE_TIMING): entry, loop end, exit and SM of every workgroup of the decode
+(kernels/decode/decode.hip, R35A_DECODE_TIMING): entry, loop end, exit and SM of every workgroup of the decode
 launch, and entry and exit of every workgroup of its split merge launch (decode_merge_<dtype>):
 
     cmake -S . -B build-tm -DCMAKE_BUILD_TYPE=Release -DR35A_NVIDIA_TARGETS=sm_90 -DR35A_GPU_TARGETS= \

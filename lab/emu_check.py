@@ -50,15 +50,15 @@ def find_clang():
 
 
 def compile_kernels(build_dir, arch="gfx1151", sources=("decode", "generic")):
-    """Compiles kernels/<src>.hip to <build_dir>/<src>.<arch>.hsaco when the sources changed;
+    """Compiles kernels/<src>/<src>.hip to <build_dir>/<src>.<arch>.hsaco when the sources changed;
     returns {src: (path, seconds spent compiling or None if cached)}."""
     os.makedirs(build_dir, exist_ok=True)
     deps = [os.path.join(ROOT, "variants", "variants.def")]
-    for d in ("kernels/common", "kernels"):   # kernels/: the headers beside the sources (decode_body.h)
-        deps += [os.path.join(ROOT, d, f) for f in os.listdir(os.path.join(ROOT, d)) if f.endswith(".h")]
+    for d, _, files in os.walk(os.path.join(ROOT, "kernels")):
+        deps += [os.path.join(d, f) for f in files if f.endswith(".h")]
     out = {}
     for src in sources:
-        hip = os.path.join(ROOT, "kernels", f"{src}.hip")
+        hip = os.path.join(ROOT, "kernels", src, f"{src}.hip")
         if not os.path.exists(hip):
             continue
         obj = os.path.join(build_dir, f"{src}.{arch}.hsaco")
@@ -67,7 +67,8 @@ def compile_kernels(build_dir, arch="gfx1151", sources=("decode", "generic")):
             out[src] = (obj, None)
             continue
         cmd = [find_clang(), "-x", "hip", f"--offload-arch={arch}", "-nogpuinc", "-nogpulib", "--cuda-device-only",
-               "--no-gpu-bundle-output", "-O3", "-std=c++17", "-Wall", "-Wextra", "-o", obj, hip]
+               "--no-gpu-bundle-output", "-O3", "-std=c++17", "-Wall", "-Wextra", "-I", os.path.join(ROOT, "kernels"),
+               "-I", os.path.join(ROOT, "variants"), "-o", obj, hip]
         t0 = time.perf_counter()
         r = subprocess.run(cmd, capture_output=True, text=True)
         dt = time.perf_counter() - t0
@@ -155,9 +156,9 @@ C_STRUCTS = {"r35a_decode_args": DecodeArgs, "r35a_generic_paged_args": GenericP
 
 
 def check_struct_layouts(build_dir):
-    """The ctypes mirrors above must match kernels/common/decode_args.h and generic_args.h: compile a C11 probe that
+    """The ctypes mirrors above must match kernels/decode/decode_args.h and generic_args.h: compile a C11 probe that
     prints sizeof/offsetof of every field and compare (also proves the header is valid C11)."""
-    lines = ['#include <stdio.h>', '#include <stddef.h>', '#include "decode_args.h"\n#include "generic_args.h"', 'int main(void) {']
+    lines = ['#include <stdio.h>', '#include <stddef.h>', '#include "decode/decode_args.h"\n#include "generic/generic_args.h"', 'int main(void) {']
     for cname, st in C_STRUCTS.items():
         lines.append(f'  printf("{cname} size %zu\\n", sizeof({cname}));')
         for f, _ in st._fields_:
@@ -167,7 +168,7 @@ def check_struct_layouts(build_dir):
     exe = os.path.join(build_dir, "layout_probe")
     open(src, "w").write("\n".join(lines) + "\n")
     cc = shutil.which("cc") or shutil.which("gcc") or find_clang()
-    subprocess.run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-I", os.path.join(ROOT, "kernels", "common"),
+    subprocess.run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-I", os.path.join(ROOT, "kernels"),
                     "-o", exe, src], check=True)
     got = {}
     for line in subprocess.run([exe], capture_output=True, text=True, check=True).stdout.splitlines():
@@ -196,7 +197,7 @@ class HostFormulas:
         }
         src = os.path.join(build_dir, "host_formulas.c")
         lib = os.path.join(build_dir, "libhost_formulas.so")
-        lines = ['#include "decode_args.h"\n#include "generic_args.h"']
+        lines = ['#include "decode/decode_args.h"\n#include "generic/generic_args.h"']
         for name, (res, args) in fns.items():
             ctype = {ctypes.c_int32: "int32_t", ctypes.c_int64: "int64_t", ctypes.c_uint32: "uint32_t"}
             params = ", ".join(f"{ctype[a]} a{i}" for i, a in enumerate(args))
@@ -211,7 +212,7 @@ class HostFormulas:
         open(src, "w").write("\n".join(lines) + "\n")
         cc = shutil.which("cc") or shutil.which("gcc") or find_clang()
         subprocess.run([cc, "-std=c11", "-O2", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror",
-                        "-I", os.path.join(ROOT, "kernels", "common"), "-o", lib, src], check=True)
+                        "-I", os.path.join(ROOT, "kernels"), "-o", lib, src], check=True)
         self.lib = ctypes.CDLL(lib)
         for name, (res, args) in fns.items():
             f = getattr(self.lib, "x_" + name)
@@ -822,7 +823,7 @@ def pipeline_summary(obj, v, splits_b1, grid_b16_wgs):
         if a:
             insns.append((int(a.group(1), 16), text.strip(), int(t.group(1), 16) if t else None))
     # the main loop: the backward branch whose span holds the most products (WMMA; v_dot2 on the
-    # rows-4 layer, fragment_gfx11_d4.h, where VOPD pairs them as v_dual_dot2acc)
+    # rows-4 layer, decode/rows4_gfx11.h, where VOPD pairs them as v_dual_dot2acc)
     def is_product(text):
         return text.startswith(("v_wmma", "v_dot2")) or (text.startswith("v_dual_") and "dot2" in text)
     base = insns[0][0] if insns else 0

@@ -4,7 +4,7 @@ ISA emulator, for kernels/encoder/README.md. Not the correctness check: the kern
 checked, through the library's own planner and launches, by the `emulator` ctests
 (tests/hip/test_emulator.c; `ctest -L emulator`).
 
-Compiles kernels/encoder.hip for gfx1151 (clang-19 -x hip --offload-arch=gfx1151 -nogpuinc -nogpulib
+Compiles kernels/encoder/encoder.hip for gfx1151 (clang-19 -x hip --offload-arch=gfx1151 -nogpuinc -nogpulib
 --cuda-device-only -O3 -std=c++17 -I kernels), checks each kernel statically (no scratch, VGPRs and
 LDS within the occupancy its table row states, v_wmma and 128-bit global loads present), then counts
 each variant's model problem on the emulator (one 1024-token segment for a workgroup-wide variant,
@@ -38,10 +38,10 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TABLE = os.path.join(ROOT, "variants", "gfx1151_encoder.tsv")
 VARIANTS_DEF = os.path.join(ROOT, "variants", "variants.def")
-SOURCE = os.path.join(ROOT, "kernels", "encoder.hip")
+SOURCE = os.path.join(ROOT, "kernels", "encoder", "encoder.hip")
 COLUMNS = ("kind", "dtype", "head", "heads", "rows", "kb", "nw", "waves", "maxlen")
 HEADS = (32, 48, 64, 72, 80, 128)
-ARGS_BYTES = 136                         # sizeof(r35a_encoder_args), kernels/common/encoder_args.h
+ARGS_BYTES = 136                         # sizeof(r35a_encoder_args), kernels/encoder/encoder_args.h
 TOL = {"f16": 2e-3, "bf16": 1.5e-2}      # max|out - ref| / max|ref| (observed <= 6e-4, <= 5.1e-3)
 POISON = 0xFFFF                          # NaN in f16 and in bf16
 
@@ -112,6 +112,7 @@ def compile_kernels(kernels, workdir, clang):
     out = os.path.join(workdir, "encoder.gfx1151.co")
     cmd = [clang, "-x", "hip", "--offload-arch=gfx1151", "-nogpuinc", "-nogpulib", "--cuda-device-only",
            "--no-gpu-bundle-output", "-O3", "-std=c++17", "-I", os.path.join(ROOT, "kernels"),
+           "-I", os.path.join(ROOT, "variants"),
            f'-DR35A_ENCODER_VARIANT_LIST="{lst}"', "-o", out, SOURCE]
     t0 = time.time()
     subprocess.run(cmd, check=True)

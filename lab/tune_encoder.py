@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tune_encoder.py - measures encoder tilings (kernels/encoder.hip) on an NVIDIA GPU against torch SDPA
+"""tune_encoder.py - measures encoder tilings (kernels/encoder/encoder.hip) on an NVIDIA GPU against torch SDPA
 flash and picks each head size's winner for variants/<arch>_encoder.tsv.
 
 Two steps, so the compiler and the GPU need not be on one machine, and a third for the table:
@@ -134,7 +134,7 @@ def cmd_build(a):
         out = os.path.join(a.dir, f"{c['label']}.cubin")
         cmd = [nvcc, "-x", "cu", "-cubin", "-O3", "-std=c++17", "-Xptxas", "-v", f"-arch={a.arch}",
                "-DR35A_FRAGMENT_EMULATE_GFX11=0", "-I", os.path.join(ROOT, "kernels"), "-I", os.path.join(ROOT, "variants"),
-               f'-DR35A_ENCODER_VARIANT_LIST="{lst}"', "-o", out, os.path.join(ROOT, "kernels", "encoder.hip")]
+               f'-DR35A_ENCODER_VARIANT_LIST="{lst}"', "-o", out, os.path.join(ROOT, "kernels", "encoder", "encoder.hip")]
         if c["q_smem_forced"]:
             cmd.insert(-1, "-DR35A_ENC_Q_REGS_MAX=0")
         p = subprocess.run(cmd, capture_output=True, text=True)
@@ -168,7 +168,7 @@ assert ctypes.sizeof(EncoderArgs) == ARGS_BYTES
 
 
 def tail_item_count(items, slots):
-    """kernels/common/encoder_args.h r35a_encoder_tail_items: the items of a part-empty last round of
+    """kernels/encoder/encoder_args.h r35a_encoder_tail_items: the items of a part-empty last round of
     workgroup slots when their halves fit in one round, else 0."""
     last = items % slots if items > 0 and slots > 0 else 0
     return last if last and 2 * last <= slots else 0

@@ -11,7 +11,7 @@ Two steps, so the compiler and the GPU need not be on one machine:
     (the table from measure's logs, one per K/V format, by the keep rule against the current table:
     KEEP_GAIN / KEEP_WORST below)
 
-Arch-neutral: `build` compiles kernels/decode.hip with nvcc (sm_*) or clang (gfx*) for every
+Arch-neutral: `build` compiles kernels/decode/decode.hip with nvcc (sm_*) or clang (gfx*) for every
 candidate (kw, dw, waves) of each (head size, rows), one code object per (head, rows) group, through
 decode.hip's R35A_DECODE_VARIANT_LIST hook, and drops candidates that do not compile (the LDS
 contract) or spill. `measure` loads them through the CUDA driver (sm_*) or the HIP runtime (gfx*),
@@ -43,7 +43,7 @@ ROWS = (8, 16, 32)   # rows 8: NVIDIA only (rows_of)
 
 
 def rows_of(arch):
-    """The row counts a table of arch has: rows 8 is NVIDIA's 8-row layer (kernels/common/fragment_nv_mma_n8.h)."""
+    """The row counts a table of arch has: rows 8 is NVIDIA's 8-row layer (kernels/decode/rows8_nv.h)."""
     return ROWS if arch.startswith("sm_") else tuple(r for r in ROWS if r != 8)
 
 
@@ -76,7 +76,7 @@ def candidates(arch, head, rows, kv="16", dtype="f16", waves=None):
 
 
 def nv_smem_bytes(waves, nw):
-    """decode_args.h r35a_decode_nv_smem_bytes: the dynamic shared memory a NVIDIA decode kernel is launched with."""
+    """decode_args.h r35a_nv_smem_bytes: the dynamic shared memory a NVIDIA decode kernel is launched with."""
     blocks = (4 * waves + nw - 1) // nw
     return min(233472 // max(blocks, 1) - 1024, 232448)
 
@@ -90,11 +90,11 @@ def nv_stage_bytes(ds, kv="16"):
 
 
 def decode_cfg(arch, head, rows, kw, dw, waves, reg_stages=2, lds_stages_max=None, rw=1, kv="16"):
-    """kernels/decode.hip's decode_cfg: LDS budget, KV pipeline (shared-memory stages or registers), LDS bytes.
+    """kernels/decode/decode.hip's decode_cfg: LDS budget, KV pipeline (shared-memory stages or registers), LDS bytes.
     lds_stages_max: R35A_DECODE_LDS_STAGES_MAX (16-bit, 4) or _MAX_8BIT (8)."""
     if lds_stages_max is None:
         lds_stages_max = 4 if kv == "16" else 8
-    # row tiles: 16 rows (8 on NVIDIA's rows-8 layer, fragment_nv_mma_n8.h: 128 accumulator floats a tile)
+    # row tiles: 16 rows (8 on NVIDIA's rows-8 layer, decode/rows8_nv.h: 128 accumulator floats a tile)
     tr = 8 if arch.startswith("sm_") and rows == 8 else 16
     acc_floats = 128 if tr == 8 else 256
     T, ds, nw = -(-rows // tr), head // dw, kw * dw * rw
@@ -161,7 +161,7 @@ def compile_group(arch, d, head, rows, src_dir=None, rws=None, kv="16", dtype="f
     lst = os.path.join(d, f"d{head}_r{rows}.def")
     obj = os.path.join(d, f"d{head}_r{rows}.co")
     kdir = os.path.abspath(src_dir or os.path.join(ROOT, "kernels"))
-    src = os.path.join(kdir, "decode.hip")
+    src = os.path.join(kdir, "decode", "decode.hip")
     inc = ["-I", kdir, "-I", os.path.join(ROOT, "variants")]
     if arch.startswith("sm_"):
         cmd = ["nvcc", "-x", "cu", "-cubin", "-O3", "-std=c++17", f"-arch={arch}", "-Xptxas", "-v",
@@ -235,7 +235,7 @@ def cmd_build(args):
 
 
 # ------------------------------------------------------------------------------------------ decode_args.h mirror
-class DecodeArgs(ctypes.Structure):   # r35a_decode_args (kernels/common/decode_args.h)
+class DecodeArgs(ctypes.Structure):   # r35a_decode_args (kernels/decode/decode_args.h)
     _fields_ = ([(n, ctypes.c_uint64) for n in ("q", "k_cache", "v_cache", "out", "seq_lens", "query_start_loc",
                                                "block_table", "workspace", "sinks", "alibi_slopes", "k_scale",
                                                "v_scale", "error")]
@@ -307,7 +307,7 @@ class Runtime:
 
     def function(self, path, name, dynamic_shared=True):
         """(function, dynamic shared memory): NVIDIA decode kernels are launched with exactly the bytes their
-        layout uses (kernels/decode.hip's <name>_lds_bytes device global), their limit raised to it, as the
+        layout uses (kernels/decode/decode.hip's <name>_lds_bytes device global), their limit raised to it, as the
         library's loader (src/gpu_runtime.c) does; 0 elsewhere (static LDS, the split merge)."""
         f = ctypes.c_void_p()
         if self.get(ctypes.byref(f), self.module(path), name.encode()) != 0:
