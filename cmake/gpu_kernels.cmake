@@ -255,7 +255,36 @@ else()
   add_dependencies(r35a_objects r35a_gpu_kernels)
 endif()
 
-target_sources(r35a_objects PRIVATE ${r35a_code_objects_c})
+# The table is an object of its own, so the GPU tests' library can link the same host objects with a
+# table that also holds the test-only code objects.
+function(r35a_code_object_table target source)
+  add_library(${target} OBJECT ${source})
+  target_include_directories(${target} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src)
+  set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+endfunction()
+r35a_code_object_table(r35a_code_object_table ${r35a_code_objects_c})
+target_sources(rdna35attn PRIVATE $<TARGET_OBJECTS:r35a_code_object_table>)
+target_sources(rdna35attn_static PRIVATE $<TARGET_OBJECTS:r35a_code_object_table>)
+
+# The GPU tests' library (tests/gpu/: test_gpu_cuda, fuzz_gpu, soak_gpu): the library plus the
+# test-only code objects (NVIDIA's gfx11-emulation cubins, nvidia_kernels.cmake). Never installed.
+# R35A_GPU_TEST_LIBRARY names the library those tests link.
+set(R35A_GPU_TEST_LIBRARY rdna35attn)
+if(r35a_test_embed_args)
+  set(r35a_test_code_objects_c ${r35a_gpu_dir}/code_objects_test.c)
+  add_custom_command(
+    OUTPUT ${r35a_test_code_objects_c}
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tools/embed_code_objects.py
+            --output ${r35a_test_code_objects_c} ${r35a_embed_args} ${r35a_test_embed_args}
+    DEPENDS ${r35a_code_objects} ${r35a_test_code_objects} ${CMAKE_CURRENT_SOURCE_DIR}/tools/embed_code_objects.py
+    COMMENT "Embedding the GPU code objects and the test-only ones"
+    VERBATIM)
+  r35a_code_object_table(r35a_code_object_table_test ${r35a_test_code_objects_c})
+  add_library(rdna35attn_gputest SHARED $<TARGET_OBJECTS:r35a_objects> $<TARGET_OBJECTS:r35a_code_object_table_test>)
+  target_include_directories(rdna35attn_gputest PUBLIC $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>)
+  target_link_libraries(rdna35attn_gputest PRIVATE m Threads::Threads ${CMAKE_DL_LIBS})
+  set(R35A_GPU_TEST_LIBRARY rdna35attn_gputest)
+endif()
 # src/registry.c and the planners (src/plan_*.c) read the kernel registry (variants/variants.def)
 # and the kernels' argument structs and launch formulas (kernels/common/<family>_args.h).
 target_include_directories(r35a_objects PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src

@@ -400,6 +400,15 @@ bool r35a_cuda_context_init(r35a_context *ctx, int device_index, bool *built, ch
         release_state(st);
         return false;
     }
+    if (st->emulate_gfx11 && !r35a_code_object_find(arch, "decode" EMU_SUFFIX, NULL)) {
+        /* the emulation cubins are a test artifact (the rdna35attn_gputest library): without them the
+         * request would run the native layer under the emulation's name */
+        snprintf(reason, reason_len, "R35A_CUDA_FRAGMENTS=gfx11emu: this library has no gfx11-emulation cubins for "
+                                     "%s (they are in the test library rdna35attn_gputest)", arch);
+        leave();
+        release_state(st);
+        return false;
+    }
     r35a_gpu_loader loader = loader_of(st);
     bool ok = r35a_gpu_load_kernels(&st->runtime, &loader, reason, reason_len) &&
               alloc_error_record(st, reason, reason_len);
