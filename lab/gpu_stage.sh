@@ -12,7 +12,7 @@ DEST=${1:-gpu-carry}
 ARCHS=${R35A_NVIDIA_TARGETS:-sm_90}
 cmake -S . -B build-nv -DCMAKE_BUILD_TYPE=Release -DR35A_NVIDIA_TARGETS="$ARCHS" -DR35A_BUILD_TESTS=ON \
     -DR35A_BUILD_BENCH=ON >/dev/null
-cmake --build build-nv -j"$(nproc 2>/dev/null || echo 2)" --target rdna35attn test_gpu_cuda fuzz_gpu soak_gpu r35a_read_bw \
+cmake --build build-nv -j"$(nproc 2>/dev/null || echo 2)" --target rdna35attn rdna35attn_gputest test_gpu_cuda fuzz_gpu soak_gpu r35a_read_bw \
     r35a_bench >/dev/null
 # the bench once more with the kernels' device-metadata checks compiled out, for gpu_suite.sh's
 # checkcost step (what the checks cost; a measurement build, never used otherwise)
@@ -21,6 +21,7 @@ cmake -S . -B build-nv-nochecks -DCMAKE_BUILD_TYPE=Release -DR35A_NVIDIA_TARGETS
 cmake --build build-nv-nochecks -j"$(nproc 2>/dev/null || echo 2)" --target r35a_bench >/dev/null
 rm -rf "$DEST" && mkdir -p "$DEST"
 cp -L build-nv/librdna35attn.so.0 "$DEST/librdna35attn.so.0"
+cp -L build-nv/librdna35attn_gputest.so "$DEST/"   # test_gpu_cuda's: the library plus the gfx11-emulation cubins
 cp build-nv/tests/test_gpu_cuda build-nv/tests/fuzz_gpu build-nv/tests/soak_gpu build-nv/bench/read_bw_*.cubin \
     build-nv/bench/r35a_bench "$DEST/"
 cp build-nv-nochecks/bench/r35a_bench "$DEST/r35a_bench_nochecks"
