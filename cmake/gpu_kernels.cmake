@@ -14,16 +14,26 @@ set(R35A_GPU_TARGETS "gfx1151" CACHE STRING
 set(R35A_HIP_CLANG "" CACHE FILEPATH
     "clang with the AMDGPU target for the kernels (default: clang-19, clang-18, clang, /opt/rocm/llvm/bin/clang)")
 option(R35A_REQUIRE_GPU_KERNELS "Fail the configure step instead of building without GPU code objects (CI)" OFF)
-# Extra preprocessor definitions for every kernel compile (AMDGPU and NVIDIA), for measurement
-# builds only: R35A_DEVICE_CHECKS=0 builds the kernels without their device-metadata checks
-# (kernels/common/device_error.h) to measure what the checks cost (lab/gpu_suite.sh checkcost).
-set(R35A_KERNEL_DEFINES "" CACHE STRING "measurement builds only: NAME=VALUE definitions for every kernel compile")
+# The lab build: measurement switches, never for use. With R35A_LAB_BUILD ON the kernels are
+# compiled with R35A_LAB=1 and the NAME=VALUE definitions of R35A_LAB_DEFINES (the kernels'
+# measurement switches are all named R35A_LAB_*: R35A_LAB_DEVICE_CHECKS=0 drops the device-metadata
+# checks to measure what they cost, R35A_LAB_DECODE_TIMING=1 writes per-workgroup timestamps), and the
+# host library honours the R35A_LAB_* environment knobs. Off, none of them exists.
+option(R35A_LAB_BUILD "a measurement build for lab/ (kernel switches R35A_LAB_DEFINES, R35A_LAB_* knobs): never for use" OFF)
+set(R35A_LAB_DEFINES "" CACHE STRING "lab builds only (R35A_LAB_BUILD): NAME=VALUE definitions for every kernel compile")
 set(r35a_kernel_defines)
-foreach(def IN LISTS R35A_KERNEL_DEFINES)
-  list(APPEND r35a_kernel_defines -D${def})
-endforeach()
-if(R35A_KERNEL_DEFINES)
-  message(WARNING "rdna35attn: kernels built with ${R35A_KERNEL_DEFINES}: a measurement build, not for use")
+if(R35A_LAB_BUILD)
+  set(r35a_kernel_defines -DR35A_LAB=1)
+  foreach(def IN LISTS R35A_LAB_DEFINES)
+    if(NOT def MATCHES "^R35A_LAB_")
+      message(FATAL_ERROR "rdna35attn: R35A_LAB_DEFINES entry '${def}' is not a lab switch (R35A_LAB_*)")
+    endif()
+    list(APPEND r35a_kernel_defines -D${def})
+  endforeach()
+  target_compile_definitions(r35a_objects PRIVATE R35A_LAB=1)
+  message(WARNING "rdna35attn: a lab build (R35A_LAB_BUILD; kernels with ${R35A_LAB_DEFINES}): a measurement build, not for use")
+elseif(R35A_LAB_DEFINES)
+  message(FATAL_ERROR "rdna35attn: R35A_LAB_DEFINES needs R35A_LAB_BUILD=ON (a measurement build)")
 endif()
 
 # Kernel families, one source each (kernels/<family>/<family>.hip). decode and generic are built whenever

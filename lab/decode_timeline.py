@@ -7,7 +7,7 @@ Needs a measurement build of the library whose decode kernels record globaltimer
 launch, and entry and exit of every workgroup of its split merge launch (decode_merge_<dtype>):
 
     cmake -S . -B build-tm -DCMAKE_BUILD_TYPE=Release -DR35A_NVIDIA_TARGETS=sm_90 -DR35A_GPU_TARGETS= \
-        -DR35A_NVIDIA_EMULATION_CUBINS=OFF -DR35A_BUILD_TESTS=OFF -DR35A_KERNEL_DEFINES=R35A_DECODE_TIMING=1
+        -DR35A_NVIDIA_EMULATION_CUBINS=OFF -DR35A_BUILD_TESTS=OFF -DR35A_LAB_BUILD=ON -DR35A_LAB_DEFINES=R35A_LAB_DECODE_TIMING=1
     cmake --build build-tm --target rdna35attn
     python3 lab/decode_timeline.py build-tm/librdna35attn.so.0 [D:G:M:B:CTX,...]
 

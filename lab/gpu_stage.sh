@@ -17,7 +17,7 @@ cmake --build build-nv -j"$(nproc 2>/dev/null || echo 2)" --target rdna35attn rd
 # the bench once more with the kernels' device-metadata checks compiled out, for gpu_suite.sh's
 # checkcost step (what the checks cost; a measurement build, never used otherwise)
 cmake -S . -B build-nv-nochecks -DCMAKE_BUILD_TYPE=Release -DR35A_NVIDIA_TARGETS="$ARCHS" -DR35A_BUILD_TESTS=OFF \
-    -DR35A_GPU_TARGETS= -DR35A_KERNEL_DEFINES=R35A_DEVICE_CHECKS=0 >/dev/null 2>&1
+    -DR35A_GPU_TARGETS= -DR35A_LAB_BUILD=ON -DR35A_LAB_DEFINES=R35A_LAB_DEVICE_CHECKS=0 >/dev/null 2>&1
 cmake --build build-nv-nochecks -j"$(nproc 2>/dev/null || echo 2)" --target r35a_bench >/dev/null
 rm -rf "$DEST" && mkdir -p "$DEST"
 cp -L build-nv/librdna35attn.so.0 "$DEST/librdna35attn.so.0"

@@ -23,7 +23,7 @@
 #   R35A_SUITE_STEPS=checkcost lab/gpu_suite.sh gpu-carry
 #       what the kernels' device-metadata checks cost: r35a_bench --graph on a few decode
 #       shapes (R35A_CHECKCOST_SHAPES="D:G:M:B:CTX ...") with the staged r35a_bench and with
-#       r35a_bench_nochecks (built by lab/gpu_stage.sh with -DR35A_KERNEL_DEFINES=R35A_DEVICE_CHECKS=0;
+#       r35a_bench_nochecks (built by lab/gpu_stage.sh with -DR35A_LAB_BUILD=ON -DR35A_LAB_DEFINES=R35A_LAB_DEVICE_CHECKS=0;
 #       without a prebuilt dir both are built here), three alternated rounds; prints the medians'
 #       ratio per shape (target: checks cost <= 1 % of decode time).
 #   R35A_SUITE_STEPS="stream profile" lab/gpu_suite.sh gpu-carry
@@ -131,7 +131,7 @@ if has checkcost; then   # decode time with and without the device-metadata chec
     if [ ! -x "$BENCH_CHECKS" ] || [ ! -x "$BENCH_NOCHECKS" ]; then
         for tree in build-gpu-checks build-gpu-nochecks; do
             defs=""
-            [ $tree = build-gpu-nochecks ] && defs="-DR35A_KERNEL_DEFINES=R35A_DEVICE_CHECKS=0"
+            [ $tree = build-gpu-nochecks ] && defs="-DR35A_LAB_BUILD=ON -DR35A_LAB_DEFINES=R35A_LAB_DEVICE_CHECKS=0"
             { cmake -S . -B $tree -DCMAKE_BUILD_TYPE=Release -DR35A_NVIDIA_TARGETS=sm_90 -DR35A_BUILD_TESTS=OFF \
                 -DR35A_GPU_TARGETS= $defs && cmake --build $tree -j --target r35a_bench; } >>"$log" 2>&1 ||
                 { echo "checkcost: $tree build failed" >>"$log"; RC[checkcost]=1; }

@@ -386,9 +386,12 @@ bool r35a_cuda_context_init(r35a_context *ctx, int device_index, bool *built, ch
     st->runtime.release = context_release;
     const char *frag = getenv("R35A_CUDA_FRAGMENTS");
     st->emulate_gfx11 = frag && strcmp(frag, "gfx11emu") == 0;
-    /* measurement only: R35A_CUDA_PROGRAMMATIC_LAUNCH=0 launches the split merge the ordinary way */
-    const char *pdl = getenv("R35A_CUDA_PROGRAMMATIC_LAUNCH");
-    st->programmatic_launch = major >= 9 && driver.api.LaunchKernelEx && !(pdl && strcmp(pdl, "0") == 0);
+    st->programmatic_launch = major >= 9 && driver.api.LaunchKernelEx;
+#if defined(R35A_LAB) && R35A_LAB
+    /* a lab build's measurement knob: R35A_LAB_PROGRAMMATIC_LAUNCH=0 launches the split merge the ordinary way */
+    const char *pdl = getenv("R35A_LAB_PROGRAMMATIC_LAUNCH");
+    st->programmatic_launch = st->programmatic_launch && !(pdl && strcmp(pdl, "0") == 0);
+#endif
     snprintf(st->arch, sizeof st->arch, "%s", arch);
     if ((e = driver.api.DevicePrimaryCtxRetain(&st->primary, dev)) != 0) {
         snprintf(reason, reason_len, "cuDevicePrimaryCtxRetain(%d) failed: %s (%d)", device_index, cu_error_text(e), e);

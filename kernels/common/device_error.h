@@ -59,10 +59,12 @@ typedef enum r35a_device_error_code {
 
 /* ---- the rules, once for every kernel (and the tests) ---- */
 
-/* R35A_DEVICE_CHECKS=0 compiles the kernels without these checks, for one purpose only: measuring
- * what they cost (cmake -DR35A_KERNEL_DEFINES=R35A_DEVICE_CHECKS=0; tools/gpu_suite.sh checkcost).
- * Such a library reads and writes out of bounds on bad metadata: never use it otherwise. */
-#ifndef R35A_DEVICE_CHECKS
+/* A lab build with R35A_LAB_DEVICE_CHECKS=0 compiles the kernels without these checks, for one purpose
+ * only: measuring what they cost (cmake -DR35A_LAB_BUILD=ON -DR35A_LAB_DEFINES=R35A_LAB_DEVICE_CHECKS=0;
+ * lab/gpu_suite.sh checkcost). Such a library reads and writes out of bounds on bad metadata. */
+#if defined(R35A_LAB) && defined(R35A_LAB_DEVICE_CHECKS)
+#define R35A_DEVICE_CHECKS R35A_LAB_DEVICE_CHECKS
+#else
 #define R35A_DEVICE_CHECKS 1
 #endif
 
