@@ -9,9 +9,9 @@
 #include "registry.h"
 
 #define R35A_HANDLES(n) ((n) > 0 ? (n) : 1)
-/* Code objects one context loads at most: the compile units of its arch's families (decode's
- * dtype x K/V format groups and merge, encoder's dtypes, generic's one: 10 today). */
-#define R35A_GPU_MAX_MODULES 32
+/* Code objects one context loads at most: the compile units of its arch's families (tools/gen_variants.py
+ * --units: 10 for gfx1151's tables today, 50 for sm_90's, which split by head size too). */
+#define R35A_GPU_MAX_MODULES 64
 
 struct r35a_gpu_runtime {
     const r35a_gpu_arch *arch;   /* the device's row of the arch table (its tuning rows, CU counting) */

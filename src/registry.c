@@ -45,25 +45,28 @@ const r35a_encoder_variant r35a_encoder_variants[] = {
 };
 
 /* The compile unit of each kernel (tools/gen_variants.py unit_group: decode <dtype>_<kv>, encoder
- * <dtype>, generic "all"): its code object is (arch, family, unit). */
-static const char *const decode_units[] = {
-#define R35A_DECODE_VARIANT(arch, name, dtype, kv, ...) #dtype "_" #kv,
+ * <dtype>, generic "all"; NVIDIA tables add _d<head> to decode's and the encoder's): its code object
+ * is (arch, family, unit). */
+static const struct {
+    const char *unit, *unit_nvidia;
+} decode_units[] = {
+#define R35A_DECODE_VARIANT(arch, name, dtype, kv, head_size, ...) {#dtype "_" #kv, #dtype "_" #kv "_d" #head_size},
 #include "variants.def"
 #undef R35A_DECODE_VARIANT
-    NULL,
-};
-static const char *const encoder_units[] = {
-#define R35A_ENCODER_VARIANT(arch, name, dtype, ...) #dtype,
+    {NULL, NULL},
+}, encoder_units[] = {
+#define R35A_ENCODER_VARIANT(arch, name, dtype, head_size, ...) {#dtype, #dtype "_d" #head_size},
 #include "variants.def"
 #undef R35A_ENCODER_VARIANT
-    NULL,
+    {NULL, NULL},
 };
 
 const char *r35a_registry_unit(r35a_gpu_family family, int index)
 {
+    const bool nvidia = r35a_tuning_is_nvidia(r35a_registry_tuning(family, index));
     switch (family) {
-    case R35A_GPU_DECODE: return decode_units[index];
-    case R35A_GPU_ENCODER: return encoder_units[index];
+    case R35A_GPU_DECODE: return nvidia ? decode_units[index].unit_nvidia : decode_units[index].unit;
+    case R35A_GPU_ENCODER: return nvidia ? encoder_units[index].unit_nvidia : encoder_units[index].unit;
     case R35A_GPU_GENERIC: return "all";
     case R35A_GPU_NUM_FAMILIES: break;
     }

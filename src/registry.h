@@ -93,8 +93,9 @@ const char *r35a_decode_merge_name(r35a_dtype dtype);
 int r35a_decode_merge_index(r35a_dtype dtype);
 /* The compile unit of the decode family that holds the split merge kernels. */
 #define R35A_DECODE_MERGE_UNIT "merge"
-/* The compile unit of kernel `index` of family ("f16_fp8", "bf16", "all": tools/gen_variants.py
- * --units): the kernel is in the code object (arch, family, unit) (code_objects.h). */
+/* The compile unit of kernel `index` of family ("f16_fp8", "bf16", "all"; on NVIDIA tables with the
+ * head size: "f16_fp8_d128", "bf16_d64": tools/gen_variants.py --units): the kernel is in the code
+ * object (arch, family, unit) (code_objects.h). */
 const char *r35a_registry_unit(r35a_gpu_family family, int index);
 
 /* Family-generic views of the three tables (index < r35a_registry_count(family)). */

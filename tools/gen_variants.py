@@ -288,15 +288,19 @@ def macro_lines(e):
 #            merge kernels of both dtypes (the variant units leave them out: R35A_DECODE_MERGE_KERNELS 0)
 #   encoder  <dtype>
 #   generic  all (a handful of small kernels)
+# NVIDIA tables (sm_*) split decode and encoder by head size too (<dtype>_<kv>_d<head>, <dtype>_d<head>):
+# nvcc and ptxas take minutes where clang takes seconds for the same kernels, so a build machine's
+# cores need more, smaller units.
 UNIT_MACRO = {"decode": "R35A_DECODE_VARIANT_LIST", "encoder": "R35A_ENCODER_VARIANT_LIST",
               "generic": "R35A_GENERIC_KERNEL_LIST"}
 
 
 def unit_group(e):
+    head = f"_d{e['head']}" if e["arch"].startswith("sm_") else ""
     if e["kind"] == "decode":
-        return f"{e['dtype']}_{e['kv']}"
+        return f"{e['dtype']}_{e['kv']}{head}"
     if e["kind"] == "encoder":
-        return e["dtype"]
+        return f"{e['dtype']}{head}"
     return "all"
 
 
