@@ -536,8 +536,39 @@ struct decode_entry<E, KV, D, R, KW, DW, RW, WAVES, DECODE_LAYER_D4> {
 #define R35A_DECODE_LDS_SYMBOL(name, dtype, kv, D, R, KW, DW, RW, WAVES)
 #endif
 
+/* The policies a table row names (variants/<arch>.tsv: layer, pipe, q) against what the configuration
+ * lays out. (The gfx11-emulation test build runs every row on its one layer, registers, Q^T in LDS.) */
+namespace r35a {
+enum { DECODE_PIPE_regs = 0, DECODE_PIPE_lds = 1, DECODE_PIPE_lds_shared = 2 };
+enum { DECODE_Q_regs = 0, DECODE_Q_staged = 1, DECODE_Q_lds = 2 };
+#if defined(R35A_FRAGMENT_EMULATE_GFX11) && R35A_FRAGMENT_EMULATE_GFX11
+#define R35A_DECODE_POLICY_CHECKED 0
+#else
+#define R35A_DECODE_POLICY_CHECKED 1
+#endif
+template <class C, int PIPE, int STAGES, int QPLACE>
+struct decode_policy_check {
+    static_assert(!R35A_DECODE_POLICY_CHECKED ||
+                      PIPE == (C::USE_LDS ? (C::SHARED_PIPES ? DECODE_PIPE_lds_shared : DECODE_PIPE_lds) : DECODE_PIPE_regs),
+                  "the table's pipe kind is not the configuration's");
+    static_assert(!R35A_DECODE_POLICY_CHECKED || STAGES == C::STAGES, "the table's stage count is not the configuration's");
+    static_assert(!R35A_DECODE_POLICY_CHECKED ||
+                      QPLACE == (C::Q_LDS ? DECODE_Q_lds : C::Q_STAGED ? DECODE_Q_staged : DECODE_Q_regs),
+                  "the table's Q^T placement is not the configuration's");
+    static constexpr bool ok = true;
+};
+} /* namespace r35a */
+#define R35A_DECODE_LAYER_wmma16 r35a::DECODE_LAYER_TARGET
+#define R35A_DECODE_LAYER_mma16 r35a::DECODE_LAYER_TARGET
+#define R35A_DECODE_LAYER_dot4 r35a::DECODE_LAYER_D4
+#define R35A_DECODE_LAYER_mma8 r35a::DECODE_LAYER_N8
+
 /* One extern "C" kernel per variant; the symbol is the variant name. */
-#define R35A_DECODE_VARIANT(arch, name, dtype, kv, D, R, KW, DW, RW, WAVES)                                \
+#define R35A_DECODE_VARIANT(arch, name, dtype, kv, D, R, KW, DW, RW, WAVES, layer, pipe, stages, q)         \
+    static_assert(!R35A_DECODE_POLICY_CHECKED || R35A_DECODE_LAYER(R) == R35A_DECODE_LAYER_##layer,        \
+                  #name ": the table's layer is not the one its rows run on");                           \
+    static_assert(r35a::decode_policy_check<R35A_DECODE_ENTRY(dtype, kv, D, R, KW, DW, RW, WAVES)::cfg,     \
+                                            r35a::DECODE_PIPE_##pipe, stages, r35a::DECODE_Q_##q>::ok, #name); \
     R35A_DECODE_LDS_SYMBOL(name, dtype, kv, D, R, KW, DW, RW, WAVES)                                       \
     R35A_KERNEL R35A_KERNEL_BOUNDS(32 * (KW) * (DW) * (RW), WAVES) void name(r35a_decode_args a) {         \
         R35A_DECODE_ENTRY(dtype, kv, D, R, KW, DW, RW, WAVES)::run(a);                                     \
