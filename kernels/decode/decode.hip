@@ -52,7 +52,10 @@
  *
  * Compile-time: element type, K/V element format, D, R (rows per workgroup, in ceil(R / 16) row
  * tiles; R / 8 on the rows-8 layer, R / 4 on the rows-4 one), KW, DW, RW, WAVES (the occupancy
- * contract): they size registers and LDS, and the LDS left decides the pipeline depth.
+ * contract), and the policies the table row names (variants/<arch>.tsv): the fragment layer, the KV
+ * pipeline (registers, shared-memory stages private or shared by the row waves; the stage count)
+ * and where Q^T lives (registers, staged through LDS once, read from LDS per tile). decode_cfg lays
+ * them out and fails the build where the LDS of the occupancy contract cannot hold them.
  * Run-time: page size (any multiple of 16), strides, G, M (per sequence), window, scale, splits,
  * softcap, ALiBi, sinks, the 8-bit scales (per tensor or per kv head).
  *
@@ -73,17 +76,10 @@
 
 namespace r35a {
 
-#ifndef R35A_DECODE_REG_STAGES_MAX
-#define R35A_DECODE_REG_STAGES_MAX 3   /* register pipeline depth at most */
-#endif
-#ifndef R35A_DECODE_LDS_STAGES_MAX
-#define R35A_DECODE_LDS_STAGES_MAX 4   /* shared-memory pipeline depth at most (NVIDIA), 16-bit K/V */
-#endif
-/* 8-bit tiles are half the bytes: as many more stages keep as many bytes in flight per wave (what
- * the memory latency asks for), where the shared memory holds them. */
-#ifndef R35A_DECODE_LDS_STAGES_MAX_8BIT
-#define R35A_DECODE_LDS_STAGES_MAX_8BIT 8
-#endif
+/* The policies a variant's table row names (variants/<arch>.tsv): its KV pipeline (pipe) and where
+ * its Q^T lives (q); the macro R35A_DECODE_VARIANT pastes the row's words onto these names. */
+enum { DECODE_PIPE_regs = 0, DECODE_PIPE_lds = 1, DECODE_PIPE_lds_shared = 2 };
+enum { DECODE_Q_regs = 0, DECODE_Q_staged = 1, DECODE_Q_lds = 2 };
 
 constexpr int cmax(int a, int b) { return a > b ? a : b; }
 constexpr float LOG2E_F = 1.4426950408889634f;
@@ -265,7 +261,7 @@ R35A_DEV seq_meta read_seq(const r35a_decode_args &a, int s) {
  * allocates 128 bytes per workgroup of both launches): globaltimer ns at entry, loop end and exit
  * (the single-split path: before its O store), SM | kind << 32 (kind 0: a decode workgroup, 1: a
  * merge workgroup, whose slots follow the decode grid's and whose loop end is its exit). Read by
- * tools/decode_timeline.py (NOTES_h200 version 8). */
+ * tools/decode_timeline.py. */
 #if defined(R35A_DECODE_TIMING) && R35A_DECODE_TIMING && defined(R35A_TARGET_CUDA)
 struct decode_timing {
     unsigned long long t0, t1;
@@ -486,92 +482,74 @@ namespace frag = ::r35a::frag_d4;
 } /* namespace d4 */
 #endif
 
-/* Which body a variant of R rows runs (LAYER, R35A_DECODE_LAYER below): the 8-row layer's where the
- * target has one and R is 8, the 4-row layer's where it has one and R is 4, else the target layer's
- * (rows 4 or 8 there: one 16-row tile, the rest of it padding). */
+/* The fragment layer a variant's body runs on (variants/<arch>.tsv layer): the target's (wmma16 on
+ * gfx11, mma16 on NVIDIA: 16-row tiles), gfx11's 4-row v_dot2 layer (dot4: the body in namespace d4)
+ * or NVIDIA's 8-row mma layer (mma8: namespace n8). */
 enum { DECODE_LAYER_TARGET = 0, DECODE_LAYER_N8 = 1, DECODE_LAYER_D4 = 2 };
-template <class E, class KV, int D, int R, int KW, int DW, int RW, int WAVES, int LAYER = DECODE_LAYER_TARGET>
+template <class E, class KV, int D, int R, int KW, int DW, int RW, int WAVES, int LAYER, int PIPE, int S, int QPLACE>
 struct decode_entry {
-    typedef decode_cfg<E, KV, D, R, KW, DW, RW, WAVES> cfg;
-    R35A_MEMBER static void run(const r35a_decode_args &a) { decode_kernel<E, KV, D, R, KW, DW, RW, WAVES>(a); }
+    static_assert(LAYER != LAYER, "layer: this target has no such fragment layer");
+};
+template <class E, class KV, int D, int R, int KW, int DW, int RW, int WAVES, int PIPE, int S, int QPLACE>
+struct decode_entry<E, KV, D, R, KW, DW, RW, WAVES, DECODE_LAYER_TARGET, PIPE, S, QPLACE> {
+    typedef decode_cfg<E, KV, D, R, KW, DW, RW, WAVES, PIPE, S, QPLACE> cfg;
+    R35A_MEMBER static void run(const r35a_decode_args &a) { decode_kernel<E, KV, D, R, KW, DW, RW, WAVES, PIPE, S, QPLACE>(a); }
 };
 #if defined(R35A_FRAG_HAS_N8)
-template <class E, class KV, int D, int R, int KW, int DW, int RW, int WAVES>
-struct decode_entry<E, KV, D, R, KW, DW, RW, WAVES, DECODE_LAYER_N8> {
-    typedef n8::decode_cfg<E, KV, D, R, KW, DW, RW, WAVES> cfg;
-    R35A_MEMBER static void run(const r35a_decode_args &a) { n8::decode_kernel<E, KV, D, R, KW, DW, RW, WAVES>(a); }
+template <class E, class KV, int D, int R, int KW, int DW, int RW, int WAVES, int PIPE, int S, int QPLACE>
+struct decode_entry<E, KV, D, R, KW, DW, RW, WAVES, DECODE_LAYER_N8, PIPE, S, QPLACE> {
+    typedef n8::decode_cfg<E, KV, D, R, KW, DW, RW, WAVES, PIPE, S, QPLACE> cfg;
+    R35A_MEMBER static void run(const r35a_decode_args &a) {
+        n8::decode_kernel<E, KV, D, R, KW, DW, RW, WAVES, PIPE, S, QPLACE>(a);
+    }
 };
-#define R35A_DECODE_N8_ROWS(R) ((R) == 8)
-#else
-#define R35A_DECODE_N8_ROWS(R) false
 #endif
 #if defined(R35A_FRAG_HAS_D4)
-template <class E, class KV, int D, int R, int KW, int DW, int RW, int WAVES>
-struct decode_entry<E, KV, D, R, KW, DW, RW, WAVES, DECODE_LAYER_D4> {
-    typedef d4::decode_cfg<E, KV, D, R, KW, DW, RW, WAVES> cfg;
-    R35A_MEMBER static void run(const r35a_decode_args &a) { d4::decode_kernel<E, KV, D, R, KW, DW, RW, WAVES>(a); }
+template <class E, class KV, int D, int R, int KW, int DW, int RW, int WAVES, int PIPE, int S, int QPLACE>
+struct decode_entry<E, KV, D, R, KW, DW, RW, WAVES, DECODE_LAYER_D4, PIPE, S, QPLACE> {
+    typedef d4::decode_cfg<E, KV, D, R, KW, DW, RW, WAVES, PIPE, S, QPLACE> cfg;
+    R35A_MEMBER static void run(const r35a_decode_args &a) {
+        d4::decode_kernel<E, KV, D, R, KW, DW, RW, WAVES, PIPE, S, QPLACE>(a);
+    }
 };
-#define R35A_DECODE_D4_ROWS(R) ((R) == 4)
-#else
-#define R35A_DECODE_D4_ROWS(R) false
 #endif
-#define R35A_DECODE_LAYER(R)                                                                               \
-    (R35A_DECODE_N8_ROWS(R)   ? r35a::DECODE_LAYER_N8                                                      \
-     : R35A_DECODE_D4_ROWS(R) ? r35a::DECODE_LAYER_D4                                                      \
-                              : r35a::DECODE_LAYER_TARGET)
 
 } /* namespace r35a */
+
+/* A table row's policy words (layer, pipe, stages, q) as decode_entry's parameters. The gfx11-emulation
+ * test build (R35A_FRAGMENT_EMULATE_GFX11=1: NVIDIA's tables run on gfx11's lane layouts) has one
+ * layer and no shared-memory stages: it runs every row on that layer with two register stages and
+ * Q^T in LDS, whatever the row names. */
+#define R35A_DECODE_LAYER_wmma16 r35a::DECODE_LAYER_TARGET
+#define R35A_DECODE_LAYER_mma16 r35a::DECODE_LAYER_TARGET
+#define R35A_DECODE_LAYER_dot4 r35a::DECODE_LAYER_D4
+#define R35A_DECODE_LAYER_mma8 r35a::DECODE_LAYER_N8
+#if defined(R35A_FRAGMENT_EMULATE_GFX11) && R35A_FRAGMENT_EMULATE_GFX11
+#define R35A_DECODE_POLICY(layer, pipe, stages, q) r35a::DECODE_LAYER_TARGET, r35a::DECODE_PIPE_regs, 2, r35a::DECODE_Q_lds
+#else
+#define R35A_DECODE_POLICY(layer, pipe, stages, q)                                                         \
+    R35A_DECODE_LAYER_##layer, r35a::DECODE_PIPE_##pipe, stages, r35a::DECODE_Q_##q
+#endif
 
 /* NVIDIA: the dynamic shared memory a variant is launched with is exactly what its layout uses,
  * published as the device global <name>_lds_bytes, which the host reads at module load
  * (src/gpu_runtime.c): the one place the size is decided is decode_cfg. (A launch with the whole
  * budget of the occupancy contract instead would let fewer workgroups share an SM than fit.) */
-#define R35A_DECODE_ENTRY(dtype, kv, D, R, KW, DW, RW, WAVES)                                             \
+#define R35A_DECODE_ENTRY(dtype, kv, D, R, KW, DW, RW, WAVES, layer, pipe, stages, q)                      \
     r35a::decode_entry<r35a::dtype##_t, r35a::kv_type<r35a::dtype##_t, r35a::kv_##kv##_t>::type, D, R, KW, DW, RW, WAVES, \
-                       R35A_DECODE_LAYER(R)>
+                       R35A_DECODE_POLICY(layer, pipe, stages, q)>
 #if defined(R35A_TARGET_CUDA)
-#define R35A_DECODE_LDS_SYMBOL(name, dtype, kv, D, R, KW, DW, RW, WAVES)                                    \
-    extern "C" __device__ const int name##_lds_bytes = R35A_DECODE_ENTRY(dtype, kv, D, R, KW, DW, RW, WAVES)::cfg::LDS_BYTES;
+#define R35A_DECODE_LDS_SYMBOL(name, ...)                                                                  \
+    extern "C" __device__ const int name##_lds_bytes = R35A_DECODE_ENTRY(__VA_ARGS__)::cfg::LDS_BYTES;
 #else
-#define R35A_DECODE_LDS_SYMBOL(name, dtype, kv, D, R, KW, DW, RW, WAVES)
+#define R35A_DECODE_LDS_SYMBOL(name, ...)
 #endif
-
-/* The policies a table row names (variants/<arch>.tsv: layer, pipe, q) against what the configuration
- * lays out. (The gfx11-emulation test build runs every row on its one layer, registers, Q^T in LDS.) */
-namespace r35a {
-enum { DECODE_PIPE_regs = 0, DECODE_PIPE_lds = 1, DECODE_PIPE_lds_shared = 2 };
-enum { DECODE_Q_regs = 0, DECODE_Q_staged = 1, DECODE_Q_lds = 2 };
-#if defined(R35A_FRAGMENT_EMULATE_GFX11) && R35A_FRAGMENT_EMULATE_GFX11
-#define R35A_DECODE_POLICY_CHECKED 0
-#else
-#define R35A_DECODE_POLICY_CHECKED 1
-#endif
-template <class C, int PIPE, int STAGES, int QPLACE>
-struct decode_policy_check {
-    static_assert(!R35A_DECODE_POLICY_CHECKED ||
-                      PIPE == (C::USE_LDS ? (C::SHARED_PIPES ? DECODE_PIPE_lds_shared : DECODE_PIPE_lds) : DECODE_PIPE_regs),
-                  "the table's pipe kind is not the configuration's");
-    static_assert(!R35A_DECODE_POLICY_CHECKED || STAGES == C::STAGES, "the table's stage count is not the configuration's");
-    static_assert(!R35A_DECODE_POLICY_CHECKED ||
-                      QPLACE == (C::Q_LDS ? DECODE_Q_lds : C::Q_STAGED ? DECODE_Q_staged : DECODE_Q_regs),
-                  "the table's Q^T placement is not the configuration's");
-    static constexpr bool ok = true;
-};
-} /* namespace r35a */
-#define R35A_DECODE_LAYER_wmma16 r35a::DECODE_LAYER_TARGET
-#define R35A_DECODE_LAYER_mma16 r35a::DECODE_LAYER_TARGET
-#define R35A_DECODE_LAYER_dot4 r35a::DECODE_LAYER_D4
-#define R35A_DECODE_LAYER_mma8 r35a::DECODE_LAYER_N8
 
 /* One extern "C" kernel per variant; the symbol is the variant name. */
 #define R35A_DECODE_VARIANT(arch, name, dtype, kv, D, R, KW, DW, RW, WAVES, layer, pipe, stages, q)         \
-    static_assert(!R35A_DECODE_POLICY_CHECKED || R35A_DECODE_LAYER(R) == R35A_DECODE_LAYER_##layer,        \
-                  #name ": the table's layer is not the one its rows run on");                           \
-    static_assert(r35a::decode_policy_check<R35A_DECODE_ENTRY(dtype, kv, D, R, KW, DW, RW, WAVES)::cfg,     \
-                                            r35a::DECODE_PIPE_##pipe, stages, r35a::DECODE_Q_##q>::ok, #name); \
-    R35A_DECODE_LDS_SYMBOL(name, dtype, kv, D, R, KW, DW, RW, WAVES)                                       \
+    R35A_DECODE_LDS_SYMBOL(name, dtype, kv, D, R, KW, DW, RW, WAVES, layer, pipe, stages, q)               \
     R35A_KERNEL R35A_KERNEL_BOUNDS(32 * (KW) * (DW) * (RW), WAVES) void name(r35a_decode_args a) {         \
-        R35A_DECODE_ENTRY(dtype, kv, D, R, KW, DW, RW, WAVES)::run(a);                                     \
+        R35A_DECODE_ENTRY(dtype, kv, D, R, KW, DW, RW, WAVES, layer, pipe, stages, q)::run(a);             \
     }
 /* A tool may point R35A_DECODE_VARIANT_LIST at its own list of R35A_DECODE_VARIANT(...) lines
  * (tools/tune_variants.py compiles candidate tilings this way). */
@@ -583,6 +561,7 @@ struct decode_policy_check {
 #undef R35A_DECODE_VARIANT
 #undef R35A_DECODE_LDS_SYMBOL
 #undef R35A_DECODE_ENTRY
+#undef R35A_DECODE_POLICY
 
 /* The split merge of every variant of a Q/O dtype (decode_args.h "the split merge"): launched after a
  * decode kernel whose plan has more than one split, with the same argument struct. No LDS; 4 waves

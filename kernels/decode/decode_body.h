@@ -16,25 +16,33 @@
  * Where RT > R (rows 8 on a 16-row layer: gfx11's, or NVIDIA's gfx11 emulation in the tests) the
  * tile's rows past R are padding: they see no key, and nothing of theirs is stored.
  */
-/* The KV pipeline of a tiling: registers (every fragment layer), or shared-memory stages filled by
- * asynchronous copies (layers that define R35A_FRAG_HAS_KV_PIPE_LDS). KV: the element format. */
-template <bool LDS, int DS, int S, class E, class KV, int RW>
+/* The KV pipeline a row names (variants/<arch>.tsv pipe): stages in registers, private to the wave
+ * (every fragment layer), or shared-memory stages filled by asynchronous copies (layers that define
+ * R35A_FRAG_HAS_KV_PIPE_LDS), private to the wave or shared by the RW row waves of a key group and
+ * d slice. KV: the element format. */
+template <int PIPE, int DS, int S, class E, class KV, int RW>
 struct pick_pipe {
-    typedef frag::kv_pipe_regs<DS, S, E, KV> type;   /* private to its wave whatever RW */
+    typedef frag::kv_pipe_regs<DS, S, E, KV> type;
 };
 #if defined(R35A_FRAG_HAS_KV_PIPE_LDS)
 template <int DS, int S, class E, class KV, int RW>
-struct pick_pipe<true, DS, S, E, KV, RW> {
-    typedef frag::kv_pipe_lds<DS, S, E, KV, RW> type;   /* shared by the RW row waves */
+struct pick_pipe<DECODE_PIPE_lds, DS, S, E, KV, RW> {
+    typedef frag::kv_pipe_lds<DS, S, E, KV, 1> type;
 };
-template <int DS, class E, class KV>
-constexpr int lds_stages_fit(int bytes_per_wave) { return bytes_per_wave / frag::kv_pipe_lds<DS, 1, E, KV>::LDS_PER_STAGE; }
+template <int DS, int S, class E, class KV, int RW>
+struct pick_pipe<DECODE_PIPE_lds_shared, DS, S, E, KV, RW> {
+    typedef frag::kv_pipe_lds<DS, S, E, KV, RW> type;
+};
+#define R35A_DECODE_HAS_PIPE_LDS true
 #else
-template <int DS, class E, class KV>
-constexpr int lds_stages_fit(int) { return 0; }
+#define R35A_DECODE_HAS_PIPE_LDS false
 #endif
 
-template <class E, class KV, int D, int ROWS, int KW, int DW, int RW, int WAVES>
+/* The layout of one variant: its waves, row tiles and LDS, for the policies its table row names
+ * (PIPE: a DECODE_PIPE_* kind with STAGES stages; QPLACE: a DECODE_Q_* place of Q^T). It chooses
+ * nothing: the static_asserts check that the row fits the target's budgets (the LDS its occupancy
+ * contract leaves a workgroup); the code-object checks hold the register contract (no scratch). */
+template <class E, class KV, int D, int ROWS, int KW, int DW, int RW, int WAVES, int PIPE, int STAGES_, int QPLACE>
 struct decode_cfg {
     static constexpr int HEAD = D, KGROUPS = KW, DSLICES = DW, ROWWAVES = RW;
     static constexpr int NW = KW * DW * RW;   /* waves per workgroup */
@@ -51,6 +59,20 @@ struct decode_cfg {
     static_assert(KW == 1 || KW == 2 || KW == 4 || KW == 8, "key groups merge in a binary tree");
     static_assert(T % RW == 0, "row waves: whole row tiles each");
     static_assert(NW <= 16 && (RW == 1 || KW * DW <= 15), "a workgroup of at most 16 waves; a named barrier per shared pipeline");
+
+    /* The policies. Pipeline: STAGES tiles, S - 1 of them in flight during a tile's products. */
+    static constexpr int STAGES = STAGES_;
+    static constexpr bool USE_LDS = PIPE != DECODE_PIPE_regs;        /* shared-memory stages */
+    static constexpr bool SHARED_PIPES = PIPE == DECODE_PIPE_lds_shared;   /* ... shared by the RW row waves */
+    static constexpr bool Q_LDS = QPLACE == DECODE_Q_lds;            /* Q^T read from LDS per tile */
+    static constexpr bool Q_STAGED = QPLACE != DECODE_Q_regs;        /* Q^T written to LDS once */
+    static_assert(STAGES >= 2, "the KV pipeline needs two stages");
+    static_assert(!USE_LDS || R35A_DECODE_HAS_PIPE_LDS, "pipe lds / lds_shared: this fragment layer has no shared-memory stages");
+    static_assert(PIPE != DECODE_PIPE_lds_shared || RW > 1, "pipe lds_shared: shared by the row waves, rw > 1");
+    static_assert(PIPE != DECODE_PIPE_lds || RW == 1, "pipe lds: private shared-memory stages are built for rw 1 only");
+    static_assert(PIPE != DECODE_PIPE_regs || RW == 1 || !R35A_DECODE_HAS_PIPE_LDS,
+                  "row waves on a layer with shared-memory stages share them (pipe lds_shared)");
+
     /* LDS budget from the occupancy contract: WAVES waves on each of 4 SIMDs share a pool of LDS
      * (gfx11: a WGP's 128 KiB, at most 64 KiB per workgroup, static; NVIDIA: decode_args.h's
      * r35a_nv_smem_bytes, dynamic shared memory the host launches with). */
@@ -65,74 +87,25 @@ struct decode_cfg {
      * one reduced S^T per key group and row wave. */
     static constexpr int PX_WAVE = DW > 1 ? TW * frag::ACC_NATIVE_FLOATS * 4 : 0;
     static constexpr int SR_BYTES = DW > 1 ? KW * RW * TW * frag::ACC_NATIVE_FLOATS * 4 : 0;
-    static constexpr int EXCH_BYTES = NW * PX_WAVE + SR_BYTES;
     static constexpr int SLOPE_BYTES = RT * 4;   /* each row's ALiBi slope (base 2), after everything else */
     /* bf16 queries on f16 products (device.h qk_elem): each row's power-of-two scale, after the slopes
      * (read once, before the loop) */
     static constexpr bool Q_RESCALE = kv8_f16_products<E, KV>::value;
     static constexpr int QSC_BYTES = Q_RESCALE ? RT * 4 : 0;
-    static constexpr int TAIL_BYTES = SLOPE_BYTES + QSC_BYTES;
-    /* Pipeline: shared-memory stages filled by asynchronous copies where the fragment layer has them
-     * (NVIDIA) and at least two fit the LDS left, as many as fit up to R35A_DECODE_LDS_STAGES_MAX
-     * (R35A_DECODE_LDS_STAGES_MAX_8BIT for 8-bit tiles);
-     * else stages in registers (gfx11; NVIDIA's widest tilings), as many as the occupancy contract's
-     * register budget leaves room for (estimate: Q^T and O^T fragments, S^T and P^T, ~32 for
-     * addresses, row bounds and softmax state; a stage holds K as operand fragments and V as 16-byte
-     * rows; from 2 to R35A_DECODE_REG_STAGES_MAX). The code-object checks hold the contract itself
-     * (no scratch). */
-    /* Q^T in LDS instead of registers for two row tiles (R = 32), whose Q^T fragments would take
-     * T x NC x (8 on gfx11, 4 on NVIDIA) registers: read back per tile (gfx11: 2 ds_load_b128 per
-     * fragment, no VALU; NVIDIA: one ldmatrix). NVIDIA always (the registers buy d slices of 128
-     * without a partial-S^T exchange); gfx11 where the LDS budget holds it (the registers buy the
-     * second KV stage of the 48-wide slices). Rows padded by 16 bytes. */
-    static constexpr bool HAS_LDS_PIPE = lds_stages_fit<DS, E, KV>(1 << 30) > 0;
     /* Pipelines: one per wave, except that the RW row waves of a (key group, d slice) share one
-     * where the stages are in shared memory (kv_pipe_lds: each copies its share of a tile). */
-    static constexpr int PIPES = HAS_LDS_PIPE ? NW / RW : NW;
+     * (kv_pipe_lds: each copies its share of a tile). */
+    static constexpr int PIPES = SHARED_PIPES ? NW / RW : NW;
+    /* Q^T in LDS (staged, or read back per tile: gfx11 2 ds_load_b128 per fragment, NVIDIA one
+     * ldmatrix): [DW][RT][QROW] u16, rows padded by 16 bytes. */
     static constexpr int QROW = DS + 8;
     static constexpr int Q_BYTES = DW * RT * QROW * 2;
-    static constexpr int REGION_1 = (frag::kv_pipe_regs<DS, 1, E, KV>::LDS_BYTES + 15) / 16 * 16;   /* gfx11's region */
-#if defined(R35A_TARGET_AMDGCN)
-    static constexpr int REG_BUDGET = (1536 / WAVES) / 24 * 24 < 256 ? (1536 / WAVES) / 24 * 24 : 256;
-#else
-    static constexpr int REG_BUDGET = 65536 / (128 * WAVES) < 255 ? 65536 / (128 * WAVES) : 255;
-#endif
-    static constexpr int AB_WORDS = (int)(sizeof(frag::ab) / 4);
     static constexpr int BOP_WORDS = (int)(sizeof(frag::bop) / 4);   /* a B operand (Q^T, P^T) */
-    /* Register pipeline depth: as many stages as the budget holds after the estimate's base (Q^T in
-     * registers or not), with a 25 % margin (what clang and ptxas use beyond the estimate, measured on
-     * these tilings). A stage: K and V as the register pipeline holds them (16-bit: operand fragments
-     * and 16-byte rows; 8-bit: the bytes as loaded). */
-    typedef frag::kv_pipe_regs<DS, 1, E, KV> REG_PIPE_1;
-    static constexpr int REG_STAGE = NC * (int)(sizeof(typename REG_PIPE_1::kraw) / 4) +
-                                     REG_PIPE_1::VCH * (int)(sizeof(typename REG_PIPE_1::vraw) / 4);
-    static constexpr int REG_REST = TW * NC * frag::ACC_ELEMS + TW * (frag::ACC_ELEMS + BOP_WORDS / 2) + 32;
-    static constexpr int REG_Q = TW * NC * BOP_WORDS;   /* Q^T fragments held in registers */
-    static constexpr int REG_FIT_QREG = (4 * REG_BUDGET / 5 - REG_REST - REG_Q) / REG_STAGE;
-    static constexpr int REG_FIT_QLDS = (4 * REG_BUDGET / 5 - REG_REST) / REG_STAGE;
-    /* ... and for one row tile on the register pipeline where two stages would not fit with Q^T in
-     * registers (gfx11's 48-wide slices at 8 waves: 16-bit tiles). */
-    static constexpr bool Q_LDS_WANTED = TW >= 2 || (!HAS_LDS_PIPE && REG_FIT_QREG < 2);
-    static constexpr bool Q_LDS =
-        Q_LDS_WANTED &&
-        (HAS_LDS_PIPE ? lds_stages_fit<DS, E, KV>((LDS_BUDGET - TAIL_BYTES - EXCH_BYTES - Q_BYTES) / PIPES) >= 2
-                      : NW * (REGION_1 > PX_WAVE ? REGION_1 : PX_WAVE) + SR_BYTES + Q_BYTES + TAIL_BYTES <= LDS_BUDGET);
-    static constexpr int FREE = LDS_BUDGET - TAIL_BYTES - EXCH_BYTES - (Q_LDS ? Q_BYTES : 0);
-    static constexpr int LDS_FIT = lds_stages_fit<DS, E, KV>(FREE / PIPES);
-    static constexpr bool USE_LDS = LDS_FIT >= 2;
-    static_assert(USE_LDS || !HAS_LDS_PIPE || RW == 1, "shared row-wave pipelines need two shared-memory stages");
-    static constexpr int REG_FIT = Q_LDS ? REG_FIT_QLDS : REG_FIT_QREG;
-    static constexpr int REG_STAGES = REG_FIT < 2 ? 2 : REG_FIT > R35A_DECODE_REG_STAGES_MAX ? R35A_DECODE_REG_STAGES_MAX : REG_FIT;
-    static constexpr int LDS_STAGES_MAX = kv_is_8bit<KV>::value ? R35A_DECODE_LDS_STAGES_MAX_8BIT : R35A_DECODE_LDS_STAGES_MAX;
-    static constexpr int STAGES = USE_LDS ? (LDS_FIT < LDS_STAGES_MAX ? LDS_FIT : LDS_STAGES_MAX) : REG_STAGES;
-    static_assert(STAGES >= 2, "the KV pipeline needs two stages");
-    typedef typename pick_pipe<USE_LDS, DS, STAGES, E, KV, RW>::type pipe;
+    typedef typename pick_pipe<PIPE, DS, STAGES, E, KV, RW>::type pipe;
     static constexpr int PIPE_WAVE = (pipe::LDS_BYTES + 15) / 16 * 16;
     /* A register pipeline's LDS (the V^T tile) is busy only between prepare_v and release, after
      * the key group has read the wave's partial S^T: the two share the wave's region. Shared-memory
      * stages hold loads in flight at all times: the partial S^T goes after them, in the wave's region
      * (a private pipeline) or in an array of every wave's after the regions (a shared one). */
-    static constexpr bool SHARED_PIPES = PIPES < NW;
     static constexpr bool PX_OVERLAY = !USE_LDS;
     static constexpr int PX_OFF = PX_OVERLAY ? 0 : PIPE_WAVE;
     static constexpr int WAVE_REGION = PX_OVERLAY     ? (PIPE_WAVE > PX_WAVE ? PIPE_WAVE : PX_WAVE)
@@ -142,15 +115,6 @@ struct decode_cfg {
     static constexpr int PX_STRIDE = SHARED_PIPES ? PX_WAVE : WAVE_REGION;        /* PX_BASE + w x PX_STRIDE */
     static constexpr int SR_OFF = PIPES * WAVE_REGION + (SHARED_PIPES ? NW * PX_WAVE : 0);
     static constexpr int Q_OFF = SR_OFF + SR_BYTES;   /* Q^T tiles: [DW][R][QROW] u16 */
-    /* Q^T staged in LDS: read back per tile (Q_LDS), or read once into registers where the LDS holds
-     * it and the staging saves work: rows rescaled to f16 (Q_RESCALE: a thread converts a 16-byte
-     * chunk once, where each lane of a register layout converts every word of its replicated copy)
-     * or the rows-4 layer (TR 4: each lane holds two rows whole, from global 2 u16 loads and a pack
-     * per word). At D 64, rows 4: 64 words per lane; staging saves about 250 VALU per wave with the
-     * rescale, 110 without (emulator counts). gfx11's bf16 8-bit rows-32 tilings have no room and
-     * convert in registers. */
-    static constexpr bool Q_STAGED =
-        Q_LDS || ((Q_RESCALE || TR == 4) && Q_OFF + Q_BYTES + TAIL_BYTES <= LDS_BUDGET);
     static constexpr int SLOPE_OFF = Q_OFF + (Q_STAGED ? Q_BYTES : 0);   /* ALiBi: R floats */
     static constexpr int QSC_OFF = SLOPE_OFF + SLOPE_BYTES;            /* Q_RESCALE: RT floats */
     static constexpr int LOOP_BYTES = QSC_OFF + QSC_BYTES;
@@ -161,7 +125,9 @@ struct decode_cfg {
     static constexpr int MSLOT_FLOATS = MSLOT_ACC + 2 * RT;
     static constexpr int MERGE_BYTES = KW > 1 ? (KW / 2) * MSLOT_FLOATS * 4 : 0;
     static constexpr int LDS_BYTES = LOOP_BYTES > MERGE_BYTES ? LOOP_BYTES : MERGE_BYTES;
-    static_assert(LDS_BYTES <= LDS_BUDGET, "LDS use breaks the variant's occupancy contract (waves)");
+    static_assert(LDS_BYTES <= LDS_BUDGET,
+                  "LDS budget: the row's KV stages, Q^T placement and exchange buffers need more LDS than its "
+                  "occupancy contract (waves) leaves a workgroup (fewer stages, q regs, or fewer waves)");
 };
 
 /* Online-softmax state of one row tile of a wave: running max m (base 2), running sum share l,
@@ -687,9 +653,9 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
 /* The kernel of one variant: one body, its LDS declared here.
  * NVIDIA: dynamic shared memory, launched with exactly C::LDS_BYTES (<name>_lds_bytes below; at most
  * r35a_nv_smem_bytes(), the contract's share; the static 48 KiB would cap the cp.async stages). */
-template <class E, class KV, int D, int R, int KW, int DW, int RW, int WAVES>
+template <class E, class KV, int D, int R, int KW, int DW, int RW, int WAVES, int PIPE, int STAGES, int QPLACE>
 R35A_DEV void decode_kernel(const r35a_decode_args &a) {
-    typedef decode_cfg<E, KV, D, R, KW, DW, RW, WAVES> C;
+    typedef decode_cfg<E, KV, D, R, KW, DW, RW, WAVES, PIPE, STAGES, QPLACE> C;
 #if defined(R35A_TARGET_CUDA)
     extern __shared__ __align__(16) unsigned char smem_dynamic[];
     unsigned char *const smem = smem_dynamic;
