@@ -1,25 +1,32 @@
 /*
  * decode/config.h - decode_cfg, the layout of one decode variant on a fragment layer: its waves, row
  * tiles, KV pipeline and LDS, for the policies its table row names, with static_asserts on the
- * budgets. No include guard: decode_body.h includes it in each namespace it is compiled in, with
- * `frag` naming that namespace's fragment layer.
+ * budgets. A template over the layer (Frag: a layer.h struct).
  */
+#ifndef R35A_DECODE_CONFIG_H
+#define R35A_DECODE_CONFIG_H
+
+#include "decode/policy.h"
+#include "decode/layer.h"
+
+namespace r35a {
+
 /* The KV pipeline a row names (variants/<arch>.tsv pipe): stages in registers, private to the wave
  * (every fragment layer), or shared-memory stages filled by asynchronous copies (layers that define
  * R35A_FRAG_HAS_KV_PIPE_LDS), private to the wave or shared by the RW row waves of a key group and
  * d slice. KV: the element format. */
-template <int PIPE, int DS, int S, class E, class KV, int RW>
+template <class Frag, int PIPE, int DS, int S, class E, class KV, int RW>
 struct pick_pipe {
-    typedef frag::kv_pipe_regs<DS, S, E, KV> type;
+    typedef typename Frag::template kv_pipe_regs<DS, S, E, KV> type;
 };
 #if defined(R35A_FRAG_HAS_KV_PIPE_LDS)
-template <int DS, int S, class E, class KV, int RW>
-struct pick_pipe<DECODE_PIPE_lds, DS, S, E, KV, RW> {
-    typedef frag::kv_pipe_lds<DS, S, E, KV, 1> type;
+template <class Frag, int DS, int S, class E, class KV, int RW>
+struct pick_pipe<Frag, DECODE_PIPE_lds, DS, S, E, KV, RW> {
+    typedef typename Frag::template kv_pipe_lds<DS, S, E, KV, 1> type;
 };
-template <int DS, int S, class E, class KV, int RW>
-struct pick_pipe<DECODE_PIPE_lds_shared, DS, S, E, KV, RW> {
-    typedef frag::kv_pipe_lds<DS, S, E, KV, RW> type;
+template <class Frag, int DS, int S, class E, class KV, int RW>
+struct pick_pipe<Frag, DECODE_PIPE_lds_shared, DS, S, E, KV, RW> {
+    typedef typename Frag::template kv_pipe_lds<DS, S, E, KV, RW> type;
 };
 #define R35A_DECODE_HAS_PIPE_LDS true
 #else
@@ -30,8 +37,9 @@ struct pick_pipe<DECODE_PIPE_lds_shared, DS, S, E, KV, RW> {
  * (PIPE: a DECODE_PIPE_* kind with STAGES stages; QPLACE: a DECODE_Q_* place of Q^T). It chooses
  * nothing: the static_asserts check that the row fits the target's budgets (the LDS its occupancy
  * contract leaves a workgroup); the code-object checks hold the register contract (no scratch). */
-template <class E, class KV, int D, int ROWS, int KW, int DW, int RW, int WAVES, int PIPE, int STAGES_, int QPLACE>
+template <class Frag_, class E, class KV, int D, int ROWS, int KW, int DW, int RW, int WAVES, int PIPE, int STAGES_, int QPLACE>
 struct decode_cfg {
+    typedef Frag_ Frag;   /* the fragment layer (layer.h) */
     static constexpr int HEAD = D, KGROUPS = KW, DSLICES = DW, ROWWAVES = RW;
     static constexpr int NW = KW * DW * RW;   /* waves per workgroup */
     static constexpr int THREADS = 32 * NW;
@@ -39,7 +47,7 @@ struct decode_cfg {
     static constexpr int NC = DS / 16;        /* 16-wide d chunks per wave */
     static constexpr int DC = D / 16;         /* d chunks of the whole head */
     static constexpr int R = ROWS;            /* query rows per workgroup */
-    static constexpr int TR = frag::TILE_ROWS;   /* query rows per row tile (the products' n) */
+    static constexpr int TR = Frag::TILE_ROWS;   /* query rows per row tile (the products' n) */
     static constexpr int T = (R + TR - 1) / TR;  /* row tiles */
     static constexpr int RT = T * TR;            /* the row tiles' rows (> R: padding rows) */
     static constexpr int TW = T / RW;         /* row tiles per wave: row wave rw has tiles rw x TW .. */
@@ -73,8 +81,8 @@ struct decode_cfg {
 #endif
     /* LDS, loop phase: each pipeline's region, the partial S^T tiles of every wave (DW > 1) and
      * one reduced S^T per key group and row wave. */
-    static constexpr int PX_WAVE = DW > 1 ? TW * frag::ACC_NATIVE_FLOATS * 4 : 0;
-    static constexpr int SR_BYTES = DW > 1 ? KW * RW * TW * frag::ACC_NATIVE_FLOATS * 4 : 0;
+    static constexpr int PX_WAVE = DW > 1 ? TW * Frag::ACC_NATIVE_FLOATS * 4 : 0;
+    static constexpr int SR_BYTES = DW > 1 ? KW * RW * TW * Frag::ACC_NATIVE_FLOATS * 4 : 0;
     static constexpr int SLOPE_BYTES = RT * 4;   /* each row's ALiBi slope (base 2), after everything else */
     /* bf16 queries on f16 products (device.h qk_elem): each row's power-of-two scale, after the slopes
      * (read once, before the loop) */
@@ -87,8 +95,8 @@ struct decode_cfg {
      * ldmatrix): [DW][RT][QROW] u16, rows padded by 16 bytes. */
     static constexpr int QROW = DS + 8;
     static constexpr int Q_BYTES = DW * RT * QROW * 2;
-    static constexpr int BOP_WORDS = (int)(sizeof(frag::bop) / 4);   /* a B operand (Q^T, P^T) */
-    typedef typename pick_pipe<PIPE, DS, STAGES, E, KV, RW>::type pipe;
+    static constexpr int BOP_WORDS = (int)(sizeof(typename Frag::bop) / 4);   /* a B operand (Q^T, P^T) */
+    typedef typename pick_pipe<Frag, PIPE, DS, STAGES, E, KV, RW>::type pipe;
     static constexpr int PIPE_WAVE = (pipe::LDS_BYTES + 15) / 16 * 16;
     /* A register pipeline's LDS (the V^T tile) is busy only between prepare_v and release, after
      * the key group has read the wave's partial S^T: the two share the wave's region. Shared-memory
@@ -107,9 +115,9 @@ struct decode_cfg {
     static constexpr int QSC_OFF = SLOPE_OFF + SLOPE_BYTES;            /* Q_RESCALE: RT floats */
     static constexpr int LOOP_BYTES = QSC_OFF + QSC_BYTES;
     /* Floats of the key group's S^T tiles (of one row wave) each wave reduces (reduce-scatter). */
-    static constexpr int SLICE = TW * frag::ACC_NATIVE_FLOATS / DW;
+    static constexpr int SLICE = TW * Frag::ACC_NATIVE_FLOATS / DW;
     /* LDS, merge phase (reuses the loop's): KW/2 slots of a key group's accumulators and stats. */
-    static constexpr int MSLOT_ACC = DW * T * NC * frag::ACC_NATIVE_FLOATS;   /* floats */
+    static constexpr int MSLOT_ACC = DW * T * NC * Frag::ACC_NATIVE_FLOATS;   /* floats */
     static constexpr int MSLOT_FLOATS = MSLOT_ACC + 2 * RT;
     static constexpr int MERGE_BYTES = KW > 1 ? (KW / 2) * MSLOT_FLOATS * 4 : 0;
     static constexpr int LDS_BYTES = LOOP_BYTES > MERGE_BYTES ? LOOP_BYTES : MERGE_BYTES;
@@ -117,3 +125,7 @@ struct decode_cfg {
                   "LDS budget: the row's KV stages, Q^T placement and exchange buffers need more LDS than its "
                   "occupancy contract (waves) leaves a workgroup (fewer stages, q regs, or fewer waves)");
 };
+
+} /* namespace r35a */
+
+#endif /* R35A_DECODE_CONFIG_H */

@@ -30,8 +30,9 @@
  * wave (two rows-16 row groups read it twice). Key groups merge through LDS at the end of the
  * split; splits write partial records to the workspace, and the merge kernel (decode_merge_<dtype>:
  * decode/merge.h, instantiated at the end of this file), launched next on the same stream, combines
- * them, all rows and d of all groups in parallel (decode_args.h "the split merge"). A sequence uses r35a_decode_seq_splits() of
- * the planned splits (fewer when it is short), each a balanced share of its tiles.
+ * them, all rows and d of all groups in parallel (decode_args.h "the split merge"). A sequence uses
+ * r35a_decode_seq_splits() of the planned splits (fewer when it is short), each a balanced share of
+ * its tiles.
  *
  * Model features (decode_args.h): the logit transform (softcap, then ALiBi) runs in the loop only when
  * the call has one (a uniform branch per tile); attention sinks join each row's denominator once,
@@ -43,11 +44,11 @@
  * spill SGPRs in every variant.)
  *
  * Rows 8 on NVIDIA (variants/sm_90.tsv): a second fragment layer, decode/rows8_nv.h, holds the query
- * rows as the products' n = 8 (16 on every other layer), and the body (decode_body.h) is compiled for
- * it too (namespace r35a::n8): no product, exponent or shuffle then works on padding rows when a kv
- * head has G x M <= 8 rows. (None is enabled in the table yet: variants/sm_90.tsv says why.)
+ * rows as the products' n = 8 (16 on every other layer), and the body (decode_body.h) is instantiated
+ * on it too (layer_n8, decode/layer.h): no product, exponent or shuffle then works on padding rows
+ * when a kv head has G x M <= 8 rows (the table's layer mma8).
  * Rows 4 on gfx11 (variants/gfx1151.tsv): likewise decode/rows4_gfx11.h, 4-row tiles whose products are
- * v_dot2 instead of WMMA (namespace r35a::d4): a kv head with G x M <= 4 rows no longer pays for 12
+ * v_dot2 instead of WMMA (layer_d4): a kv head with G x M <= 4 rows no longer pays for 12
  * padding rows of a 16 x 16 x 16 WMMA; its 8-bit K is converted half a row per half-wave.
  *
  * Compile-time: element type, K/V element format, D, R (rows per workgroup, in ceil(R / 16) row
@@ -79,30 +80,29 @@
 #include "decode/timing.h"
 #include "decode/epilogue.h"
 #include "decode/merge.h"
+#include "decode/layer.h"
 
 namespace r35a {
 
-/* The configuration, softmax state, stores and kernel body, on the target's fragment layer. */
-#include "decode_body.h"
-
+/* The layers the target has, as types (layer.h): the target's, and decode's few-row layers. */
+R35A_DECODE_FRAG_LAYER(layer_target, ::r35a::frag)
 #if defined(R35A_FRAG_HAS_N8)
-/* ... and again on the 8-row layer (decode/rows8_nv.h), for the variants with rows 8 */
-namespace n8 {
-namespace frag = ::r35a::frag_n8;
-#include "decode_body.h"
-} /* namespace n8 */
+R35A_DECODE_FRAG_LAYER(layer_n8, ::r35a::frag_n8)
 #endif
 #if defined(R35A_FRAG_HAS_D4)
-/* ... and again on the 4-row layer (decode/rows4_gfx11.h), for the variants with rows 4 */
-namespace d4 {
-namespace frag = ::r35a::frag_d4;
-#include "decode_body.h"
-} /* namespace d4 */
+R35A_DECODE_FRAG_LAYER(layer_d4, ::r35a::frag_d4)
 #endif
 
+} /* namespace r35a */
+
+/* The configuration, softmax state, stores and kernel body, templates over the layer. */
+#include "decode/decode_body.h"
+
+namespace r35a {
+
 /* The fragment layer a variant's body runs on (variants/<arch>.tsv layer): the target's (wmma16 on
- * gfx11, mma16 on NVIDIA: 16-row tiles), gfx11's 4-row v_dot2 layer (dot4: the body in namespace d4)
- * or NVIDIA's 8-row mma layer (mma8: namespace n8). */
+ * gfx11, mma16 on NVIDIA: 16-row tiles: layer_target), gfx11's 4-row v_dot2 layer (dot4: layer_d4)
+ * or NVIDIA's 8-row mma layer (mma8: layer_n8). */
 enum { DECODE_LAYER_TARGET = 0, DECODE_LAYER_N8 = 1, DECODE_LAYER_D4 = 2 };
 template <class E, class KV, int D, int R, int KW, int DW, int RW, int WAVES, int LAYER, int PIPE, int S, int QPLACE>
 struct decode_entry {
@@ -110,24 +110,26 @@ struct decode_entry {
 };
 template <class E, class KV, int D, int R, int KW, int DW, int RW, int WAVES, int PIPE, int S, int QPLACE>
 struct decode_entry<E, KV, D, R, KW, DW, RW, WAVES, DECODE_LAYER_TARGET, PIPE, S, QPLACE> {
-    typedef decode_cfg<E, KV, D, R, KW, DW, RW, WAVES, PIPE, S, QPLACE> cfg;
-    R35A_MEMBER static void run(const r35a_decode_args &a) { decode_kernel<E, KV, D, R, KW, DW, RW, WAVES, PIPE, S, QPLACE>(a); }
+    typedef decode_cfg<layer_target, E, KV, D, R, KW, DW, RW, WAVES, PIPE, S, QPLACE> cfg;
+    R35A_MEMBER static void run(const r35a_decode_args &a) {
+        decode_kernel<layer_target, E, KV, D, R, KW, DW, RW, WAVES, PIPE, S, QPLACE>(a);
+    }
 };
 #if defined(R35A_FRAG_HAS_N8)
 template <class E, class KV, int D, int R, int KW, int DW, int RW, int WAVES, int PIPE, int S, int QPLACE>
 struct decode_entry<E, KV, D, R, KW, DW, RW, WAVES, DECODE_LAYER_N8, PIPE, S, QPLACE> {
-    typedef n8::decode_cfg<E, KV, D, R, KW, DW, RW, WAVES, PIPE, S, QPLACE> cfg;
+    typedef decode_cfg<layer_n8, E, KV, D, R, KW, DW, RW, WAVES, PIPE, S, QPLACE> cfg;
     R35A_MEMBER static void run(const r35a_decode_args &a) {
-        n8::decode_kernel<E, KV, D, R, KW, DW, RW, WAVES, PIPE, S, QPLACE>(a);
+        decode_kernel<layer_n8, E, KV, D, R, KW, DW, RW, WAVES, PIPE, S, QPLACE>(a);
     }
 };
 #endif
 #if defined(R35A_FRAG_HAS_D4)
 template <class E, class KV, int D, int R, int KW, int DW, int RW, int WAVES, int PIPE, int S, int QPLACE>
 struct decode_entry<E, KV, D, R, KW, DW, RW, WAVES, DECODE_LAYER_D4, PIPE, S, QPLACE> {
-    typedef d4::decode_cfg<E, KV, D, R, KW, DW, RW, WAVES, PIPE, S, QPLACE> cfg;
+    typedef decode_cfg<layer_d4, E, KV, D, R, KW, DW, RW, WAVES, PIPE, S, QPLACE> cfg;
     R35A_MEMBER static void run(const r35a_decode_args &a) {
-        d4::decode_kernel<E, KV, D, R, KW, DW, RW, WAVES, PIPE, S, QPLACE>(a);
+        decode_kernel<layer_d4, E, KV, D, R, KW, DW, RW, WAVES, PIPE, S, QPLACE>(a);
     }
 };
 #endif

@@ -1,76 +1,86 @@
 /*
- * decode_body.h - the part of the decode kernel written against the fragment layer: the layout
- * (config.h: decode_cfg), the online-softmax state, the output stores and the kernel body.
- * No include guard: decode.hip includes it once in namespace r35a with `frag` the target's layer
- * (fragment.h) and, where the target has one, a second time: in namespace r35a::n8 with `frag` naming
- * the 8-row layer frag_n8 (R35A_FRAG_HAS_N8: NVIDIA's native layer, decode/rows8_nv.h) for the
- * variants with rows 8, in namespace r35a::d4 with `frag` naming the 4-row layer frag_d4
- * (R35A_FRAG_HAS_D4: gfx11, decode/rows4_gfx11.h) for the variants with rows 4. A layer's B operands
- * (Q^T, P^T) are its `bop` (namespace frag's `ab` except in frag_d4). Everything else the body uses
- * is in namespace r35a, included by decode.hip before the first include: the policies (policy.h), the
- * tile feed (feed.h), the softmax rules (softmax.h), the bad-sequence epilogue (epilogue.h).
+ * decode_body.h - the part of the decode kernel written against the fragment layer: the online-softmax
+ * state, the output stores and the kernel body, templates over the layer (Frag: a layer.h struct;
+ * its layout is config.h's decode_cfg). decode.hip instantiates them on the target's layer
+ * (layer_target: fragment.h) and, where the target has them, on the 8-row layer (layer_n8: NVIDIA's
+ * native layer, decode/rows8_nv.h) for the rows-8 variants and the 4-row layer (layer_d4: gfx11,
+ * decode/rows4_gfx11.h) for the rows-4 variants. A layer's B operands (Q^T, P^T) are its `bop` (its
+ * `ab` except in the 4-row layer). The parts it composes: the policies (policy.h), the tile feed
+ * (feed.h), the KV pipelines (the layer's kv_pipe_*), the softmax rules (softmax.h), the
+ * bad-sequence epilogue (epilogue.h).
  *
- * Row tiles. A layer's products hold frag::TILE_ROWS query rows per tile (16; 8 in frag_n8, 4 in
- * frag_d4); a variant's R rows per workgroup are T = ceil(R / TILE_ROWS) tiles, RT = T x TILE_ROWS
+ * Row tiles. A layer's products hold Frag::TILE_ROWS query rows per tile (16; 8 in layer_n8, 4 in
+ * layer_d4); a variant's R rows per workgroup are T = ceil(R / TILE_ROWS) tiles, RT = T x TILE_ROWS
  * rows of them.
  * Where RT > R (rows 8 on a 16-row layer: gfx11's, or NVIDIA's gfx11 emulation in the tests) the
  * tile's rows past R are padding: they see no key, and nothing of theirs is stored.
  */
-#include "config.h"   /* decode_cfg: the layout of the policies a row names */
+#ifndef R35A_DECODE_BODY_H
+#define R35A_DECODE_BODY_H
+
+#include "decode/policy.h"
+#include "decode/layer.h"
+#include "decode/config.h"
+#include "decode/feed.h"
+#include "decode/softmax.h"
+#include "decode/timing.h"
+#include "decode/epilogue.h"
+
+namespace r35a {
 
 /* Online-softmax state of one row tile of a wave: running max m (base 2), running sum share l,
  * and the O^T accumulators of the wave's d slice. */
-template <int NC>
+template <class Frag, int NC>
 struct row_state {
-    frag::colv m, l;
-    frag::acc o[NC];
+    typename Frag::colv m, l;
+    typename Frag::acc o[NC];
 };
 
 /* Merges state b into a: both are partial softmaxes of disjoint key sets. */
-template <int NC>
-R35A_DEV void merge_state(row_state<NC> &a, const frag::colv &mb, const frag::colv &lb, const frag::acc *ob) {
-    for (int c = 0; c < frag::NCOL; ++c) {
+template <class Frag, int NC>
+R35A_DEV void merge_state(row_state<Frag, NC> &a, const typename Frag::colv &mb, const typename Frag::colv &lb, const typename Frag::acc *ob) {
+    for (int c = 0; c < Frag::NCOL; ++c) {
         float ca, cb;
         const float mx = merge_scales(a.m.v[c], mb.v[c], ca, cb);
         a.l.v[c] = a.l.v[c] * ca + lb.v[c] * cb;
         a.m.v[c] = mx;
         for (int k = 0; k < NC; ++k)
-            for (int e = 0; e < frag::ACC_ELEMS; ++e)
-                if (frag::acc_slot(e) == c) a.o[k].v[e] = a.o[k].v[e] * ca + ob[k].v[e] * cb;
+            for (int e = 0; e < Frag::ACC_ELEMS; ++e)
+                if (Frag::acc_slot(e) == c) a.o[k].v[e] = a.o[k].v[e] * ca + ob[k].v[e] * cb;
     }
 }
 
 /* Writes one accumulator fragment of O (row tile t, 16-wide d chunk ch of the head) scaled by inv,
  * only the rows that exist. O^T row m of the fragment is element P::v_d_of_m(m) of the chunk (the
  * pipeline's V^T operands may come with their d permuted). */
-template <class E, class P>
-R35A_DEV void store_o(const r35a_decode_args &a, const frag::acc &o, const frag::colv &inv, int t, int ch, int rg,
-                      int R, int q0, int M, int g, const bool (&ok)[frag::NCOL]) {
-    u16 *orow[frag::NCOL];
+template <class Frag, class E, class P>
+R35A_DEV void store_o(const r35a_decode_args &a, const typename Frag::acc &o, const typename Frag::colv &inv, int t, int ch, int rg,
+                      int R, int q0, int M, int g, const bool (&ok)[Frag::NCOL]) {
+    u16 *orow[Frag::NCOL];
 #pragma unroll
-    for (int c = 0; c < frag::NCOL; ++c) {
-        const int row = rg * R + t * frag::TILE_ROWS + frag::acc_n_of_slot(c);
+    for (int c = 0; c < Frag::NCOL; ++c) {
+        const int row = rg * R + t * Frag::TILE_ROWS + Frag::acc_n_of_slot(c);
         const int hl = ok[c] ? row / M : 0, i = row - hl * M;
         orow[c] = (u16 *)a.out + (i64)(q0 + i) * a.o_token_stride + (i64)(g * a.group_size + hl) * a.o_head_stride + 16 * ch;
     }
 #pragma unroll
-    for (int e = 0; e < frag::ACC_ELEMS; ++e) {
-        const int sl = frag::acc_slot(e);
-        if (ok[sl]) store_u16(orow[sl] + P::v_d_of_m(frag::acc_m(e)), E::from_f32(o.v[e] * inv.v[sl]));
+    for (int e = 0; e < Frag::ACC_ELEMS; ++e) {
+        const int sl = Frag::acc_slot(e);
+        if (ok[sl]) store_u16(orow[sl] + P::v_d_of_m(Frag::acc_m(e)), E::from_f32(o.v[e] * inv.v[sl]));
     }
 }
 
 /* Writes one accumulator fragment of a split's partial O (row tile t, 16-wide d chunk ch of the head)
  * into its record's accumulator (decode_args.h: R x D f32, row-major, natural d order), times v_fac
  * (the V scale of an 8-bit cache, else 1), only the rows that exist. */
-template <class P>
-R35A_DEV void store_record(float *acc_rows, const frag::acc &o, float v_fac, int t, int ch, int D,
-                           const bool (&ok)[frag::NCOL]) {
+template <class Frag, class P>
+R35A_DEV void store_record(float *acc_rows, const typename Frag::acc &o, float v_fac, int t, int ch, int D,
+                           const bool (&ok)[Frag::NCOL]) {
 #pragma unroll
-    for (int e = 0; e < frag::ACC_ELEMS; ++e) {
-        const int sl = frag::acc_slot(e);
-        const int row = t * frag::TILE_ROWS + frag::acc_n_of_slot(sl);
-        if (ok[sl]) store_f32(acc_rows + (i64)row * D + 16 * ch + P::v_d_of_m(frag::acc_m(e)), o.v[e] * v_fac);
+    for (int e = 0; e < Frag::ACC_ELEMS; ++e) {
+        const int sl = Frag::acc_slot(e);
+        const int row = t * Frag::TILE_ROWS + Frag::acc_n_of_slot(sl);
+        if (ok[sl]) store_f32(acc_rows + (i64)row * D + 16 * ch + P::v_d_of_m(Frag::acc_m(e)), o.v[e] * v_fac);
     }
 }
 
@@ -82,6 +92,7 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
                   TR = C::TR, RT = C::RT;
     constexpr bool B8 = kv_is_8bit<KV>::value;
     constexpr int EB = B8 ? 1 : 2;   /* bytes per K/V element */
+    typedef typename C::Frag Frag;   /* the fragment layer (layer.h) */
     typedef typename C::pipe P;
     typedef typename pv_elem<E, KV>::type PV;   /* the P.V products' element type (device.h) */
     typedef typename qk_elem<E, KV>::type QK;   /* the Q.K products' element type (device.h) */
@@ -124,8 +135,8 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
     const int full_lo = (int)r35a_window_first_key(L - 1, W), full_hi = L - M;
 
     /* ---- per-row (accumulator column) information ---- */
-    int row_hi[TW][frag::NCOL];   /* the row's query position p (its last key); -1: padding, sees nothing */
-    bool row_ok[TW][frag::NCOL];   /* [t]: the wave's row tile t0 + t */
+    int row_hi[TW][Frag::NCOL];   /* the row's query position p (its last key); -1: padding, sees nothing */
+    bool row_ok[TW][Frag::NCOL];   /* [t]: the wave's row tile t0 + t */
     /* the logit transform: softcap (cap x tanh(s / cap)) then ALiBi (slope x (j - p)), in base 2 */
     const bool capped = a.logit_softcap > 0.f, alibi = a.alibi_slopes != nullptr;
     /* each row's ALiBi slope (base 2) in LDS: read per tile only by calls with ALiBi, no register
@@ -139,10 +150,10 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
 #pragma unroll
     for (int t = 0; t < TW; ++t)
 #pragma unroll
-        for (int c = 0; c < frag::NCOL; ++c) {
-            const int row = rg * R + (t0 + t) * TR + frag::acc_n_of_slot(c);
+        for (int c = 0; c < Frag::NCOL; ++c) {
+            const int row = rg * R + (t0 + t) * TR + Frag::acc_n_of_slot(c);
             /* a row of the group that exists (the tile's rows past R: padding) */
-            const bool ok = (RT == R || (t0 + t) * TR + frag::acc_n_of_slot(c) < R) && row < rows;
+            const bool ok = (RT == R || (t0 + t) * TR + Frag::acc_n_of_slot(c) < R) && row < rows;
             const int i = ok ? row % M : 0;
             const int p = L - M + i;
             row_ok[t][c] = ok;
@@ -209,7 +220,7 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
     }
 
     /* ---- Q^T fragments of this wave's d slice (B operand: vector = query row) ---- */
-    frag::bop qf[C::Q_LDS ? 1 : TW][NC];
+    typename Frag::bop qf[C::Q_LDS ? 1 : TW][NC];
     u16 *const qs = (u16 *)(smem + C::Q_OFF) + dg * RT * C::QROW;   /* Q_STAGED: this d slice's RT rows */
     if constexpr (C::Q_STAGED) {
         /* RT rows x DS of each d slice, 16 bytes per thread and step; padding rows are zeros */
@@ -236,7 +247,7 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
             } else {   /* the k order of the pipeline's K operands: words moved within their 16-element chunk */
                 u32 *const chunk = (u32 *)(dst + 16 * (d8 >> 1));
 #pragma unroll
-                for (int q = 0; q < 4; ++q) chunk[frag::k8_q_word_pos(4 * (d8 & 1) + q)] = x[q];
+                for (int q = 0; q < 4; ++q) chunk[Frag::k8_q_word_pos(4 * (d8 & 1) + q)] = x[q];
             }
         }
         block_sync();
@@ -244,13 +255,13 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
 #pragma unroll
             for (int t = 0; t < TW; ++t)
 #pragma unroll
-                for (int c = 0; c < NC; ++c) qf[t][c] = frag::load_bop_lds<P::K_PERM>(qs + (t0 + t) * TR * C::QROW + 16 * c, C::QROW);
+                for (int c = 0; c < NC; ++c) qf[t][c] = Frag::template load_bop_lds<P::K_PERM>(qs + (t0 + t) * TR * C::QROW + 16 * c, C::QROW);
     } else {
 #pragma unroll
         for (int t = 0; t < TW; ++t)
 #pragma unroll
             for (int c = 0; c < NC; ++c)
-                qf[t][c] = frag::load_bop_global_u16<P::K_PERM>(
+                qf[t][c] = Frag::template load_bop_global_u16<P::K_PERM>(
                     [&](int n) -> const void * {
                         /* padding rows: a real row */
                         const int row = RT == R ? imin(rg * R + (t0 + t) * TR + n, rows - 1)
@@ -268,34 +279,34 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
                 for (int c = 0; c < NC; ++c)
 #pragma unroll
                     for (int j = 0; j < C::BOP_WORDS; ++j)
-                        qf[t][c].v[j] = bf16x2_to_f16x2_scaled(qf[t][c].v[j], qsc[(t0 + t) * TR + frag::bop_row_of_word(j)]);
+                        qf[t][c].v[j] = bf16x2_to_f16x2_scaled(qf[t][c].v[j], qsc[(t0 + t) * TR + Frag::bop_row_of_word(j)]);
 #endif
     }
     /* the inverse scales of the wave's rows, multiplied into their raw dot products */
-    float qinv[C::Q_RESCALE ? TW : 1][frag::NCOL];
+    float qinv[C::Q_RESCALE ? TW : 1][Frag::NCOL];
     if constexpr (C::Q_RESCALE)
 #pragma unroll
         for (int t = 0; t < TW; ++t)
 #pragma unroll
-            for (int c = 0; c < frag::NCOL; ++c) qinv[t][c] = q_row_unscale(qsc[(t0 + t) * TR + frag::acc_n_of_slot(c)]);
+            for (int c = 0; c < Frag::NCOL; ++c) qinv[t][c] = q_row_unscale(qsc[(t0 + t) * TR + Frag::acc_n_of_slot(c)]);
     /* Q^T fragment (the wave's row tile t, d chunk c) of this wave's slice */
-    auto q_frag = [&](int t, int c) -> frag::bop {
-        if constexpr (C::Q_LDS) return frag::load_bop_lds<P::K_PERM>(qs + (t0 + t) * TR * C::QROW + 16 * c, C::QROW);
+    auto q_frag = [&](int t, int c) -> typename Frag::bop {
+        if constexpr (C::Q_LDS) return Frag::template load_bop_lds<P::K_PERM>(qs + (t0 + t) * TR * C::QROW + 16 * c, C::QROW);
         else return qf[t][c];
     };
 
-    row_state<NC> st[TW];
+    row_state<Frag, NC> st[TW];
 #pragma unroll
     for (int t = 0; t < TW; ++t) {
-        st[t].m = frag::colv_fill(neg_inf());
-        st[t].l = frag::colv_fill(0.f);
+        st[t].m = Frag::colv_fill(neg_inf());
+        st[t].l = Frag::colv_fill(0.f);
 #pragma unroll
-        for (int c = 0; c < NC; ++c) st[t].o[c] = frag::acc_zero();
+        for (int c = 0; c < NC; ++c) st[t].o[c] = Frag::acc_zero();
     }
 
     float *const px = (float *)(smem + C::PX_BASE + w * C::PX_STRIDE);   /* this wave's partial S^T */
     /* the reduced S^T of this wave's (row wave, key group) */
-    float *const sr = (float *)(smem + C::SR_OFF) + (rw * KW + kg) * TW * frag::ACC_NATIVE_FLOATS;
+    float *const sr = (float *)(smem + C::SR_OFF) + (rw * KW + kg) * TW * Frag::ACC_NATIVE_FLOATS;
 
     for (int it0 = 0; it0 < niter; it0 += S) {
 #pragma unroll
@@ -312,16 +323,16 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
             const bool active = tile < t_end;                 /* uniform per wave */
             const int j0 = tile * 16;
 
-            frag::acc sacc[TW];
+            typename Frag::acc sacc[TW];
             if (active) {
-                const frag::ab k0 = pipe.k_operand(u, 0);
+                const typename Frag::ab k0 = pipe.k_operand(u, 0);
 #pragma unroll
-                for (int t = 0; t < TW; ++t) sacc[t] = frag::mma<QK>(k0, q_frag(t, 0), frag::acc_zero());
+                for (int t = 0; t < TW; ++t) sacc[t] = Frag::template mma<QK>(k0, q_frag(t, 0), Frag::acc_zero());
 #pragma unroll
                 for (int c = 1; c < NC; ++c) {
-                    const frag::ab kf = pipe.k_operand(u, c);
+                    const typename Frag::ab kf = pipe.k_operand(u, c);
 #pragma unroll
-                    for (int t = 0; t < TW; ++t) sacc[t] = frag::mma<QK>(kf, q_frag(t, c), sacc[t]);
+                    for (int t = 0; t < TW; ++t) sacc[t] = Frag::template mma<QK>(kf, q_frag(t, c), sacc[t]);
                 }
             }
             if constexpr (DW > 1) {
@@ -330,7 +341,7 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
                  * waves hold bit-identical scores and make identical softmax decisions. */
                 if (active)
 #pragma unroll
-                    for (int t = 0; t < TW; ++t) frag::acc_store_lds(px + t * frag::ACC_NATIVE_FLOATS, sacc[t]);
+                    for (int t = 0; t < TW; ++t) Frag::acc_store_lds(px + t * Frag::ACC_NATIVE_FLOATS, sacc[t]);
                 block_sync_lds();
                 if (active) {
                     /* the partial S^T of the DW waves of this (row wave, key group) */
@@ -348,14 +359,14 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
                 block_sync_lds();
                 if (active)
 #pragma unroll
-                    for (int t = 0; t < TW; ++t) sacc[t] = frag::acc_load_lds(sr + t * frag::ACC_NATIVE_FLOATS);
+                    for (int t = 0; t < TW; ++t) sacc[t] = Frag::acc_load_lds(sr + t * Frag::ACC_NATIVE_FLOATS);
             }
             if (!active) continue;
             if constexpr (C::Q_RESCALE)   /* the rows' scales out of the raw dots (powers of two: exact) */
 #pragma unroll
                 for (int t = 0; t < TW; ++t)
 #pragma unroll
-                    for (int e = 0; e < frag::ACC_ELEMS; ++e) sacc[t].v[e] *= qinv[t][frag::acc_slot(e)];
+                    for (int e = 0; e < Frag::ACC_ELEMS; ++e) sacc[t].v[e] *= qinv[t][Frag::acc_slot(e)];
 
             /* Logits: the transform (only in calls that have one: uniform branches), then the masks
              * (a select: keys past the end may be NaN). Without a transform the scale is folded into
@@ -364,46 +375,46 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
 #pragma unroll
                 for (int t = 0; t < TW; ++t)
 #pragma unroll
-                    for (int e = 0; e < frag::ACC_ELEMS; ++e) sacc[t].v[e] = cap(sacc[t].v[e]);
+                    for (int e = 0; e < Frag::ACC_ELEMS; ++e) sacc[t].v[e] = cap(sacc[t].v[e]);
             } else if (alibi) {
 #pragma unroll
                 for (int t = 0; t < TW; ++t)
 #pragma unroll
-                    for (int e = 0; e < frag::ACC_ELEMS; ++e) sacc[t].v[e] *= sl2;
+                    for (int e = 0; e < Frag::ACC_ELEMS; ++e) sacc[t].v[e] *= sl2;
             }
             if (alibi) {
 #pragma unroll
                 for (int t = 0; t < TW; ++t) {
                     /* slope x (j - p): j - p of element e is the column's j0 + m(0) - p plus a constant */
-                    float sb[frag::NCOL], sl[frag::NCOL];
+                    float sb[Frag::NCOL], sl[Frag::NCOL];
 #pragma unroll
-                    for (int c = 0; c < frag::NCOL; ++c) {
-                        sl[c] = slopes[(t0 + t) * TR + frag::acc_n_of_slot(c)];
-                        sb[c] = sl[c] * (float)(j0 + frag::acc_m(0) - row_hi[t][c]);
+                    for (int c = 0; c < Frag::NCOL; ++c) {
+                        sl[c] = slopes[(t0 + t) * TR + Frag::acc_n_of_slot(c)];
+                        sb[c] = sl[c] * (float)(j0 + Frag::acc_m(0) - row_hi[t][c]);
                     }
 #pragma unroll
-                    for (int e = 0; e < frag::ACC_ELEMS; ++e) {
-                        const int c = frag::acc_slot(e);
-                        sacc[t].v[e] = __builtin_fmaf(sl[c], (float)(frag::acc_m(e) - frag::acc_m(0)), sacc[t].v[e] + sb[c]);
+                    for (int e = 0; e < Frag::ACC_ELEMS; ++e) {
+                        const int c = Frag::acc_slot(e);
+                        sacc[t].v[e] = __builtin_fmaf(sl[c], (float)(Frag::acc_m(e) - Frag::acc_m(0)), sacc[t].v[e] + sb[c]);
                     }
                 }
             }
             const bool need_mask = !(j0 >= full_lo && j0 + 15 <= full_hi);
-            frag::bop pf[TW];
+            typename Frag::bop pf[TW];
 #pragma unroll
             for (int t = 0; t < TW; ++t) {
-                frag::acc &sc = sacc[t];
+                typename Frag::acc &sc = sacc[t];
                 if (need_mask)
 #pragma unroll
-                    for (int e = 0; e < frag::ACC_ELEMS; ++e) {
-                        const int j = j0 + frag::acc_m(e), c = frag::acc_slot(e);
+                    for (int e = 0; e < Frag::ACC_ELEMS; ++e) {
+                        const int j = j0 + Frag::acc_m(e), c = Frag::acc_slot(e);
                         if (j > row_hi[t][c] || j < (int)r35a_window_first_key(row_hi[t][c], W)) sc.v[e] = neg_inf();
                     }
-                const frag::colv mx = frag::col_max(sc);
-                frag::colv corr, mu;
+                const typename Frag::colv mx = Frag::col_max(sc);
+                typename Frag::colv corr, mu;
                 bool moved = false;
 #pragma unroll
-                for (int c = 0; c < frag::NCOL; ++c) {
+                for (int c = 0; c < Frag::NCOL; ++c) {
                     const float mn = fmax(st[t].m.v[c], mx.v[c] * xs);
                     mu.v[c] = mn == neg_inf() ? 0.f : mn;
                     corr.v[c] = exp2_fast(st[t].m.v[c] - mu.v[c]);
@@ -411,26 +422,26 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
                     st[t].m.v[c] = mn;
                 }
 #pragma unroll
-                for (int e = 0; e < frag::ACC_ELEMS; ++e)
-                    sc.v[e] = exp2_fast(__builtin_fmaf(sc.v[e], xs, -mu.v[frag::acc_slot(e)]));
-                const frag::colv ps = frag::col_sum_share(sc);
+                for (int e = 0; e < Frag::ACC_ELEMS; ++e)
+                    sc.v[e] = exp2_fast(__builtin_fmaf(sc.v[e], xs, -mu.v[Frag::acc_slot(e)]));
+                const typename Frag::colv ps = Frag::col_sum_share(sc);
 #pragma unroll
-                for (int c = 0; c < frag::NCOL; ++c) st[t].l.v[c] = st[t].l.v[c] * corr.v[c] + ps.v[c];
+                for (int c = 0; c < Frag::NCOL; ++c) st[t].l.v[c] = st[t].l.v[c] * corr.v[c] + ps.v[c];
                 /* O is rescaled only when a row's max moved (rare after the first tiles; exact either
                  * way: an unmoved max gives corr = 1). */
                 if (wave_any(moved))
 #pragma unroll
                     for (int k = 0; k < NC; ++k)
 #pragma unroll
-                        for (int e = 0; e < frag::ACC_ELEMS; ++e) st[t].o[k].v[e] *= corr.v[frag::acc_slot(e)];
-                pf[t] = frag::b_from_acc<PV>(sc);
+                        for (int e = 0; e < Frag::ACC_ELEMS; ++e) st[t].o[k].v[e] *= corr.v[Frag::acc_slot(e)];
+                pf[t] = Frag::template b_from_acc<PV>(sc);
             }
             pipe.prepare_v(u);
 #pragma unroll
             for (int c = 0; c < NC; ++c) {
-                const frag::ab vf = pipe.v_operand(u, c);
+                const typename Frag::ab vf = pipe.v_operand(u, c);
 #pragma unroll
-                for (int t = 0; t < TW; ++t) st[t].o[c] = frag::mma<PV>(vf, pf[t], st[t].o[c]);
+                for (int t = 0; t < TW; ++t) st[t].o[c] = Frag::template mma<PV>(vf, pf[t], st[t].o[c]);
                 R35A_DECODE_CHUNK_FENCE();
             }
             pipe.release(u);
@@ -443,17 +454,17 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
      * workgroups slowed long contexts by 2-5 %) */
     grid_launch_dependents();
 #pragma unroll
-    for (int t = 0; t < TW; ++t) st[t].l = frag::col_sum_finish(st[t].l);
+    for (int t = 0; t < TW; ++t) st[t].l = Frag::col_sum_finish(st[t].l);
     /* A block-table entry outside the cache: page 0 was streamed in its place; NaN state makes the
      * rows of every merge NaN (NaN x 0 stays NaN). Uniform per wave; the error path only. */
     if (wave_any(feed.bad)) {
 #pragma unroll
         for (int t = 0; t < TW; ++t) {
-            st[t].l = frag::colv_fill(quiet_nan());
+            st[t].l = Frag::colv_fill(quiet_nan());
 #pragma unroll
             for (int c = 0; c < NC; ++c)
 #pragma unroll
-                for (int e = 0; e < frag::ACC_ELEMS; ++e) st[t].o[c].v[e] = quiet_nan();
+                for (int e = 0; e < Frag::ACC_ELEMS; ++e) st[t].o[c].v[e] = quiet_nan();
         }
         if (lane_id() == 0) report_bad_data(a.error, R35A_DEVICE_ERROR_PAGE_INDEX, (u32)s);
     }
@@ -467,22 +478,22 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
                 float *slot = mb + (kg / (2 * step)) * C::MSLOT_FLOATS;
                 for (int t = 0; t < TW; ++t)
                     for (int c = 0; c < NC; ++c)
-                        frag::acc_store_lds(slot + ((dg * T + t0 + t) * NC + c) * frag::ACC_NATIVE_FLOATS, st[t].o[c]);
+                        Frag::acc_store_lds(slot + ((dg * T + t0 + t) * NC + c) * Frag::ACC_NATIVE_FLOATS, st[t].o[c]);
                 if (dg == 0)
                     for (int t = 0; t < TW; ++t) {
-                        frag::colv_store(slot + C::MSLOT_ACC + (t0 + t) * TR, st[t].m, false);
-                        frag::colv_store(slot + C::MSLOT_ACC + RT + (t0 + t) * TR, st[t].l, false);
+                        Frag::colv_store(slot + C::MSLOT_ACC + (t0 + t) * TR, st[t].m, false);
+                        Frag::colv_store(slot + C::MSLOT_ACC + RT + (t0 + t) * TR, st[t].l, false);
                     }
             }
             block_sync();
             if (kg % (2 * step) == 0) {
                 const float *slot = mb + (kg / (2 * step)) * C::MSLOT_FLOATS;
                 for (int t = 0; t < TW; ++t) {
-                    frag::acc ob[NC];
+                    typename Frag::acc ob[NC];
                     for (int c = 0; c < NC; ++c)
-                        ob[c] = frag::acc_load_lds(slot + ((dg * T + t0 + t) * NC + c) * frag::ACC_NATIVE_FLOATS);
-                    merge_state<NC>(st[t], frag::colv_load(slot + C::MSLOT_ACC + (t0 + t) * TR, false),
-                                    frag::colv_load(slot + C::MSLOT_ACC + RT + (t0 + t) * TR, false), ob);
+                        ob[c] = Frag::acc_load_lds(slot + ((dg * T + t0 + t) * NC + c) * Frag::ACC_NATIVE_FLOATS);
+                    merge_state<Frag, NC>(st[t], Frag::colv_load(slot + C::MSLOT_ACC + (t0 + t) * TR, false),
+                                    Frag::colv_load(slot + C::MSLOT_ACC + RT + (t0 + t) * TR, false), ob);
                 }
             }
         }
@@ -501,13 +512,13 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
                 if (rg * R + (t0 + t) * TR >= rows) continue;       /* a row tile of padding only */
                 if (dg == 0) {
                     if constexpr (RT == R) {
-                        frag::colv_store(rec + (t0 + t) * TR, st[t].m, true);
-                        frag::colv_store(rec + R + (t0 + t) * TR, st[t].l, true);
+                        Frag::colv_store(rec + (t0 + t) * TR, st[t].m, true);
+                        Frag::colv_store(rec + R + (t0 + t) * TR, st[t].l, true);
                     } else {   /* the record has R rows: a tile's padding rows past them are not stored */
 #pragma unroll
-                        for (int c = 0; c < frag::NCOL; ++c)
-                            if (frag::col_owner(c) && row_ok[t][c]) {
-                                const int n = (t0 + t) * TR + frag::acc_n_of_slot(c);
+                        for (int c = 0; c < Frag::NCOL; ++c)
+                            if (Frag::col_owner(c) && row_ok[t][c]) {
+                                const int n = (t0 + t) * TR + Frag::acc_n_of_slot(c);
                                 store_f32(rec + n, st[t].m.v[c]);
                                 store_f32(rec + R + n, st[t].l.v[c]);
                             }
@@ -515,7 +526,7 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
                 }
 #pragma unroll
                 for (int c = 0; c < NC; ++c)
-                    store_record<P>(rec + 2 * R, st[t].o[c], v_fac, t0 + t, dg * NC + c, D, row_ok[t]);
+                    store_record<Frag, P>(rec + 2 * R, st[t].o[c], v_fac, t0 + t, dg * NC + c, D, row_ok[t]);
             }
         }
         R35A_TIMING(tm.done(a, R, D, false);)
@@ -527,23 +538,23 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
     /* ---- one split: O = O^T / (l + the sink's share), zeros for rows that saw no key ---- */
 #pragma unroll
     for (int t = 0; t < TW; ++t) {
-        frag::colv inv;
+        typename Frag::colv inv;
 #pragma unroll
-        for (int c = 0; c < frag::NCOL; ++c) {
-            const int row = imin(rg * R + (t0 + t) * TR + frag::acc_n_of_slot(c), rows - 1);
+        for (int c = 0; c < Frag::NCOL; ++c) {
+            const int row = imin(rg * R + (t0 + t) * TR + Frag::acc_n_of_slot(c), rows - 1);
             inv.v[c] = row_inv(st[t].m.v[c], st[t].l.v[c], sink_base2(a, g * G + row / M)) * v_fac;
         }
 #pragma unroll
-        for (int c = 0; c < NC; ++c) store_o<E, P>(a, st[t].o[c], inv, t0 + t, dg * NC + c, rg, R, q0, M, g, row_ok[t]);
+        for (int c = 0; c < NC; ++c) store_o<Frag, E, P>(a, st[t].o[c], inv, t0 + t, dg * NC + c, rg, R, q0, M, g, row_ok[t]);
     }
 }
 
 /* The kernel of one variant: one body, its LDS declared here.
  * NVIDIA: dynamic shared memory, launched with exactly C::LDS_BYTES (<name>_lds_bytes below; at most
  * r35a_nv_smem_bytes(), the contract's share; the static 48 KiB would cap the cp.async stages). */
-template <class E, class KV, int D, int R, int KW, int DW, int RW, int WAVES, int PIPE, int STAGES, int QPLACE>
+template <class Frag, class E, class KV, int D, int R, int KW, int DW, int RW, int WAVES, int PIPE, int STAGES, int QPLACE>
 R35A_DEV void decode_kernel(const r35a_decode_args &a) {
-    typedef decode_cfg<E, KV, D, R, KW, DW, RW, WAVES, PIPE, STAGES, QPLACE> C;
+    typedef decode_cfg<Frag, E, KV, D, R, KW, DW, RW, WAVES, PIPE, STAGES, QPLACE> C;
 #if defined(R35A_TARGET_CUDA)
     extern __shared__ __align__(16) unsigned char smem_dynamic[];
     unsigned char *const smem = smem_dynamic;
@@ -552,3 +563,7 @@ R35A_DEV void decode_kernel(const r35a_decode_args &a) {
 #endif
     decode_body<C, E, KV>(a, smem);
 }
+
+} /* namespace r35a */
+
+#endif /* R35A_DECODE_BODY_H */

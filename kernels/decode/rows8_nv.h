@@ -1,8 +1,8 @@
 /*
  * decode/rows8_nv.h - decode's second NVIDIA fragment layer, for row groups of at most 8 query
  * rows (variants with rows 8): namespace r35a::frag_n8, the names of namespace frag with 8-row tiles.
- * Included by fragment_nv_mma.h (native layer only); decode.hip compiles its body a second time with
- * `frag` naming this layer (namespace r35a::n8).
+ * Included by decode_layers.h (native layer only); decode.hip instantiates its body on this layer too
+ * (layer_n8, decode/layer.h).
  *
  * Why. fragment_nv_mma.h runs a 16 x 16 x 16 step as two m16n8k16 products with the query rows as the
  * hardware's M (16 rows): a row group of G x M <= 8 live rows (G 4 / 8 with M 1, the common decode
