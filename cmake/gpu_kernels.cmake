@@ -398,7 +398,7 @@ if(R35A_BUILD_TESTS)
       set_tests_properties(hip_backend_fake_gfx1151 PROPERTIES ENVIRONMENT "${r35a_fake};FAKE_HIP_ARCH=gfx1151")
       add_test(NAME hip_backend_force_variant COMMAND test_hip_backend force_variant)
       set_tests_properties(hip_backend_force_variant PROPERTIES
-                           ENVIRONMENT "${r35a_fake};R35A_FORCE=decode_f16_d128_r32_kw1_dw4_w8")
+                           ENVIRONMENT "${r35a_fake};R35A_FORCE=decode_f16_d128_r32_kw1_dw4_w8_wmma16_pregs2_qregs")
       add_test(NAME hip_backend_force_generic COMMAND test_hip_backend force_generic)
       set_tests_properties(hip_backend_force_generic PROPERTIES ENVIRONMENT "${r35a_fake};R35A_FORCE=generic")
       add_test(NAME hip_backend_force_encoder COMMAND test_hip_backend force_encoder)

@@ -214,7 +214,7 @@ typedef struct r35a_plan r35a_plan;
 typedef struct r35a_plan_info {
     size_t struct_size;          /* set by the caller: sizeof(r35a_plan_info) */
     char implementation[128];    /* the chosen implementation: a tuned variant's kernel name (e.g.
-                                    "decode_f16_d128_r16_kw2_dw2_w8"), a portable kernel's name (e.g.
+                                    "decode_f16_d128_r16_kw2_dw2_w6_wmma16_pregs2_qlds"), a portable kernel's name (e.g.
                                     "generic_paged_f16_dmax256") or "reference"; a mixed batch served
                                     by two launches lists both, joined by '+' */
     char fallback_reason[256];   /* why a faster implementation declined, "" if none did */
@@ -281,7 +281,7 @@ R35A_API void r35a_plan_destroy(r35a_plan *plan);
  * launches on the caller's stream within one run call: the decode kernel serves the sequences with
  * M <= 8 and the portable kernel those with M > 8, each skipping the other's on the device, so
  * nothing is read back to the host. The plan's implementation then names both, e.g.
- * "decode_f16_d128_r16_kw2_dw2_w8+generic_paged_f16_dmax256". Every launch shape comes from the
+ * "decode_f16_d128_r16_kw2_dw2_w6_wmma16_pregs2_qlds+generic_paged_f16_dmax256". Every launch shape comes from the
  * descriptor (host-known values), never from seq_lens or query_start_loc contents, so a run can be
  * captured in a HIP graph. A run whose q, k_cache, v_cache or (split-KV) workspace pointer is not
  * 16-byte aligned runs the portable kernel alone for that run (logged with R35A_LOG=1).

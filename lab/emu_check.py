@@ -85,7 +85,8 @@ def read_variants():
     text = open(os.path.join(ROOT, "variants", "variants.def")).read()
     dec, gen = [], []
     for m in re.finditer(r"^R35A_DECODE_VARIANT\(([^)]*)\)", text, re.M):
-        arch, name, dtype, kv, head, rows, kw, dw, rw, waves = [x.strip() for x in m.group(1).split(",")]
+        arch, name, dtype, kv, head, rows, kw, dw, rw, waves, layer, pipe, stages, q = \
+            [x.strip() for x in m.group(1).split(",")]
         if not arch.startswith("gfx"):
             continue   # another target's kernels (e.g. sm_90): not in the gfx11 code objects
         dec.append(dict(arch=arch, name=name, dtype=dtype, kv8=None if kv == "kv16" else kv, D=int(head), R=int(rows),

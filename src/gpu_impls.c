@@ -16,7 +16,7 @@
 static const r35a_gpu_runtime *runtime_of(const r35a_context *ctx) { return ctx->gpu_runtime; }
 static const char *tuning_of(const r35a_context *ctx) { return runtime_of(ctx)->arch->tuning; }
 
-/* R35A_FORCE (test-only) naming one kernel of a family, e.g. "decode_f16_d128_r16_kw2_dw2_w8": the
+/* R35A_FORCE (test-only) naming one kernel of a family, e.g. "decode_f16_d128_r16_kw2_dw2_w6_wmma16_pregs2_qlds": the
  * planner then considers that kernel only. Dispatch calls a family's entry only when R35A_FORCE is
  * unset, the family's name, or one of its kernels' names. */
 static const char *forced_kernel(const char *family)

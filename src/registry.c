@@ -22,7 +22,7 @@ _Static_assert(R35A_KV_AS_Q == 0 && R35A_KV_FP8_E4M3 == R35A_DTYPE_FP8_E4M3 && R
 #define R35A_VKV_int8 ((r35a_dtype)R35A_KV_INT8)
 
 const r35a_decode_variant r35a_decode_variants[] = {
-#define R35A_DECODE_VARIANT(arch, name, dtype, kv, head_size, rows, kw, dw, rw, waves) \
+#define R35A_DECODE_VARIANT(arch, name, dtype, kv, head_size, rows, kw, dw, rw, waves, layer, pipe, stages, q) \
     {#arch, #name, R35A_VDTYPE_##dtype, R35A_VKV_##kv, head_size, rows, kw, dw, rw, waves},
 #include "variants.def"
 #undef R35A_DECODE_VARIANT

@@ -33,7 +33,7 @@ typedef struct r35a_generic_kernel {
 /* Row counts (the same kernel name may appear in several tuning tables). */
 enum {
     R35A_NUM_DECODE_VARIANTS = 0
-#define R35A_DECODE_VARIANT(arch, name, dtype, kv, head_size, rows, kw, dw, rw, waves) +1
+#define R35A_DECODE_VARIANT(arch, name, dtype, kv, head_size, rows, kw, dw, rw, waves, layer, pipe, stages, q) +1
 #include "variants.def"
 #undef R35A_DECODE_VARIANT
 };

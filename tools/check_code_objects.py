@@ -99,8 +99,8 @@ def expected_kernels(entries, family, arch):
             continue   # not kernels
         if macro == "R35A_DECODE_VARIANT":
             fam = "decode"
-            v_arch, name, dtype, kv, head, rows, kw, dw, rw, waves = args
-            dot = int(rows) == 4   # the 4-row layer: v_dot2 products, no WMMA
+            v_arch, name, dtype, kv, head, rows, kw, dw, rw, waves, layer, pipe, stages, q = args
+            dot = layer == "dot4"   # the 4-row layer: v_dot2 products, no WMMA
             # the products' element type: bf16 queries with an 8-bit cache run f16 products on gfx11
             # (kernels/common/device.h kv8_f16_products: Q scaled per row into f16, K and V converted to f16)
             product = "f16" if dtype == "bf16" and kv != "kv16" else dtype

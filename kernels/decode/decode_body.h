@@ -1,222 +1,86 @@
 /*
- * decode_body.h - the part of decode.hip written against the fragment layer: the tiling's
- * configuration (decode_cfg), the online-softmax state, the output stores and the kernel body.
- * No include guard: decode.hip includes it once in namespace r35a with `frag` the target's layer
- * (fragment.h) and, where the target has one, a second time: in namespace r35a::n8 with `frag` naming
- * the 8-row layer frag_n8 (R35A_FRAG_HAS_N8: NVIDIA's native layer, decode/rows8_nv.h) for the
- * variants with rows 8, in namespace r35a::d4 with `frag` naming the 4-row layer frag_d4
- * (R35A_FRAG_HAS_D4: gfx11, decode/rows4_gfx11.h) for the variants with rows 4. A layer's B operands
- * (Q^T, P^T) are its `bop` (namespace frag's `ab` except in frag_d4). Everything else the body uses
- * (the tile feed, the split merge, the softcap rule) is decode.hip's, in namespace r35a, before the
- * first include.
+ * decode_body.h - the part of the decode kernel written against the fragment layer: the online-softmax
+ * state, the output stores and the kernel body, templates over the layer (Frag: a layer.h struct;
+ * its layout is config.h's decode_cfg). decode.hip instantiates them on the target's layer
+ * (layer_target: fragment.h) and, where the target has them, on the 8-row layer (layer_n8: NVIDIA's
+ * native layer, decode/rows8_nv.h) for the rows-8 variants and the 4-row layer (layer_d4: gfx11,
+ * decode/rows4_gfx11.h) for the rows-4 variants. A layer's B operands (Q^T, P^T) are its `bop` (its
+ * `ab` except in the 4-row layer). The parts it composes: the policies (policy.h), the tile feed
+ * (feed.h), the KV pipelines (the layer's kv_pipe_*), the softmax rules (softmax.h), the
+ * bad-sequence epilogue (epilogue.h).
  *
- * Row tiles. A layer's products hold frag::TILE_ROWS query rows per tile (16; 8 in frag_n8, 4 in
- * frag_d4); a variant's R rows per workgroup are T = ceil(R / TILE_ROWS) tiles, RT = T x TILE_ROWS
+ * Row tiles. A layer's products hold Frag::TILE_ROWS query rows per tile (16; 8 in layer_n8, 4 in
+ * layer_d4); a variant's R rows per workgroup are T = ceil(R / TILE_ROWS) tiles, RT = T x TILE_ROWS
  * rows of them.
  * Where RT > R (rows 8 on a 16-row layer: gfx11's, or NVIDIA's gfx11 emulation in the tests) the
  * tile's rows past R are padding: they see no key, and nothing of theirs is stored.
  */
-/* The KV pipeline of a tiling: registers (every fragment layer), or shared-memory stages filled by
- * asynchronous copies (layers that define R35A_FRAG_HAS_KV_PIPE_LDS). KV: the element format. */
-template <bool LDS, int DS, int S, class E, class KV, int RW>
-struct pick_pipe {
-    typedef frag::kv_pipe_regs<DS, S, E, KV> type;   /* private to its wave whatever RW */
-};
-#if defined(R35A_FRAG_HAS_KV_PIPE_LDS)
-template <int DS, int S, class E, class KV, int RW>
-struct pick_pipe<true, DS, S, E, KV, RW> {
-    typedef frag::kv_pipe_lds<DS, S, E, KV, RW> type;   /* shared by the RW row waves */
-};
-template <int DS, class E, class KV>
-constexpr int lds_stages_fit(int bytes_per_wave) { return bytes_per_wave / frag::kv_pipe_lds<DS, 1, E, KV>::LDS_PER_STAGE; }
-#else
-template <int DS, class E, class KV>
-constexpr int lds_stages_fit(int) { return 0; }
-#endif
+#ifndef R35A_DECODE_BODY_H
+#define R35A_DECODE_BODY_H
 
-template <class E, class KV, int D, int ROWS, int KW, int DW, int RW, int WAVES>
-struct decode_cfg {
-    static constexpr int HEAD = D, KGROUPS = KW, DSLICES = DW, ROWWAVES = RW;
-    static constexpr int NW = KW * DW * RW;   /* waves per workgroup */
-    static constexpr int THREADS = 32 * NW;
-    static constexpr int DS = D / DW;         /* head-dim slice per wave */
-    static constexpr int NC = DS / 16;        /* 16-wide d chunks per wave */
-    static constexpr int DC = D / 16;         /* d chunks of the whole head */
-    static constexpr int R = ROWS;            /* query rows per workgroup */
-    static constexpr int TR = frag::TILE_ROWS;   /* query rows per row tile (the products' n) */
-    static constexpr int T = (R + TR - 1) / TR;  /* row tiles */
-    static constexpr int RT = T * TR;            /* the row tiles' rows (> R: padding rows) */
-    static constexpr int TW = T / RW;         /* row tiles per wave: row wave rw has tiles rw x TW .. */
-    static_assert(D % (16 * DW) == 0, "each wave needs whole 16-wide d chunks");
-    static_assert(KW == 1 || KW == 2 || KW == 4 || KW == 8, "key groups merge in a binary tree");
-    static_assert(T % RW == 0, "row waves: whole row tiles each");
-    static_assert(NW <= 16 && (RW == 1 || KW * DW <= 15), "a workgroup of at most 16 waves; a named barrier per shared pipeline");
-    /* LDS budget from the occupancy contract: WAVES waves on each of 4 SIMDs share a pool of LDS
-     * (gfx11: a WGP's 128 KiB, at most 64 KiB per workgroup, static; NVIDIA: decode_args.h's
-     * r35a_nv_smem_bytes, dynamic shared memory the host launches with). */
-    static constexpr int WGS_PER_POOL = (4 * WAVES + NW - 1) / NW;
-#if defined(R35A_TARGET_AMDGCN)
-    static constexpr int LDS_POOL = R35A_GFX11_LDS_PER_WGP / WGS_PER_POOL, LDS_MAX = R35A_GFX11_LDS_PER_WORKGROUP;
-    static constexpr int LDS_BUDGET = LDS_POOL < LDS_MAX ? LDS_POOL : LDS_MAX;
-#else
-    static constexpr int LDS_BUDGET = r35a_nv_smem_bytes(WAVES, NW);
-#endif
-    /* LDS, loop phase: each pipeline's region, the partial S^T tiles of every wave (DW > 1) and
-     * one reduced S^T per key group and row wave. */
-    static constexpr int PX_WAVE = DW > 1 ? TW * frag::ACC_NATIVE_FLOATS * 4 : 0;
-    static constexpr int SR_BYTES = DW > 1 ? KW * RW * TW * frag::ACC_NATIVE_FLOATS * 4 : 0;
-    static constexpr int EXCH_BYTES = NW * PX_WAVE + SR_BYTES;
-    static constexpr int SLOPE_BYTES = RT * 4;   /* each row's ALiBi slope (base 2), after everything else */
-    /* bf16 queries on f16 products (device.h qk_elem): each row's power-of-two scale, after the slopes
-     * (read once, before the loop) */
-    static constexpr bool Q_RESCALE = kv8_f16_products<E, KV>::value;
-    static constexpr int QSC_BYTES = Q_RESCALE ? RT * 4 : 0;
-    static constexpr int TAIL_BYTES = SLOPE_BYTES + QSC_BYTES;
-    /* Pipeline: shared-memory stages filled by asynchronous copies where the fragment layer has them
-     * (NVIDIA) and at least two fit the LDS left, as many as fit up to R35A_DECODE_LDS_STAGES_MAX
-     * (R35A_DECODE_LDS_STAGES_MAX_8BIT for 8-bit tiles);
-     * else stages in registers (gfx11; NVIDIA's widest tilings), as many as the occupancy contract's
-     * register budget leaves room for (estimate: Q^T and O^T fragments, S^T and P^T, ~32 for
-     * addresses, row bounds and softmax state; a stage holds K as operand fragments and V as 16-byte
-     * rows; from 2 to R35A_DECODE_REG_STAGES_MAX). The code-object checks hold the contract itself
-     * (no scratch). */
-    /* Q^T in LDS instead of registers for two row tiles (R = 32), whose Q^T fragments would take
-     * T x NC x (8 on gfx11, 4 on NVIDIA) registers: read back per tile (gfx11: 2 ds_load_b128 per
-     * fragment, no VALU; NVIDIA: one ldmatrix). NVIDIA always (the registers buy d slices of 128
-     * without a partial-S^T exchange); gfx11 where the LDS budget holds it (the registers buy the
-     * second KV stage of the 48-wide slices). Rows padded by 16 bytes. */
-    static constexpr bool HAS_LDS_PIPE = lds_stages_fit<DS, E, KV>(1 << 30) > 0;
-    /* Pipelines: one per wave, except that the RW row waves of a (key group, d slice) share one
-     * where the stages are in shared memory (kv_pipe_lds: each copies its share of a tile). */
-    static constexpr int PIPES = HAS_LDS_PIPE ? NW / RW : NW;
-    static constexpr int QROW = DS + 8;
-    static constexpr int Q_BYTES = DW * RT * QROW * 2;
-    static constexpr int REGION_1 = (frag::kv_pipe_regs<DS, 1, E, KV>::LDS_BYTES + 15) / 16 * 16;   /* gfx11's region */
-#if defined(R35A_TARGET_AMDGCN)
-    static constexpr int REG_BUDGET = (1536 / WAVES) / 24 * 24 < 256 ? (1536 / WAVES) / 24 * 24 : 256;
-#else
-    static constexpr int REG_BUDGET = 65536 / (128 * WAVES) < 255 ? 65536 / (128 * WAVES) : 255;
-#endif
-    static constexpr int AB_WORDS = (int)(sizeof(frag::ab) / 4);
-    static constexpr int BOP_WORDS = (int)(sizeof(frag::bop) / 4);   /* a B operand (Q^T, P^T) */
-    /* Register pipeline depth: as many stages as the budget holds after the estimate's base (Q^T in
-     * registers or not), with a 25 % margin (what clang and ptxas use beyond the estimate, measured on
-     * these tilings). A stage: K and V as the register pipeline holds them (16-bit: operand fragments
-     * and 16-byte rows; 8-bit: the bytes as loaded). */
-    typedef frag::kv_pipe_regs<DS, 1, E, KV> REG_PIPE_1;
-    static constexpr int REG_STAGE = NC * (int)(sizeof(typename REG_PIPE_1::kraw) / 4) +
-                                     REG_PIPE_1::VCH * (int)(sizeof(typename REG_PIPE_1::vraw) / 4);
-    static constexpr int REG_REST = TW * NC * frag::ACC_ELEMS + TW * (frag::ACC_ELEMS + BOP_WORDS / 2) + 32;
-    static constexpr int REG_Q = TW * NC * BOP_WORDS;   /* Q^T fragments held in registers */
-    static constexpr int REG_FIT_QREG = (4 * REG_BUDGET / 5 - REG_REST - REG_Q) / REG_STAGE;
-    static constexpr int REG_FIT_QLDS = (4 * REG_BUDGET / 5 - REG_REST) / REG_STAGE;
-    /* ... and for one row tile on the register pipeline where two stages would not fit with Q^T in
-     * registers (gfx11's 48-wide slices at 8 waves: 16-bit tiles). */
-    static constexpr bool Q_LDS_WANTED = TW >= 2 || (!HAS_LDS_PIPE && REG_FIT_QREG < 2);
-    static constexpr bool Q_LDS =
-        Q_LDS_WANTED &&
-        (HAS_LDS_PIPE ? lds_stages_fit<DS, E, KV>((LDS_BUDGET - TAIL_BYTES - EXCH_BYTES - Q_BYTES) / PIPES) >= 2
-                      : NW * (REGION_1 > PX_WAVE ? REGION_1 : PX_WAVE) + SR_BYTES + Q_BYTES + TAIL_BYTES <= LDS_BUDGET);
-    static constexpr int FREE = LDS_BUDGET - TAIL_BYTES - EXCH_BYTES - (Q_LDS ? Q_BYTES : 0);
-    static constexpr int LDS_FIT = lds_stages_fit<DS, E, KV>(FREE / PIPES);
-    static constexpr bool USE_LDS = LDS_FIT >= 2;
-    static_assert(USE_LDS || !HAS_LDS_PIPE || RW == 1, "shared row-wave pipelines need two shared-memory stages");
-    static constexpr int REG_FIT = Q_LDS ? REG_FIT_QLDS : REG_FIT_QREG;
-    static constexpr int REG_STAGES = REG_FIT < 2 ? 2 : REG_FIT > R35A_DECODE_REG_STAGES_MAX ? R35A_DECODE_REG_STAGES_MAX : REG_FIT;
-    static constexpr int LDS_STAGES_MAX = kv_is_8bit<KV>::value ? R35A_DECODE_LDS_STAGES_MAX_8BIT : R35A_DECODE_LDS_STAGES_MAX;
-    static constexpr int STAGES = USE_LDS ? (LDS_FIT < LDS_STAGES_MAX ? LDS_FIT : LDS_STAGES_MAX) : REG_STAGES;
-    static_assert(STAGES >= 2, "the KV pipeline needs two stages");
-    typedef typename pick_pipe<USE_LDS, DS, STAGES, E, KV, RW>::type pipe;
-    static constexpr int PIPE_WAVE = (pipe::LDS_BYTES + 15) / 16 * 16;
-    /* A register pipeline's LDS (the V^T tile) is busy only between prepare_v and release, after
-     * the key group has read the wave's partial S^T: the two share the wave's region. Shared-memory
-     * stages hold loads in flight at all times: the partial S^T goes after them, in the wave's region
-     * (a private pipeline) or in an array of every wave's after the regions (a shared one). */
-    static constexpr bool SHARED_PIPES = PIPES < NW;
-    static constexpr bool PX_OVERLAY = !USE_LDS;
-    static constexpr int PX_OFF = PX_OVERLAY ? 0 : PIPE_WAVE;
-    static constexpr int WAVE_REGION = PX_OVERLAY     ? (PIPE_WAVE > PX_WAVE ? PIPE_WAVE : PX_WAVE)
-                                       : SHARED_PIPES ? PIPE_WAVE
-                                                      : PIPE_WAVE + PX_WAVE;
-    static constexpr int PX_BASE = SHARED_PIPES ? PIPES * WAVE_REGION : PX_OFF;   /* wave w's partial S^T: */
-    static constexpr int PX_STRIDE = SHARED_PIPES ? PX_WAVE : WAVE_REGION;        /* PX_BASE + w x PX_STRIDE */
-    static constexpr int SR_OFF = PIPES * WAVE_REGION + (SHARED_PIPES ? NW * PX_WAVE : 0);
-    static constexpr int Q_OFF = SR_OFF + SR_BYTES;   /* Q^T tiles: [DW][R][QROW] u16 */
-    /* Q^T staged in LDS: read back per tile (Q_LDS), or read once into registers where the LDS holds
-     * it and the staging saves work: rows rescaled to f16 (Q_RESCALE: a thread converts a 16-byte
-     * chunk once, where each lane of a register layout converts every word of its replicated copy)
-     * or the rows-4 layer (TR 4: each lane holds two rows whole, from global 2 u16 loads and a pack
-     * per word). At D 64, rows 4: 64 words per lane; staging saves about 250 VALU per wave with the
-     * rescale, 110 without (emulator counts). gfx11's bf16 8-bit rows-32 tilings have no room and
-     * convert in registers. */
-    static constexpr bool Q_STAGED =
-        Q_LDS || ((Q_RESCALE || TR == 4) && Q_OFF + Q_BYTES + TAIL_BYTES <= LDS_BUDGET);
-    static constexpr int SLOPE_OFF = Q_OFF + (Q_STAGED ? Q_BYTES : 0);   /* ALiBi: R floats */
-    static constexpr int QSC_OFF = SLOPE_OFF + SLOPE_BYTES;            /* Q_RESCALE: RT floats */
-    static constexpr int LOOP_BYTES = QSC_OFF + QSC_BYTES;
-    /* Floats of the key group's S^T tiles (of one row wave) each wave reduces (reduce-scatter). */
-    static constexpr int SLICE = TW * frag::ACC_NATIVE_FLOATS / DW;
-    /* LDS, merge phase (reuses the loop's): KW/2 slots of a key group's accumulators and stats. */
-    static constexpr int MSLOT_ACC = DW * T * NC * frag::ACC_NATIVE_FLOATS;   /* floats */
-    static constexpr int MSLOT_FLOATS = MSLOT_ACC + 2 * RT;
-    static constexpr int MERGE_BYTES = KW > 1 ? (KW / 2) * MSLOT_FLOATS * 4 : 0;
-    static constexpr int LDS_BYTES = LOOP_BYTES > MERGE_BYTES ? LOOP_BYTES : MERGE_BYTES;
-    static_assert(LDS_BYTES <= LDS_BUDGET, "LDS use breaks the variant's occupancy contract (waves)");
-};
+#include "decode/policy.h"
+#include "decode/layer.h"
+#include "decode/config.h"
+#include "decode/feed.h"
+#include "decode/softmax.h"
+#include "decode/timing.h"
+#include "decode/epilogue.h"
+
+namespace r35a {
 
 /* Online-softmax state of one row tile of a wave: running max m (base 2), running sum share l,
  * and the O^T accumulators of the wave's d slice. */
-template <int NC>
+template <class Frag, int NC>
 struct row_state {
-    frag::colv m, l;
-    frag::acc o[NC];
+    typename Frag::colv m, l;
+    typename Frag::acc o[NC];
 };
 
 /* Merges state b into a: both are partial softmaxes of disjoint key sets. */
-template <int NC>
-R35A_DEV void merge_state(row_state<NC> &a, const frag::colv &mb, const frag::colv &lb, const frag::acc *ob) {
-    for (int c = 0; c < frag::NCOL; ++c) {
+template <class Frag, int NC>
+R35A_DEV void merge_state(row_state<Frag, NC> &a, const typename Frag::colv &mb, const typename Frag::colv &lb, const typename Frag::acc *ob) {
+    for (int c = 0; c < Frag::NCOL; ++c) {
         float ca, cb;
         const float mx = merge_scales(a.m.v[c], mb.v[c], ca, cb);
         a.l.v[c] = a.l.v[c] * ca + lb.v[c] * cb;
         a.m.v[c] = mx;
         for (int k = 0; k < NC; ++k)
-            for (int e = 0; e < frag::ACC_ELEMS; ++e)
-                if (frag::acc_slot(e) == c) a.o[k].v[e] = a.o[k].v[e] * ca + ob[k].v[e] * cb;
+            for (int e = 0; e < Frag::ACC_ELEMS; ++e)
+                if (Frag::acc_slot(e) == c) a.o[k].v[e] = a.o[k].v[e] * ca + ob[k].v[e] * cb;
     }
 }
 
 /* Writes one accumulator fragment of O (row tile t, 16-wide d chunk ch of the head) scaled by inv,
  * only the rows that exist. O^T row m of the fragment is element P::v_d_of_m(m) of the chunk (the
  * pipeline's V^T operands may come with their d permuted). */
-template <class E, class P>
-R35A_DEV void store_o(const r35a_decode_args &a, const frag::acc &o, const frag::colv &inv, int t, int ch, int rg,
-                      int R, int q0, int M, int g, const bool (&ok)[frag::NCOL]) {
-    u16 *orow[frag::NCOL];
+template <class Frag, class E, class P>
+R35A_DEV void store_o(const r35a_decode_args &a, const typename Frag::acc &o, const typename Frag::colv &inv, int t, int ch, int rg,
+                      int R, int q0, int M, int g, const bool (&ok)[Frag::NCOL]) {
+    u16 *orow[Frag::NCOL];
 #pragma unroll
-    for (int c = 0; c < frag::NCOL; ++c) {
-        const int row = rg * R + t * frag::TILE_ROWS + frag::acc_n_of_slot(c);
+    for (int c = 0; c < Frag::NCOL; ++c) {
+        const int row = rg * R + t * Frag::TILE_ROWS + Frag::acc_n_of_slot(c);
         const int hl = ok[c] ? row / M : 0, i = row - hl * M;
         orow[c] = (u16 *)a.out + (i64)(q0 + i) * a.o_token_stride + (i64)(g * a.group_size + hl) * a.o_head_stride + 16 * ch;
     }
 #pragma unroll
-    for (int e = 0; e < frag::ACC_ELEMS; ++e) {
-        const int sl = frag::acc_slot(e);
-        if (ok[sl]) store_u16(orow[sl] + P::v_d_of_m(frag::acc_m(e)), E::from_f32(o.v[e] * inv.v[sl]));
+    for (int e = 0; e < Frag::ACC_ELEMS; ++e) {
+        const int sl = Frag::acc_slot(e);
+        if (ok[sl]) store_u16(orow[sl] + P::v_d_of_m(Frag::acc_m(e)), E::from_f32(o.v[e] * inv.v[sl]));
     }
 }
 
 /* Writes one accumulator fragment of a split's partial O (row tile t, 16-wide d chunk ch of the head)
  * into its record's accumulator (decode_args.h: R x D f32, row-major, natural d order), times v_fac
  * (the V scale of an 8-bit cache, else 1), only the rows that exist. */
-template <class P>
-R35A_DEV void store_record(float *acc_rows, const frag::acc &o, float v_fac, int t, int ch, int D,
-                           const bool (&ok)[frag::NCOL]) {
+template <class Frag, class P>
+R35A_DEV void store_record(float *acc_rows, const typename Frag::acc &o, float v_fac, int t, int ch, int D,
+                           const bool (&ok)[Frag::NCOL]) {
 #pragma unroll
-    for (int e = 0; e < frag::ACC_ELEMS; ++e) {
-        const int sl = frag::acc_slot(e);
-        const int row = t * frag::TILE_ROWS + frag::acc_n_of_slot(sl);
-        if (ok[sl]) store_f32(acc_rows + (i64)row * D + 16 * ch + P::v_d_of_m(frag::acc_m(e)), o.v[e] * v_fac);
+    for (int e = 0; e < Frag::ACC_ELEMS; ++e) {
+        const int sl = Frag::acc_slot(e);
+        const int row = t * Frag::TILE_ROWS + Frag::acc_n_of_slot(sl);
+        if (ok[sl]) store_f32(acc_rows + (i64)row * D + 16 * ch + P::v_d_of_m(Frag::acc_m(e)), o.v[e] * v_fac);
     }
 }
 
@@ -228,6 +92,7 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
                   TR = C::TR, RT = C::RT;
     constexpr bool B8 = kv_is_8bit<KV>::value;
     constexpr int EB = B8 ? 1 : 2;   /* bytes per K/V element */
+    typedef typename C::Frag Frag;   /* the fragment layer (layer.h) */
     typedef typename C::pipe P;
     typedef typename pv_elem<E, KV>::type PV;   /* the P.V products' element type (device.h) */
     typedef typename qk_elem<E, KV>::type QK;   /* the Q.K products' element type (device.h) */
@@ -270,8 +135,8 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
     const int full_lo = (int)r35a_window_first_key(L - 1, W), full_hi = L - M;
 
     /* ---- per-row (accumulator column) information ---- */
-    int row_hi[TW][frag::NCOL];   /* the row's query position p (its last key); -1: padding, sees nothing */
-    bool row_ok[TW][frag::NCOL];   /* [t]: the wave's row tile t0 + t */
+    int row_hi[TW][Frag::NCOL];   /* the row's query position p (its last key); -1: padding, sees nothing */
+    bool row_ok[TW][Frag::NCOL];   /* [t]: the wave's row tile t0 + t */
     /* the logit transform: softcap (cap x tanh(s / cap)) then ALiBi (slope x (j - p)), in base 2 */
     const bool capped = a.logit_softcap > 0.f, alibi = a.alibi_slopes != nullptr;
     /* each row's ALiBi slope (base 2) in LDS: read per tile only by calls with ALiBi, no register
@@ -285,10 +150,10 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
 #pragma unroll
     for (int t = 0; t < TW; ++t)
 #pragma unroll
-        for (int c = 0; c < frag::NCOL; ++c) {
-            const int row = rg * R + (t0 + t) * TR + frag::acc_n_of_slot(c);
+        for (int c = 0; c < Frag::NCOL; ++c) {
+            const int row = rg * R + (t0 + t) * TR + Frag::acc_n_of_slot(c);
             /* a row of the group that exists (the tile's rows past R: padding) */
-            const bool ok = (RT == R || (t0 + t) * TR + frag::acc_n_of_slot(c) < R) && row < rows;
+            const bool ok = (RT == R || (t0 + t) * TR + Frag::acc_n_of_slot(c) < R) && row < rows;
             const int i = ok ? row % M : 0;
             const int p = L - M + i;
             row_ok[t][c] = ok;
@@ -355,7 +220,7 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
     }
 
     /* ---- Q^T fragments of this wave's d slice (B operand: vector = query row) ---- */
-    frag::bop qf[C::Q_LDS ? 1 : TW][NC];
+    typename Frag::bop qf[C::Q_LDS ? 1 : TW][NC];
     u16 *const qs = (u16 *)(smem + C::Q_OFF) + dg * RT * C::QROW;   /* Q_STAGED: this d slice's RT rows */
     if constexpr (C::Q_STAGED) {
         /* RT rows x DS of each d slice, 16 bytes per thread and step; padding rows are zeros */
@@ -382,7 +247,7 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
             } else {   /* the k order of the pipeline's K operands: words moved within their 16-element chunk */
                 u32 *const chunk = (u32 *)(dst + 16 * (d8 >> 1));
 #pragma unroll
-                for (int q = 0; q < 4; ++q) chunk[frag::k8_q_word_pos(4 * (d8 & 1) + q)] = x[q];
+                for (int q = 0; q < 4; ++q) chunk[Frag::k8_q_word_pos(4 * (d8 & 1) + q)] = x[q];
             }
         }
         block_sync();
@@ -390,13 +255,13 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
 #pragma unroll
             for (int t = 0; t < TW; ++t)
 #pragma unroll
-                for (int c = 0; c < NC; ++c) qf[t][c] = frag::load_bop_lds<P::K_PERM>(qs + (t0 + t) * TR * C::QROW + 16 * c, C::QROW);
+                for (int c = 0; c < NC; ++c) qf[t][c] = Frag::template load_bop_lds<P::K_PERM>(qs + (t0 + t) * TR * C::QROW + 16 * c, C::QROW);
     } else {
 #pragma unroll
         for (int t = 0; t < TW; ++t)
 #pragma unroll
             for (int c = 0; c < NC; ++c)
-                qf[t][c] = frag::load_bop_global_u16<P::K_PERM>(
+                qf[t][c] = Frag::template load_bop_global_u16<P::K_PERM>(
                     [&](int n) -> const void * {
                         /* padding rows: a real row */
                         const int row = RT == R ? imin(rg * R + (t0 + t) * TR + n, rows - 1)
@@ -414,34 +279,34 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
                 for (int c = 0; c < NC; ++c)
 #pragma unroll
                     for (int j = 0; j < C::BOP_WORDS; ++j)
-                        qf[t][c].v[j] = bf16x2_to_f16x2_scaled(qf[t][c].v[j], qsc[(t0 + t) * TR + frag::bop_row_of_word(j)]);
+                        qf[t][c].v[j] = bf16x2_to_f16x2_scaled(qf[t][c].v[j], qsc[(t0 + t) * TR + Frag::bop_row_of_word(j)]);
 #endif
     }
     /* the inverse scales of the wave's rows, multiplied into their raw dot products */
-    float qinv[C::Q_RESCALE ? TW : 1][frag::NCOL];
+    float qinv[C::Q_RESCALE ? TW : 1][Frag::NCOL];
     if constexpr (C::Q_RESCALE)
 #pragma unroll
         for (int t = 0; t < TW; ++t)
 #pragma unroll
-            for (int c = 0; c < frag::NCOL; ++c) qinv[t][c] = q_row_unscale(qsc[(t0 + t) * TR + frag::acc_n_of_slot(c)]);
+            for (int c = 0; c < Frag::NCOL; ++c) qinv[t][c] = q_row_unscale(qsc[(t0 + t) * TR + Frag::acc_n_of_slot(c)]);
     /* Q^T fragment (the wave's row tile t, d chunk c) of this wave's slice */
-    auto q_frag = [&](int t, int c) -> frag::bop {
-        if constexpr (C::Q_LDS) return frag::load_bop_lds<P::K_PERM>(qs + (t0 + t) * TR * C::QROW + 16 * c, C::QROW);
+    auto q_frag = [&](int t, int c) -> typename Frag::bop {
+        if constexpr (C::Q_LDS) return Frag::template load_bop_lds<P::K_PERM>(qs + (t0 + t) * TR * C::QROW + 16 * c, C::QROW);
         else return qf[t][c];
     };
 
-    row_state<NC> st[TW];
+    row_state<Frag, NC> st[TW];
 #pragma unroll
     for (int t = 0; t < TW; ++t) {
-        st[t].m = frag::colv_fill(neg_inf());
-        st[t].l = frag::colv_fill(0.f);
+        st[t].m = Frag::colv_fill(neg_inf());
+        st[t].l = Frag::colv_fill(0.f);
 #pragma unroll
-        for (int c = 0; c < NC; ++c) st[t].o[c] = frag::acc_zero();
+        for (int c = 0; c < NC; ++c) st[t].o[c] = Frag::acc_zero();
     }
 
     float *const px = (float *)(smem + C::PX_BASE + w * C::PX_STRIDE);   /* this wave's partial S^T */
     /* the reduced S^T of this wave's (row wave, key group) */
-    float *const sr = (float *)(smem + C::SR_OFF) + (rw * KW + kg) * TW * frag::ACC_NATIVE_FLOATS;
+    float *const sr = (float *)(smem + C::SR_OFF) + (rw * KW + kg) * TW * Frag::ACC_NATIVE_FLOATS;
 
     for (int it0 = 0; it0 < niter; it0 += S) {
 #pragma unroll
@@ -458,16 +323,16 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
             const bool active = tile < t_end;                 /* uniform per wave */
             const int j0 = tile * 16;
 
-            frag::acc sacc[TW];
+            typename Frag::acc sacc[TW];
             if (active) {
-                const frag::ab k0 = pipe.k_operand(u, 0);
+                const typename Frag::ab k0 = pipe.k_operand(u, 0);
 #pragma unroll
-                for (int t = 0; t < TW; ++t) sacc[t] = frag::mma<QK>(k0, q_frag(t, 0), frag::acc_zero());
+                for (int t = 0; t < TW; ++t) sacc[t] = Frag::template mma<QK>(k0, q_frag(t, 0), Frag::acc_zero());
 #pragma unroll
                 for (int c = 1; c < NC; ++c) {
-                    const frag::ab kf = pipe.k_operand(u, c);
+                    const typename Frag::ab kf = pipe.k_operand(u, c);
 #pragma unroll
-                    for (int t = 0; t < TW; ++t) sacc[t] = frag::mma<QK>(kf, q_frag(t, c), sacc[t]);
+                    for (int t = 0; t < TW; ++t) sacc[t] = Frag::template mma<QK>(kf, q_frag(t, c), sacc[t]);
                 }
             }
             if constexpr (DW > 1) {
@@ -476,7 +341,7 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
                  * waves hold bit-identical scores and make identical softmax decisions. */
                 if (active)
 #pragma unroll
-                    for (int t = 0; t < TW; ++t) frag::acc_store_lds(px + t * frag::ACC_NATIVE_FLOATS, sacc[t]);
+                    for (int t = 0; t < TW; ++t) Frag::acc_store_lds(px + t * Frag::ACC_NATIVE_FLOATS, sacc[t]);
                 block_sync_lds();
                 if (active) {
                     /* the partial S^T of the DW waves of this (row wave, key group) */
@@ -494,14 +359,14 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
                 block_sync_lds();
                 if (active)
 #pragma unroll
-                    for (int t = 0; t < TW; ++t) sacc[t] = frag::acc_load_lds(sr + t * frag::ACC_NATIVE_FLOATS);
+                    for (int t = 0; t < TW; ++t) sacc[t] = Frag::acc_load_lds(sr + t * Frag::ACC_NATIVE_FLOATS);
             }
             if (!active) continue;
             if constexpr (C::Q_RESCALE)   /* the rows' scales out of the raw dots (powers of two: exact) */
 #pragma unroll
                 for (int t = 0; t < TW; ++t)
 #pragma unroll
-                    for (int e = 0; e < frag::ACC_ELEMS; ++e) sacc[t].v[e] *= qinv[t][frag::acc_slot(e)];
+                    for (int e = 0; e < Frag::ACC_ELEMS; ++e) sacc[t].v[e] *= qinv[t][Frag::acc_slot(e)];
 
             /* Logits: the transform (only in calls that have one: uniform branches), then the masks
              * (a select: keys past the end may be NaN). Without a transform the scale is folded into
@@ -510,46 +375,46 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
 #pragma unroll
                 for (int t = 0; t < TW; ++t)
 #pragma unroll
-                    for (int e = 0; e < frag::ACC_ELEMS; ++e) sacc[t].v[e] = cap(sacc[t].v[e]);
+                    for (int e = 0; e < Frag::ACC_ELEMS; ++e) sacc[t].v[e] = cap(sacc[t].v[e]);
             } else if (alibi) {
 #pragma unroll
                 for (int t = 0; t < TW; ++t)
 #pragma unroll
-                    for (int e = 0; e < frag::ACC_ELEMS; ++e) sacc[t].v[e] *= sl2;
+                    for (int e = 0; e < Frag::ACC_ELEMS; ++e) sacc[t].v[e] *= sl2;
             }
             if (alibi) {
 #pragma unroll
                 for (int t = 0; t < TW; ++t) {
                     /* slope x (j - p): j - p of element e is the column's j0 + m(0) - p plus a constant */
-                    float sb[frag::NCOL], sl[frag::NCOL];
+                    float sb[Frag::NCOL], sl[Frag::NCOL];
 #pragma unroll
-                    for (int c = 0; c < frag::NCOL; ++c) {
-                        sl[c] = slopes[(t0 + t) * TR + frag::acc_n_of_slot(c)];
-                        sb[c] = sl[c] * (float)(j0 + frag::acc_m(0) - row_hi[t][c]);
+                    for (int c = 0; c < Frag::NCOL; ++c) {
+                        sl[c] = slopes[(t0 + t) * TR + Frag::acc_n_of_slot(c)];
+                        sb[c] = sl[c] * (float)(j0 + Frag::acc_m(0) - row_hi[t][c]);
                     }
 #pragma unroll
-                    for (int e = 0; e < frag::ACC_ELEMS; ++e) {
-                        const int c = frag::acc_slot(e);
-                        sacc[t].v[e] = __builtin_fmaf(sl[c], (float)(frag::acc_m(e) - frag::acc_m(0)), sacc[t].v[e] + sb[c]);
+                    for (int e = 0; e < Frag::ACC_ELEMS; ++e) {
+                        const int c = Frag::acc_slot(e);
+                        sacc[t].v[e] = __builtin_fmaf(sl[c], (float)(Frag::acc_m(e) - Frag::acc_m(0)), sacc[t].v[e] + sb[c]);
                     }
                 }
             }
             const bool need_mask = !(j0 >= full_lo && j0 + 15 <= full_hi);
-            frag::bop pf[TW];
+            typename Frag::bop pf[TW];
 #pragma unroll
             for (int t = 0; t < TW; ++t) {
-                frag::acc &sc = sacc[t];
+                typename Frag::acc &sc = sacc[t];
                 if (need_mask)
 #pragma unroll
-                    for (int e = 0; e < frag::ACC_ELEMS; ++e) {
-                        const int j = j0 + frag::acc_m(e), c = frag::acc_slot(e);
+                    for (int e = 0; e < Frag::ACC_ELEMS; ++e) {
+                        const int j = j0 + Frag::acc_m(e), c = Frag::acc_slot(e);
                         if (j > row_hi[t][c] || j < (int)r35a_window_first_key(row_hi[t][c], W)) sc.v[e] = neg_inf();
                     }
-                const frag::colv mx = frag::col_max(sc);
-                frag::colv corr, mu;
+                const typename Frag::colv mx = Frag::col_max(sc);
+                typename Frag::colv corr, mu;
                 bool moved = false;
 #pragma unroll
-                for (int c = 0; c < frag::NCOL; ++c) {
+                for (int c = 0; c < Frag::NCOL; ++c) {
                     const float mn = fmax(st[t].m.v[c], mx.v[c] * xs);
                     mu.v[c] = mn == neg_inf() ? 0.f : mn;
                     corr.v[c] = exp2_fast(st[t].m.v[c] - mu.v[c]);
@@ -557,26 +422,26 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
                     st[t].m.v[c] = mn;
                 }
 #pragma unroll
-                for (int e = 0; e < frag::ACC_ELEMS; ++e)
-                    sc.v[e] = exp2_fast(__builtin_fmaf(sc.v[e], xs, -mu.v[frag::acc_slot(e)]));
-                const frag::colv ps = frag::col_sum_share(sc);
+                for (int e = 0; e < Frag::ACC_ELEMS; ++e)
+                    sc.v[e] = exp2_fast(__builtin_fmaf(sc.v[e], xs, -mu.v[Frag::acc_slot(e)]));
+                const typename Frag::colv ps = Frag::col_sum_share(sc);
 #pragma unroll
-                for (int c = 0; c < frag::NCOL; ++c) st[t].l.v[c] = st[t].l.v[c] * corr.v[c] + ps.v[c];
+                for (int c = 0; c < Frag::NCOL; ++c) st[t].l.v[c] = st[t].l.v[c] * corr.v[c] + ps.v[c];
                 /* O is rescaled only when a row's max moved (rare after the first tiles; exact either
                  * way: an unmoved max gives corr = 1). */
                 if (wave_any(moved))
 #pragma unroll
                     for (int k = 0; k < NC; ++k)
 #pragma unroll
-                        for (int e = 0; e < frag::ACC_ELEMS; ++e) st[t].o[k].v[e] *= corr.v[frag::acc_slot(e)];
-                pf[t] = frag::b_from_acc<PV>(sc);
+                        for (int e = 0; e < Frag::ACC_ELEMS; ++e) st[t].o[k].v[e] *= corr.v[Frag::acc_slot(e)];
+                pf[t] = Frag::template b_from_acc<PV>(sc);
             }
             pipe.prepare_v(u);
 #pragma unroll
             for (int c = 0; c < NC; ++c) {
-                const frag::ab vf = pipe.v_operand(u, c);
+                const typename Frag::ab vf = pipe.v_operand(u, c);
 #pragma unroll
-                for (int t = 0; t < TW; ++t) st[t].o[c] = frag::mma<PV>(vf, pf[t], st[t].o[c]);
+                for (int t = 0; t < TW; ++t) st[t].o[c] = Frag::template mma<PV>(vf, pf[t], st[t].o[c]);
                 R35A_DECODE_CHUNK_FENCE();
             }
             pipe.release(u);
@@ -589,17 +454,17 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
      * workgroups slowed long contexts by 2-5 %) */
     grid_launch_dependents();
 #pragma unroll
-    for (int t = 0; t < TW; ++t) st[t].l = frag::col_sum_finish(st[t].l);
+    for (int t = 0; t < TW; ++t) st[t].l = Frag::col_sum_finish(st[t].l);
     /* A block-table entry outside the cache: page 0 was streamed in its place; NaN state makes the
      * rows of every merge NaN (NaN x 0 stays NaN). Uniform per wave; the error path only. */
     if (wave_any(feed.bad)) {
 #pragma unroll
         for (int t = 0; t < TW; ++t) {
-            st[t].l = frag::colv_fill(quiet_nan());
+            st[t].l = Frag::colv_fill(quiet_nan());
 #pragma unroll
             for (int c = 0; c < NC; ++c)
 #pragma unroll
-                for (int e = 0; e < frag::ACC_ELEMS; ++e) st[t].o[c].v[e] = quiet_nan();
+                for (int e = 0; e < Frag::ACC_ELEMS; ++e) st[t].o[c].v[e] = quiet_nan();
         }
         if (lane_id() == 0) report_bad_data(a.error, R35A_DEVICE_ERROR_PAGE_INDEX, (u32)s);
     }
@@ -613,22 +478,22 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
                 float *slot = mb + (kg / (2 * step)) * C::MSLOT_FLOATS;
                 for (int t = 0; t < TW; ++t)
                     for (int c = 0; c < NC; ++c)
-                        frag::acc_store_lds(slot + ((dg * T + t0 + t) * NC + c) * frag::ACC_NATIVE_FLOATS, st[t].o[c]);
+                        Frag::acc_store_lds(slot + ((dg * T + t0 + t) * NC + c) * Frag::ACC_NATIVE_FLOATS, st[t].o[c]);
                 if (dg == 0)
                     for (int t = 0; t < TW; ++t) {
-                        frag::colv_store(slot + C::MSLOT_ACC + (t0 + t) * TR, st[t].m, false);
-                        frag::colv_store(slot + C::MSLOT_ACC + RT + (t0 + t) * TR, st[t].l, false);
+                        Frag::colv_store(slot + C::MSLOT_ACC + (t0 + t) * TR, st[t].m, false);
+                        Frag::colv_store(slot + C::MSLOT_ACC + RT + (t0 + t) * TR, st[t].l, false);
                     }
             }
             block_sync();
             if (kg % (2 * step) == 0) {
                 const float *slot = mb + (kg / (2 * step)) * C::MSLOT_FLOATS;
                 for (int t = 0; t < TW; ++t) {
-                    frag::acc ob[NC];
+                    typename Frag::acc ob[NC];
                     for (int c = 0; c < NC; ++c)
-                        ob[c] = frag::acc_load_lds(slot + ((dg * T + t0 + t) * NC + c) * frag::ACC_NATIVE_FLOATS);
-                    merge_state<NC>(st[t], frag::colv_load(slot + C::MSLOT_ACC + (t0 + t) * TR, false),
-                                    frag::colv_load(slot + C::MSLOT_ACC + RT + (t0 + t) * TR, false), ob);
+                        ob[c] = Frag::acc_load_lds(slot + ((dg * T + t0 + t) * NC + c) * Frag::ACC_NATIVE_FLOATS);
+                    merge_state<Frag, NC>(st[t], Frag::colv_load(slot + C::MSLOT_ACC + (t0 + t) * TR, false),
+                                    Frag::colv_load(slot + C::MSLOT_ACC + RT + (t0 + t) * TR, false), ob);
                 }
             }
         }
@@ -647,13 +512,13 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
                 if (rg * R + (t0 + t) * TR >= rows) continue;       /* a row tile of padding only */
                 if (dg == 0) {
                     if constexpr (RT == R) {
-                        frag::colv_store(rec + (t0 + t) * TR, st[t].m, true);
-                        frag::colv_store(rec + R + (t0 + t) * TR, st[t].l, true);
+                        Frag::colv_store(rec + (t0 + t) * TR, st[t].m, true);
+                        Frag::colv_store(rec + R + (t0 + t) * TR, st[t].l, true);
                     } else {   /* the record has R rows: a tile's padding rows past them are not stored */
 #pragma unroll
-                        for (int c = 0; c < frag::NCOL; ++c)
-                            if (frag::col_owner(c) && row_ok[t][c]) {
-                                const int n = (t0 + t) * TR + frag::acc_n_of_slot(c);
+                        for (int c = 0; c < Frag::NCOL; ++c)
+                            if (Frag::col_owner(c) && row_ok[t][c]) {
+                                const int n = (t0 + t) * TR + Frag::acc_n_of_slot(c);
                                 store_f32(rec + n, st[t].m.v[c]);
                                 store_f32(rec + R + n, st[t].l.v[c]);
                             }
@@ -661,7 +526,7 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
                 }
 #pragma unroll
                 for (int c = 0; c < NC; ++c)
-                    store_record<P>(rec + 2 * R, st[t].o[c], v_fac, t0 + t, dg * NC + c, D, row_ok[t]);
+                    store_record<Frag, P>(rec + 2 * R, st[t].o[c], v_fac, t0 + t, dg * NC + c, D, row_ok[t]);
             }
         }
         R35A_TIMING(tm.done(a, R, D, false);)
@@ -673,23 +538,23 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
     /* ---- one split: O = O^T / (l + the sink's share), zeros for rows that saw no key ---- */
 #pragma unroll
     for (int t = 0; t < TW; ++t) {
-        frag::colv inv;
+        typename Frag::colv inv;
 #pragma unroll
-        for (int c = 0; c < frag::NCOL; ++c) {
-            const int row = imin(rg * R + (t0 + t) * TR + frag::acc_n_of_slot(c), rows - 1);
+        for (int c = 0; c < Frag::NCOL; ++c) {
+            const int row = imin(rg * R + (t0 + t) * TR + Frag::acc_n_of_slot(c), rows - 1);
             inv.v[c] = row_inv(st[t].m.v[c], st[t].l.v[c], sink_base2(a, g * G + row / M)) * v_fac;
         }
 #pragma unroll
-        for (int c = 0; c < NC; ++c) store_o<E, P>(a, st[t].o[c], inv, t0 + t, dg * NC + c, rg, R, q0, M, g, row_ok[t]);
+        for (int c = 0; c < NC; ++c) store_o<Frag, E, P>(a, st[t].o[c], inv, t0 + t, dg * NC + c, rg, R, q0, M, g, row_ok[t]);
     }
 }
 
 /* The kernel of one variant: one body, its LDS declared here.
  * NVIDIA: dynamic shared memory, launched with exactly C::LDS_BYTES (<name>_lds_bytes below; at most
  * r35a_nv_smem_bytes(), the contract's share; the static 48 KiB would cap the cp.async stages). */
-template <class E, class KV, int D, int R, int KW, int DW, int RW, int WAVES>
+template <class Frag, class E, class KV, int D, int R, int KW, int DW, int RW, int WAVES, int PIPE, int STAGES, int QPLACE>
 R35A_DEV void decode_kernel(const r35a_decode_args &a) {
-    typedef decode_cfg<E, KV, D, R, KW, DW, RW, WAVES> C;
+    typedef decode_cfg<Frag, E, KV, D, R, KW, DW, RW, WAVES, PIPE, STAGES, QPLACE> C;
 #if defined(R35A_TARGET_CUDA)
     extern __shared__ __align__(16) unsigned char smem_dynamic[];
     unsigned char *const smem = smem_dynamic;
@@ -698,3 +563,7 @@ R35A_DEV void decode_kernel(const r35a_decode_args &a) {
 #endif
     decode_body<C, E, KV>(a, smem);
 }
+
+} /* namespace r35a */
+
+#endif /* R35A_DECODE_BODY_H */

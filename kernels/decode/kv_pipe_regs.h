@@ -3,8 +3,8 @@
  * Every fragment layer includes it after its own definitions: it is written with the layer's names
  * only (ab, load_vec16_global, and the V-tile primitives VT_BYTES / store_v_rows_lds / load_vt_lds
  * that say how V reaches the transposed operand). gfx11 (and its emulation on NVIDIA) always use
- * it; fragment_nv_mma.h also has a shared-memory pipeline (cp.async) and uses this one only where
- * that does not fit (kernels/decode/decode.hip decides).
+ * it; fragment_nv_mma.h also has a shared-memory pipeline (cp.async), and a variant runs this one
+ * where its table row names pipe regs<S> (variants/<arch>.tsv).
  *
  * A tile is 16 rows (keys) x DS elements of K and of V, rows `ks` / `vs` BYTES apart in memory;
  * KV is the element format: the Q/O dtype E itself, or an 8-bit one (device.h), held in registers

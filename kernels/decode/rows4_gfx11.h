@@ -2,7 +2,7 @@
  * decode/rows4_gfx11.h - decode's second gfx11 fragment layer, for row groups of at most 4 query rows
  * (variants with rows 4): namespace r35a::frag_d4, the names of namespace frag with 4-row tiles whose
  * products are v_dot2_f32_f16 / v_dot2_f32_bf16 instead of WMMA. Included by fragment.h on gfx11;
- * decode.hip compiles its body a second time with `frag` naming this layer (namespace r35a::d4).
+ * decode.hip instantiates its body on this layer too (layer_d4, decode/layer.h).
  *
  * Why. A 16 x 16 x 16 WMMA costs the SIMD 32 cycles (the emulator's cost model; 60 % of the 16-bit
  * decode kernel's cycles). A kv head with G x M <= 4 rows (G 4 M 1: most GQA models' decode) fills 4

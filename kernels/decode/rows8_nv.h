@@ -1,8 +1,8 @@
 /*
  * decode/rows8_nv.h - decode's second NVIDIA fragment layer, for row groups of at most 8 query
  * rows (variants with rows 8): namespace r35a::frag_n8, the names of namespace frag with 8-row tiles.
- * Included by fragment_nv_mma.h (native layer only); decode.hip compiles its body a second time with
- * `frag` naming this layer (namespace r35a::n8).
+ * Included by decode_layers.h (native layer only); decode.hip instantiates its body on this layer too
+ * (layer_n8, decode/layer.h).
  *
  * Why. fragment_nv_mma.h runs a 16 x 16 x 16 step as two m16n8k16 products with the query rows as the
  * hardware's M (16 rows): a row group of G x M <= 8 live rows (G 4 / 8 with M 1, the common decode
@@ -22,8 +22,9 @@
  *     2t, 2t + 1 and needs keys 2t, 2t + 1 (and + 8) of row g: an 8 x 8 transpose of each packed half
  *     (movmatrix.trans, one per 8 keys).
  *   native storage: lane l's 4 floats at [4l, 4l + 4), column slot 0's 2 first.
- * Status (session 12): compiled for sm_90 (36 rows-8 variants, no spills, no local memory) but not yet
- * run on a GPU; variants/sm_90.tsv keeps its rows-8 tilings commented out until test_gpu_cuda has.
+ * Served by variants/sm_90.tsv's rows-8 rows (layer mma8), checked on the H200 by test_gpu_cuda (every
+ * rows-8 variant; memcheck, racecheck and synccheck clean) and tools/check_nv_rows8.sh (no spills, no
+ * local memory).
  *
  * Everything not defined here (operand loads, the 8-bit conversions, colv, the pipelines' copies) is
  * namespace frag's, reached through the using-directive.

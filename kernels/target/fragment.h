@@ -9,9 +9,9 @@
  *   NVIDIA, R35A_FRAGMENT_EMULATE_GFX11=1        fragment_nv_gfx11emu.h the gfx11 lane layouts,
  *                                                                       exactly, with warp shuffles
  *
- * Decode's second layers, for variants with few rows (namespaces of their own, decode.hip compiles its
- * body once more on each): decode/rows4_gfx11.h (gfx11, rows 4: v_dot2 products) and
- * decode/rows8_nv.h (NVIDIA native, rows 8: the rows as mma's n = 8).
+ * Decode's second layers, for variants with few rows (namespaces of their own; decode/layer.h makes
+ * each layer a type its body is instantiated on): decode/rows4_gfx11.h (gfx11, rows 4: v_dot2
+ * products) and decode/rows8_nv.h (NVIDIA native, rows 8: the rows as mma's n = 8).
  *
  * The emulation runs the kernels with gfx11's data layouts on NVIDIA hardware: real concurrency for
  * the code that was written against fragment_gfx11.h, and a check of its half-wave replication.

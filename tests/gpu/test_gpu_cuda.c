@@ -124,7 +124,7 @@ static const struct {
     const char *arch;
     variant v;
 } k_decode[] = {
-#define R35A_DECODE_VARIANT(arch, name, dtype, kv, head_size, rows, kw, dw, rw, waves) \
+#define R35A_DECODE_VARIANT(arch, name, dtype, kv, head_size, rows, kw, dw, rw, waves, layer, pipe, stages, q) \
     {#arch, {#name, R35A_VT_##dtype, head_size, rows, R35A_VKV_##kv}},
 #include "variants.def"
 #undef R35A_DECODE_VARIANT

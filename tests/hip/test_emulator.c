@@ -298,7 +298,7 @@ typedef struct decode_variant {
 #define R35A_VKV_fp8 R35A_DTYPE_FP8_E4M3
 #define R35A_VKV_int8 R35A_DTYPE_INT8
 static const decode_variant k_decode[] = {
-#define R35A_DECODE_VARIANT(arch, name, dtype, kv, head_size, rows, kw, dw, rw, waves) \
+#define R35A_DECODE_VARIANT(arch, name, dtype, kv, head_size, rows, kw, dw, rw, waves, layer, pipe, stages, q) \
     {#arch, #name, R35A_VT_##dtype, R35A_VKV_##kv, head_size, rows, kw, dw, rw, waves},
 #include "variants.def"
 #undef R35A_DECODE_VARIANT

@@ -250,7 +250,7 @@ static void test_gpu_decode_plan_and_run(void **state)
     r35a_paged_attention_desc_init(&d, R35A_DTYPE_F16, 1, 1, 1, 4096, 32, 8, 128, 16, 256);
     r35a_plan *plan = plan_paged(ctx, &d, R35A_OK);
     r35a_plan_info pi = plan_info_of(plan);
-    assert_string_equal(pi.implementation, "decode_f16_d128_r4_kw2_dw2_w8+decode_merge_f16");
+    assert_string_equal(pi.implementation, "decode_f16_d128_r4_kw2_dw2_w8_dot4_pregs2_qlds+decode_merge_f16");
     assert_string_equal(pi.fallback_reason, "");
     assert_int_equal(pi.num_splits, 10);
     assert_int_equal(pi.grid[0], 10);
@@ -269,7 +269,7 @@ static void test_gpu_decode_plan_and_run(void **state)
     assert_int_equal(r35a_paged_attention_run(ctx, plan, &a, ws_buf, sizeof ws_buf, &stream_token), R35A_OK);
     assert_string_equal(fake.order(), "LL"); /* the kernel, then its split merge, on one stream; no memset */
     const fake_launch *l = fake.launch(0);
-    assert_string_equal(l->kernel, "decode_f16_d128_r4_kw2_dw2_w8");
+    assert_string_equal(l->kernel, "decode_f16_d128_r4_kw2_dw2_w8_dot4_pregs2_qlds");
     assert_memory_equal(l->grid, pi.grid, sizeof pi.grid);
     assert_memory_equal(l->block, pi.block, sizeof pi.block);
     assert_ptr_equal(l->stream, &stream_token);
@@ -314,7 +314,7 @@ static void test_gpu_decode_plan_and_run(void **state)
     r35a_paged_attention_desc_init(&busy, R35A_DTYPE_BF16, 64, 64, 1, 4096, 8, 8, 64, 16, 64 * 256);
     plan = plan_paged(ctx, &busy, R35A_OK);
     pi = plan_info_of(plan);
-    assert_string_equal(pi.implementation, "decode_bf16_d64_r4_kw4_dw1_w8");
+    assert_string_equal(pi.implementation, "decode_bf16_d64_r4_kw4_dw1_w8_dot4_pregs2_qlds");
     assert_int_equal(pi.workspace_bytes, 0);
     fake.reset();
     a = paged_args();
@@ -382,19 +382,19 @@ static void test_gpu_decode_features(void **state)
     r35a_paged_attention_desc_init(&d, R35A_DTYPE_F16, 2, 2, 1, 4096, 32, 8, 128, 16, 512);
     r35a_paged_attention_desc f = d;
     f.logit_softcap = 30.0f;
-    expect_decode_features(ctx, &f, "decode_f16_d128_r4_kw2_dw2_w8");
+    expect_decode_features(ctx, &f, "decode_f16_d128_r4_kw2_dw2_w8_dot4_pregs2_qlds");
     f.use_alibi = 1;
     f.use_sinks = 1;
-    expect_decode_features(ctx, &f, "decode_f16_d128_r4_kw2_dw2_w8");
+    expect_decode_features(ctx, &f, "decode_f16_d128_r4_kw2_dw2_w8_dot4_pregs2_qlds");
     r35a_paged_attention_desc fp8 = d;
     fp8.kv_dtype = R35A_DTYPE_FP8_E4M3;
     fp8.kv_scale_per_head = 1;
     fp8.use_sinks = 1;
-    expect_decode_features(ctx, &fp8, "decode_f16_fp8_d128_r4_kw1_dw2_w6");
+    expect_decode_features(ctx, &fp8, "decode_f16_fp8_d128_r4_kw1_dw2_w6_dot4_pregs3_qstg");
     r35a_paged_attention_desc int8 = d;
     int8.kv_dtype = R35A_DTYPE_INT8;
     int8.dtype = R35A_DTYPE_BF16;
-    expect_decode_features(ctx, &int8, "decode_bf16_int8_d128_r4_kw4_dw1_w6");
+    expect_decode_features(ctx, &int8, "decode_bf16_int8_d128_r4_kw4_dw1_w6_dot4_pregs3_qlds");
     /* a mixed batch: the format's decode kernel, then the portable kernel */
     r35a_paged_attention_desc mixed;
     r35a_paged_attention_desc_init(&mixed, R35A_DTYPE_F16, 2, 13, 12, 4096, 32, 8, 128, 16, 512);
@@ -402,7 +402,7 @@ static void test_gpu_decode_features(void **state)
     mixed.use_sinks = 1;
     r35a_plan *plan = plan_paged(ctx, &mixed, R35A_OK);
     assert_string_equal(plan_info_of(plan).implementation,
-                        "decode_f16_fp8_d128_r32_kw1_dw4_w8+decode_merge_f16+generic_paged_f16_dmax256");
+                        "decode_f16_fp8_d128_r32_kw1_dw4_w8_wmma16_pregs2_qregs+decode_merge_f16+generic_paged_f16_dmax256");
     r35a_plan_destroy(plan);
     r35a_context_destroy(ctx);
 }
@@ -533,7 +533,7 @@ static void test_gpu_mixed_batch(void **state)
     r35a_paged_attention_desc_init(&d, R35A_DTYPE_F16, 2, 13, 12, 4096, 32, 8, 128, 16, 512);
     r35a_plan *plan = plan_paged(ctx, &d, R35A_OK);
     r35a_plan_info pi = plan_info_of(plan);
-    assert_string_equal(pi.implementation, "decode_f16_d128_r32_kw1_dw4_w8+decode_merge_f16+generic_paged_f16_dmax256");
+    assert_string_equal(pi.implementation, "decode_f16_d128_r32_kw1_dw4_w8_wmma16_pregs2_qregs+decode_merge_f16+generic_paged_f16_dmax256");
     assert_string_equal(pi.fallback_reason, "decode: max_query_len 12 > 8: the sequences with M > 8 run on "
                                             "generic_paged_f16_dmax256 in a separate launch");
     assert_int_equal(pi.num_splits, 5);
@@ -552,7 +552,7 @@ static void test_gpu_mixed_batch(void **state)
     assert_ptr_equal(fake.launch(1)->stream, &stream_token);
 
     const fake_launch *l = fake.launch(0);
-    assert_string_equal(l->kernel, "decode_f16_d128_r32_kw1_dw4_w8");
+    assert_string_equal(l->kernel, "decode_f16_d128_r32_kw1_dw4_w8_wmma16_pregs2_qregs");
     assert_memory_equal(l->grid, pi.grid, sizeof pi.grid);
     assert_memory_equal(l->block, pi.block, sizeof pi.block);
     assert_ptr_equal(l->stream, &stream_token);
@@ -603,14 +603,14 @@ static void test_gpu_mixed_batch(void **state)
     r35a_paged_attention_desc_init(&busy, R35A_DTYPE_BF16, 64, 200, 16, 4096, 8, 8, 64, 16, 64 * 256);
     plan = plan_paged(ctx, &busy, R35A_OK);
     pi = plan_info_of(plan);
-    assert_string_equal(pi.implementation, "decode_bf16_d64_r16_kw4_dw1_w6+generic_paged_bf16_dmax256");
+    assert_string_equal(pi.implementation, "decode_bf16_d64_r16_kw4_dw1_w6_wmma16_pregs2_qlds+generic_paged_bf16_dmax256");
     assert_int_equal(pi.num_splits, 1);
     assert_int_equal(pi.workspace_bytes, 0);
     fake.reset();
     a = paged_args();
     assert_int_equal(r35a_paged_attention_run(ctx, plan, &a, NULL, 0, NULL), R35A_OK);
     assert_string_equal(fake.order(), "LL");
-    assert_string_equal(fake.launch(0)->kernel, "decode_bf16_d64_r16_kw4_dw1_w6");
+    assert_string_equal(fake.launch(0)->kernel, "decode_bf16_d64_r16_kw4_dw1_w6_wmma16_pregs2_qlds");
     assert_int_equal(fake.launch(0)->grid[2], 64);
     memcpy(&ka, fake.launch(0)->args, sizeof ka);
     assert_null(ka.workspace);

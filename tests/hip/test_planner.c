@@ -238,24 +238,24 @@ static void test_decode_single_sequence(void **state)
     /* G = 8, M = 1: 8 rows, one 16-row tile (gfx1151 has no rows-8 variant); 8 workgroups want 80 ->
      * 10 splits, records of 2 x 16 + 16 x 128 floats */
     r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 1, 1, 4096, 64, 8, 128, 16);
-    expect_decode(&d, 40, "decode_f16_d128_r16_kw2_dw2_w6", 10, 8, 1, 128, 80 * 2080 * 4);
+    expect_decode(&d, 40, "decode_f16_d128_r16_kw2_dw2_w6_wmma16_pregs2_qlds", 10, 8, 1, 128, 80 * 2080 * 4);
     /* 32 CUs (Radeon 8050S): 64 workgroups wanted -> 8 splits. */
-    expect_decode(&d, 32, "decode_f16_d128_r16_kw2_dw2_w6", 8, 8, 1, 128, 64 * 2080 * 4);
+    expect_decode(&d, 32, "decode_f16_d128_r16_kw2_dw2_w6_wmma16_pregs2_qlds", 8, 8, 1, 128, 64 * 2080 * 4);
     /* bf16 picks the bf16 kernel of the same shape. */
     r35a_paged_attention_desc b = paged(R35A_DTYPE_BF16, 1, 1, 4096, 64, 8, 128, 16);
-    expect_decode(&b, 40, "decode_bf16_d128_r16_kw2_dw2_w6", 10, 8, 1, 128, 80 * 2080 * 4);
+    expect_decode(&b, 40, "decode_bf16_d128_r16_kw2_dw2_w6_wmma16_pregs2_qlds", 10, 8, 1, 128, 80 * 2080 * 4);
     /* G = 4, M = 1 (the bench's default problem): 4 rows, the rows-4 variant; records of 2 x 4 + 4 x 128 */
     r35a_paged_attention_desc r4 = paged(R35A_DTYPE_F16, 1, 1, 4096, 32, 8, 128, 16);
-    expect_decode(&r4, 40, "decode_f16_d128_r4_kw2_dw2_w8", 10, 8, 1, 128, 80 * 520 * 4);
+    expect_decode(&r4, 40, "decode_f16_d128_r4_kw2_dw2_w8_dot4_pregs2_qlds", 10, 8, 1, 128, 80 * 520 * 4);
     r4.kv_dtype = R35A_DTYPE_FP8_E4M3;
-    expect_decode(&r4, 40, "decode_f16_fp8_d128_r4_kw1_dw2_w6", 10, 8, 1, 64, 80 * 520 * 4);   /* its own tiling: 2 waves */
+    expect_decode(&r4, 40, "decode_f16_fp8_d128_r4_kw1_dw2_w6_dot4_pregs3_qstg", 10, 8, 1, 64, 80 * 520 * 4);   /* its own tiling: 2 waves */
     /* G = 2, M = 2: 4 rows too; G = 5, M = 1 and G = 2, M = 3: 5 and 6 rows, one 16-row tile */
     r35a_paged_attention_desc m2 = paged(R35A_DTYPE_BF16, 1, 2, 4096, 16, 8, 256, 16);
-    expect_decode(&m2, 40, "decode_bf16_d256_r4_kw1_dw4_w8", 10, 8, 1, 128, 80 * (8 + 4 * 256) * 4);
+    expect_decode(&m2, 40, "decode_bf16_d256_r4_kw1_dw4_w8_dot4_pregs2_qlds", 10, 8, 1, 128, 80 * (8 + 4 * 256) * 4);
     r35a_paged_attention_desc g5 = paged(R35A_DTYPE_F16, 1, 1, 4096, 40, 8, 128, 16);
-    expect_decode(&g5, 40, "decode_f16_d128_r16_kw2_dw2_w6", 10, 8, 1, 128, 80 * 2080 * 4);
+    expect_decode(&g5, 40, "decode_f16_d128_r16_kw2_dw2_w6_wmma16_pregs2_qlds", 10, 8, 1, 128, 80 * 2080 * 4);
     r35a_paged_attention_desc m3 = paged(R35A_DTYPE_F16, 1, 3, 4096, 16, 8, 128, 16);
-    expect_decode(&m3, 40, "decode_f16_d128_r16_kw2_dw2_w6", 10, 8, 1, 128, 80 * 2080 * 4);
+    expect_decode(&m3, 40, "decode_f16_d128_r16_kw2_dw2_w6_wmma16_pregs2_qlds", 10, 8, 1, 128, 80 * 2080 * 4);
 }
 
 /* G=8, M=4: 32 rows -> R=32 needs 1 row group, R=16 two: R=32. 2 seqs x 8 kv heads = 16 WGs ->
@@ -264,15 +264,15 @@ static void test_decode_speculative_rows(void **state)
 {
     (void)state;
     r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 2, 4, 8192, 64, 8, 128, 32);
-    expect_decode(&d, 40, "decode_f16_d128_r32_kw1_dw4_w8", 5, 8, 2, 128, 80 * 4160 * 4);
+    expect_decode(&d, 40, "decode_f16_d128_r32_kw1_dw4_w8_wmma16_pregs2_qregs", 5, 8, 2, 128, 80 * 4160 * 4);
     /* G=8, M=8: 64 rows -> two row groups of 32 (four of 16 would read the KV twice as often). */
     r35a_paged_attention_desc e = paged(R35A_DTYPE_F16, 2, 8, 8192, 64, 8, 128, 32);
-    expect_decode(&e, 40, "decode_f16_d128_r32_kw1_dw4_w8", 3, 16, 2, 128, 96 * 4160 * 4);
+    expect_decode(&e, 40, "decode_f16_d128_r32_kw1_dw4_w8_wmma16_pregs2_qregs", 3, 16, 2, 128, 96 * 4160 * 4);
     /* G=2, M=8: 16 rows fit R=16 (one group either way: the smaller tile wins). */
     r35a_paged_attention_desc f = paged(R35A_DTYPE_BF16, 1, 8, 1000, 16, 8, 64, 16);
     /* 1000 keys: (1000+15)/16 + 1 = 64 tiles allow 16 splits; 8 WGs want 10 (3 resident per CU: the cap
      * is 120). Records 8 x 10 of (32 + 16*64) floats. */
-    expect_decode(&f, 40, "decode_bf16_d64_r16_kw4_dw1_w6", 10, 8, 1, 128, 80 * 1056 * 4);
+    expect_decode(&f, 40, "decode_bf16_d64_r16_kw4_dw1_w6_wmma16_pregs2_qlds", 10, 8, 1, 128, 80 * 1056 * 4);
 }
 
 static void test_decode_no_split_when_busy_or_short(void **state)
@@ -280,16 +280,16 @@ static void test_decode_no_split_when_busy_or_short(void **state)
     (void)state;
     /* 64 seqs x 8 kv heads = 512 WGs >= 80: one split, no workspace. */
     r35a_paged_attention_desc d = paged(R35A_DTYPE_BF16, 64, 1, 4096, 8, 8, 64, 16);
-    expect_decode(&d, 40, "decode_bf16_d64_r4_kw4_dw1_w8", 1, 8, 64, 128, 0);
+    expect_decode(&d, 40, "decode_bf16_d64_r4_kw4_dw1_w8_dot4_pregs2_qlds", 1, 8, 64, 128, 0);
     /* 40 keys: (40+15)/16 + 1 = 4 tiles, one split's worth: one split. 100 keys: 8 tiles allow 2
      * splits of 4 (the one workgroup wants 80); 2 records of (32 + 16*256) floats. */
     r35a_paged_attention_desc t = paged(R35A_DTYPE_F16, 1, 1, 40, 8, 1, 256, 16);
-    expect_decode(&t, 40, "decode_f16_d256_r16_kw1_dw4_w6", 1, 1, 1, 128, 0);
+    expect_decode(&t, 40, "decode_f16_d256_r16_kw1_dw4_w6_wmma16_pregs2_qlds", 1, 1, 1, 128, 0);
     r35a_paged_attention_desc s = paged(R35A_DTYPE_F16, 1, 1, 100, 8, 1, 256, 16);
-    expect_decode(&s, 40, "decode_f16_d256_r16_kw1_dw4_w6", 2, 1, 1, 128, 2 * (32 + 16 * 256) * 4);
+    expect_decode(&s, 40, "decode_f16_d256_r16_kw1_dw4_w6_wmma16_pregs2_qlds", 2, 1, 1, 128, 2 * (32 + 16 * 256) * 4);
     /* D=512: the R=16 kernel has 8 waves of 64 columns. */
     r35a_paged_attention_desc big = paged(R35A_DTYPE_F16, 40, 1, 512, 8, 1, 512, 16);
-    expect_decode(&big, 40, "decode_f16_d512_r16_kw1_dw8_w6", 2, 1, 40, 256, 80 * (32 + 16 * 512) * 4);
+    expect_decode(&big, 40, "decode_f16_d512_r16_kw1_dw8_w6_wmma16_pregs2_qlds", 2, 1, 40, 256, 80 * (32 + 16 * 512) * 4);
 }
 
 /* The split merge launch follows a decode launch with splits: decode_merge_<dtype>, 128 threads,
@@ -338,12 +338,12 @@ static void test_decode_window_limits_splits(void **state)
      * workgroups want 10). */
     r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 1, 1, 32768, 64, 8, 128, 16);
     d.window = 512;
-    expect_decode(&d, 40, "decode_f16_d128_r16_kw2_dw2_w6", 8, 8, 1, 128, 64 * 2080 * 4);
+    expect_decode(&d, 40, "decode_f16_d128_r16_kw2_dw2_w6_wmma16_pregs2_qlds", 8, 8, 1, 128, 64 * 2080 * 4);
     /* Page sizes of the hybrid models (multiples of 16) are served. */
     const int pages[] = {32, 528, 544, 784, 1056};
     for (size_t i = 0; i < sizeof pages / sizeof *pages; ++i) {
         r35a_paged_attention_desc p = paged(R35A_DTYPE_BF16, 1, 1, 4096, 64, 8, 128, pages[i]);
-        expect_decode(&p, 40, "decode_bf16_d128_r16_kw2_dw2_w6", 10, 8, 1, 128, 80 * 2080 * 4);
+        expect_decode(&p, 40, "decode_bf16_d128_r16_kw2_dw2_w6_wmma16_pregs2_qlds", 10, 8, 1, 128, 80 * 2080 * 4);
     }
 }
 
@@ -455,7 +455,7 @@ static void test_decode_declines(void **state)
     expect_decode_declines(&fp8x, NULL, "f16, fp8_e4m3 KV:");
     r35a_paged_attention_desc fp8 = d;
     fp8.kv_dtype = R35A_DTYPE_FP8_E4M3;
-    expect_decode_declines(&fp8, "decode_f16_int8_d128_r16_kw2_dw2_w6", "is for f16, KV int8");
+    expect_decode_declines(&fp8, "decode_f16_int8_d128_r16_kw2_dw2_w6_wmma16_pregs3_qregs", "is for f16, KV int8");
 }
 
 /* Softcap, ALiBi and sinks are run-time arguments of every decode variant: the same kernel as the
@@ -465,20 +465,20 @@ static void test_decode_model_features(void **state)
     (void)state;
     r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 1, 1, 4096, 64, 8, 128, 16);   /* G = 8: rows 16 */
     const size_t ws = 8 * 10 * (2 * 16 + 16 * 128) * 4;
-    expect_decode(&d, 40, "decode_f16_d128_r16_kw2_dw2_w6", 10, 8, 1, 128, ws);
+    expect_decode(&d, 40, "decode_f16_d128_r16_kw2_dw2_w6_wmma16_pregs2_qlds", 10, 8, 1, 128, ws);
     r35a_paged_attention_desc f = d;
     f.logit_softcap = 30.0f;
     f.use_alibi = 1;
     f.use_sinks = 1;
-    expect_decode(&f, 40, "decode_f16_d128_r16_kw2_dw2_w6", 10, 8, 1, 128, ws);
+    expect_decode(&f, 40, "decode_f16_d128_r16_kw2_dw2_w6_wmma16_pregs2_qlds", 10, 8, 1, 128, ws);
     f.kv_dtype = R35A_DTYPE_FP8_E4M3;
-    expect_decode(&f, 40, "decode_f16_fp8_d128_r16_kw2_dw2_w6", 10, 8, 1, 128, ws);
+    expect_decode(&f, 40, "decode_f16_fp8_d128_r16_kw2_dw2_w6_wmma16_pregs3_qregs", 10, 8, 1, 128, ws);
     f.kv_dtype = R35A_DTYPE_INT8;
     f.kv_scale_per_head = 1;
-    expect_decode(&f, 40, "decode_f16_int8_d128_r16_kw2_dw2_w6", 10, 8, 1, 128, ws);
+    expect_decode(&f, 40, "decode_f16_int8_d128_r16_kw2_dw2_w6_wmma16_pregs3_qregs", 10, 8, 1, 128, ws);
     r35a_paged_attention_desc same = d; /* kv_dtype naming the Q/O dtype is the default */
     same.kv_dtype = R35A_DTYPE_F16;
-    expect_decode(&same, 40, "decode_f16_d128_r16_kw2_dw2_w6", 10, 8, 1, 128, ws);
+    expect_decode(&same, 40, "decode_f16_d128_r16_kw2_dw2_w6_wmma16_pregs2_qlds", 10, 8, 1, 128, ws);
     /* bf16 with fp8, 8 rows of G = 8: R = 16 (one row group) */
     r35a_paged_attention_desc b = paged(R35A_DTYPE_BF16, 16, 1, 8192, 64, 8, 64, 16);
     b.kv_dtype = R35A_DTYPE_FP8_E4M3;
@@ -486,7 +486,7 @@ static void test_decode_model_features(void **state)
     r35a_gpu_launch l;
     char why[256];
     assert_true(r35a_plan_decode(&b, ARCH, 40, NULL, &l, why, sizeof why));
-    assert_string_equal(r35a_decode_variants[l.kernel].name, "decode_bf16_fp8_d64_r16_kw4_dw1_w6");
+    assert_string_equal(r35a_decode_variants[l.kernel].name, "decode_bf16_fp8_d64_r16_kw4_dw1_w6_wmma16_pregs3_qstg");
     assert_int_equal(r35a_decode_variants[l.kernel].kv_dtype, R35A_DTYPE_FP8_E4M3);
     assert_int_equal(l.shared_bytes, 0);   /* gfx11: static LDS */
 }
@@ -644,10 +644,10 @@ static void test_decode_forced_variant(void **state)
     r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 1, 1, 4096, 32, 8, 128, 16);
     r35a_gpu_launch l;
     char why[256];
-    assert_true(r35a_plan_decode(&d, ARCH, 40, "decode_f16_d128_r32_kw1_dw4_w8", &l, why, sizeof why));
-    assert_string_equal(r35a_decode_variants[l.kernel].name, "decode_f16_d128_r32_kw1_dw4_w8");
-    expect_decode_declines(&d, "decode_bf16_d128_r32_kw1_dw4_w8", "is for bf16");
-    expect_decode_declines(&d, "decode_f16_d64_r16_kw4_dw1_w6", "head_size 128 not built (gfx1151 f16: 64)");
+    assert_true(r35a_plan_decode(&d, ARCH, 40, "decode_f16_d128_r32_kw1_dw4_w8_wmma16_pregs2_qregs", &l, why, sizeof why));
+    assert_string_equal(r35a_decode_variants[l.kernel].name, "decode_f16_d128_r32_kw1_dw4_w8_wmma16_pregs2_qregs");
+    expect_decode_declines(&d, "decode_bf16_d128_r32_kw1_dw4_w8_wmma16_pregs2_qregs", "is for bf16");
+    expect_decode_declines(&d, "decode_f16_d64_r16_kw4_dw1_w6_wmma16_pregs2_qlds", "head_size 128 not built (gfx1151 f16: 64)");
     expect_decode_declines(&d, "decode_f16_d100", "no decode variant decode_f16_d100");
     /* Another arch has no variants here. */
     assert_false(r35a_plan_decode(&d, "gfx1100", 40, NULL, &l, why, sizeof why));
@@ -768,30 +768,30 @@ static void test_mixed_batch(void **state)
      * group; 16 WGs want 5 splits (4096 keys = 257 tiles allow 64); 16 x 5 records of (2*32 + 32*128)
      * floats. The generic launch covers all 24 tokens. */
     r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 2, 12, 4096, 32, 8, 128, 16);
-    expect_mixed(&d, NULL, "decode_f16_d128_r32_kw1_dw4_w8", 5, 8, 80 * 4160 * 4, "generic_paged_f16_dmax256");
+    expect_mixed(&d, NULL, "decode_f16_d128_r32_kw1_dw4_w8_wmma16_pregs2_qregs", 5, 8, 80 * 4160 * 4, "generic_paged_f16_dmax256");
     /* bf16 D=256 picks the kernels of its dtype and the generic kernel that covers D. */
     r35a_paged_attention_desc b = paged(R35A_DTYPE_BF16, 3, 40, 1000, 8, 8, 256, 32);
     /* G=1, M<=8: 8 rows -> R=16; 3 x 8 = 24 WGs want 4 splits; 1000 keys: 64 tiles allow 16;
      * 24 x 4 records of (32 + 16*256) floats. */
-    expect_mixed(&b, NULL, "decode_bf16_d256_r16_kw1_dw4_w6", 4, 8, 96 * 4128 * 4, "generic_paged_bf16_dmax256");
+    expect_mixed(&b, NULL, "decode_bf16_d256_r16_kw1_dw4_w6_wmma16_pregs2_qlds", 4, 8, 96 * 4128 * 4, "generic_paged_bf16_dmax256");
     /* G=8: capped M=8 gives 64 rows, two row groups of 32 (M=12 would need three). 4 x 8 x 2 = 64
      * WGs want 2 splits (2048 keys: 129 tiles allow 32); 128 records. */
     r35a_paged_attention_desc g8 = paged(R35A_DTYPE_F16, 4, 12, 2048, 64, 8, 128, 16);
-    expect_mixed(&g8, NULL, "decode_f16_d128_r32_kw1_dw4_w8", 2, 16, 128 * 4160 * 4,
+    expect_mixed(&g8, NULL, "decode_f16_d128_r32_kw1_dw4_w8_wmma16_pregs2_qregs", 2, 16, 128 * 4160 * 4,
                  "generic_paged_f16_dmax256");
     /* Window 80 with max_query_len 40: the decode part's rows reach 80 + 8 - 1 = 87 keys = 7 tiles
      * -> one split, no workspace (M=40 would reach 119 keys = 9 tiles -> 2). */
     r35a_paged_attention_desc w = paged(R35A_DTYPE_F16, 2, 40, 4096, 32, 8, 128, 16);
     w.window = 80;
-    expect_mixed(&w, NULL, "decode_f16_d128_r32_kw1_dw4_w8", 1, 8, 0, "generic_paged_f16_dmax256");
+    expect_mixed(&w, NULL, "decode_f16_d128_r32_kw1_dw4_w8_wmma16_pregs2_qregs", 1, 8, 0, "generic_paged_f16_dmax256");
     /* A forced decode variant serves the decode part: R=16 needs two row groups for 32 rows; 32 WGs
      * want 3 splits; 96 records of (32 + 16*128) floats. */
-    expect_mixed(&d, "decode_f16_d128_r16_kw2_dw2_w6", "decode_f16_d128_r16_kw2_dw2_w6", 3, 16,
+    expect_mixed(&d, "decode_f16_d128_r16_kw2_dw2_w6_wmma16_pregs2_qlds", "decode_f16_d128_r16_kw2_dw2_w6_wmma16_pregs2_qlds", 3, 16,
                  96 * 2080 * 4, "generic_paged_f16_dmax256");
     /* One sequence whose M = num_tokens is known to be <= 8: decode serves it, generic skips it. */
     r35a_paged_attention_desc one_short = paged(R35A_DTYPE_F16, 1, 12, 4096, 32, 8, 128, 16);
     one_short.num_tokens = 5;
-    expect_mixed(&one_short, NULL, "decode_f16_d128_r32_kw1_dw4_w8", 10, 8, 80 * 4160 * 4,
+    expect_mixed(&one_short, NULL, "decode_f16_d128_r32_kw1_dw4_w8_wmma16_pregs2_qregs", 10, 8, 80 * 4160 * 4,
                  "generic_paged_f16_dmax256");
 }
 
@@ -837,7 +837,7 @@ static void test_mixed_batch_features(void **state)
     r35a_gpu_launch dl, gl;
     char why[256];
     assert_true(r35a_plan_mixed(&d, ARCH, 40, NULL, &dl, &gl, why, sizeof why));
-    assert_string_equal(r35a_decode_variants[dl.kernel].name, "decode_f16_fp8_d128_r32_kw1_dw4_w8");
+    assert_string_equal(r35a_decode_variants[dl.kernel].name, "decode_f16_fp8_d128_r32_kw1_dw4_w8_wmma16_pregs2_qregs");
     assert_string_equal(r35a_generic_kernels[gl.kernel].name, "generic_paged_f16_dmax256");
 }
 
