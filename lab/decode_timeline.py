@@ -3,7 +3,7 @@
 not part of the library or its tests).
 
 Needs a measurement build of the library whose decode kernels record globaltimer stamps
-(kernels/decode/decode.hip, R35A_DECODE_TIMING): entry, loop end, exit and SM of every workgroup of the decode
+(kernels/decode/timing.h, R35A_LAB_DECODE_TIMING): entry, loop end, exit and SM of every workgroup of the decode
 launch, and entry and exit of every workgroup of its split merge launch (decode_merge_<dtype>):
 
     cmake -S . -B build-tm -DCMAKE_BUILD_TYPE=Release -DR35A_NVIDIA_TARGETS=sm_90 -DR35A_GPU_TARGETS= \
@@ -77,7 +77,7 @@ def run(lib, D, G, M, ctx, B, hkv=8, page=16, reps=7):
     for t in rows:
         v = t[t[:, 0] != 0]
         if len(v) == 0:
-            sys.exit("decode_timeline: no stamps: the library was not built with R35A_DECODE_TIMING=1 "
+            sys.exit("decode_timeline: no stamps: the library was not a lab build with R35A_LAB_DECODE_TIMING=1 "
                      "(see this file's header)")
         spans.append(((v[:, 2].max() - v[:, 0].min()).item() / 1e3, v))
     spans.sort(key=lambda x: x[0])

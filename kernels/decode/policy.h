@@ -23,9 +23,7 @@ constexpr float LOG2E_F = 1.4426950408889634f;
 
 /* Keeps the scheduler from hoisting every chunk's operand loads ahead of the products (on gfx11 it
  * would hold all V^T fragments of a tile at once: NC x 8 VGPRs). */
-#ifndef R35A_DECODE_CHUNK_FENCE
 #define R35A_DECODE_CHUNK_FENCE() sched_barrier()
-#endif
 
 /* The element format of a variant's K and V: kv16 (the Q/O dtype E), fp8, int8 (device.h). */
 struct kv_kv16_t {};

@@ -1,6 +1,6 @@
 /*
- * decode/timing.h - the measurement build's per-workgroup time stamps (R35A_DECODE_TIMING=1, NVIDIA
- * only, never the default); R35A_TIMING(...) compiles to nothing otherwise.
+ * decode/timing.h - a lab build's per-workgroup time stamps (cmake -DR35A_LAB_BUILD=ON
+ * -DR35A_LAB_DEFINES=R35A_LAB_DECODE_TIMING=1, NVIDIA only); R35A_TIMING(...) compiles to nothing otherwise.
  */
 #ifndef R35A_DECODE_TIMING_H
 #define R35A_DECODE_TIMING_H
@@ -9,13 +9,13 @@
 
 namespace r35a {
 
-/* R35A_DECODE_TIMING=1 (a measurement build, NVIDIA only, never the default): thread 0 of each
+/* R35A_LAB_DECODE_TIMING=1 (a lab build, NVIDIA only, never for use): thread 0 of each
  * workgroup that has tiles writes 16 u64 to the workspace past the planned bytes (the caller
  * allocates 128 bytes per workgroup of both launches): globaltimer ns at entry, loop end and exit
  * (the single-split path: before its O store), SM | kind << 32 (kind 0: a decode workgroup, 1: a
  * merge workgroup, whose slots follow the decode grid's and whose loop end is its exit). Read by
- * tools/decode_timeline.py. */
-#if defined(R35A_DECODE_TIMING) && R35A_DECODE_TIMING && defined(R35A_TARGET_CUDA)
+ * lab/decode_timeline.py. */
+#if defined(R35A_LAB) && defined(R35A_LAB_DECODE_TIMING) && R35A_LAB_DECODE_TIMING && defined(R35A_TARGET_CUDA)
 struct decode_timing {
     unsigned long long t0, t1;
     R35A_MEMBER static unsigned long long now() {
