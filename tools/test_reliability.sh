@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reliability CI jobs (issue 7), on top of tools/test.sh's Release and ASan+UBSan runs:
+# Reliability CI jobs, on top of tools/test.sh's Release and ASan+UBSan runs:
 #   1. fuzz smoke: the libFuzzer target tests/reliability/fuzz_api.c (ASan + UBSan, coverage-guided)
 #      for R35A_FUZZ_SECONDS (default 60) starting from tests/reliability/corpus;
 #   2. ThreadSanitizer: the concurrency test (8 threads on one context, 8 contexts), plain and with
