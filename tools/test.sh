@@ -21,14 +21,14 @@ jobs=$(nproc 2>/dev/null || echo 2)
 
 # ---- which checks run here, and which are skipped (said at the start and at the end) ----
 emu_dir=${R35A_GFX11EMU_DIR:-$(cd .. && pwd)/shared/gfx11emu}
-emu_args=(-DR35A_GFX11EMU_DIR="$emu_dir")
 skipped=()
 if [ "${R35A_REQUIRE_EMULATOR:-0}" = 1 ]; then
-  emu_args+=(-DR35A_EMULATOR_TESTS=ON)
+  emu_args=(-DR35A_EMULATOR_TESTS=ON -DR35A_GFX11EMU_DIR="$emu_dir")
 elif [ -f "$emu_dir/gfx11emu.py" ]; then
-  emu_args+=(-DR35A_EMULATOR_TESTS=AUTO)   # registered if libpython3 >= 3.11 is found too (checked below)
+  # registered if libpython3 >= 3.11 is found too (checked below)
+  emu_args=(-DR35A_EMULATOR_TESTS=AUTO -DR35A_GFX11EMU_DIR="$emu_dir")
 else
-  emu_args+=(-DR35A_EMULATOR_TESTS=OFF)
+  emu_args=(-DR35A_EMULATOR_TESTS=OFF)
   skipped+=("the emulator tests (ctest label emulator: every gfx1151 kernel executed on the gfx11 ISA emulator): no emulator at $emu_dir/gfx11emu.py (set R35A_GFX11EMU_DIR, or R35A_REQUIRE_EMULATOR=1 to make this an error)")
 fi
 banner() { # title
