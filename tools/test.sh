@@ -49,6 +49,8 @@ if [ -f "$emu_dir/gfx11emu.py" ] && [ "${R35A_REQUIRE_EMULATOR:-0}" != 1 ] &&
 fi
 banner "tools/test.sh (start)"
 trap 'rc=$?; banner "tools/test.sh (end, exit $rc)"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 cmake --build build -j"$jobs"
 echo "== tests =="
 (cd build && ctest --output-on-failure -j"$jobs") 2>&1 | tee build/ctest_release.log
