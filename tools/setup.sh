@@ -16,11 +16,10 @@ have_cmd pkg-config || need+=(pkg-config)
 have_pkg libcmocka-dev || need+=(libcmocka-dev)
 have_cmd c++ || need+=(g++)
 have_cmd python3 || need+=(python3)
-# the Python shim's tests and its offline `pip install --no-build-isolation ./python`
+# the Python shim's tests (numpy) and `python3 -m pip install ./python` into a venv (its build
+# backend is stdlib-only: no setuptools or wheel package needed)
 have_pkg python3-numpy || need+=(python3-numpy)
 have_pkg python3-venv || need+=(python3-venv)
-have_pkg python3-wheel || need+=(python3-wheel)
-have_pkg python3-setuptools || need+=(python3-setuptools)
 if [ "${1:-}" = "--gpu-toolchain" ]; then
   have_cmd clang-19 || need+=(clang-19)
   have_cmd ld.lld-19 || need+=(lld-19)

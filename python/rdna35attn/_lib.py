@@ -155,7 +155,9 @@ def candidate_paths():
     """Where the library is looked for, in order, as (description, path-or-name) pairs.
 
     1. $R35A_LIBRARY, when set (then nothing else is tried);
-    2. next to the package: rdna35attn/librdna35attn.so* or the directory holding the package;
+    2. inside the package: rdna35attn/librdna35attn.so, which `python3 -m pip install ./python` puts
+       there (the wheel carries the library: python/_r35a_build.py), then the directory holding
+       the package;
     3. the build tree of a source checkout: <repo>/build/librdna35attn.so;
     4. the dynamic loader's search path (LD_LIBRARY_PATH, ld.so.cache), e.g. after `cmake --install`.
     """
@@ -216,6 +218,7 @@ def load():
                     tried.append("%s (%s): %s" % (path, origin, error))
             if _library is None:
                 raise LibraryNotFoundError(
-                    "librdna35attn not found; set R35A_LIBRARY=/path/to/librdna35attn.so. Tried:\n  "
+                    "librdna35attn not found; install the package with the library (python3 -m pip install "
+                    "./python from the repository) or set R35A_LIBRARY=/path/to/librdna35attn.so. Tried:\n  "
                     + "\n  ".join(tried))
     return _library

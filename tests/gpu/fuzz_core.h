@@ -1,5 +1,6 @@
 /*
- * fuzz_core.h - the bad-data fuzzer's generator and checker (issue 16), independent of where the
+ * fuzz_core.h - the bad-data fuzzer's generator and checker (bad device data: seq_lens, block tables,
+ * query_start_loc the host never reads), independent of where the
  * memory lives: the same cases run on a CUDA GPU (tests/gpu/fuzz_gpu.c), on the gfx11 emulator
  * through the executing stand-in HIP runtime, and on a reference context with host memory (the
  * CPU self-test, tests/gpu/fuzz_reference.c, which holds the generator's fault classes to the

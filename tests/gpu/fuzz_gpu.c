@@ -1,5 +1,5 @@
 /*
- * fuzz_gpu.c - the bad-data fuzzer on an NVIDIA GPU (issue 16): random valid and invalid
+ * fuzz_gpu.c - the bad-data fuzzer on an NVIDIA GPU: random valid and invalid
  * descriptors, device metadata and non-finite values through the public API on a CUDA context
  * (tests/gpu/fuzz_core.c says what each case checks). Meant to run under compute-sanitizer memcheck:
  * every input is its own exactly sized device allocation, so any read or write outside a buffer is a

@@ -1,5 +1,5 @@
 /*
- * soak_gpu.c - the soak (issue 16): a million back-to-back runs on one stream of an NVIDIA GPU,
+ * soak_gpu.c - the soak: a million back-to-back runs on one stream of an NVIDIA GPU,
  * reusing a few plans that cover every kernel family and the two-launch mixed batch, with
  *   - the outputs bit-identical to the first run's at every checkpoint (and that first run checked
  *     against the float64 oracle);

@@ -1,6 +1,8 @@
 /*
  * test_gpu_cuda.c - the library's GPU kernels on a real NVIDIA GPU, against the float64 oracle.
  *
+ * The cases run through the GPU case driver test_emulator shares (tests/gpu_cases.c): this program
+ * gives it the CUDA context and device memory and walks its own cases.
  * The same kernel sources as gfx1151, built for the GPU's arch (R35A_NVIDIA_TARGETS) and run
  * through the CUDA backend, with BOTH fragment layers: native mma.sync and the gfx11-exact emulation
  * (whose lane layouts are gfx11's, so this runs the gfx11 data flow under real concurrency). Every
@@ -32,6 +34,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "cuda_dl.h"
+#include "gpu_cases.h"
 #include "harness.h"
 #include "test_util.h"
 
@@ -106,86 +109,9 @@ static int dev_sync(void *user, void *stream)
 
 static tu_mem g_mem = {"cuda", dev_upload, dev_download, dev_alloc, dev_release, dev_sync, NULL, NULL};
 
-/* ---- the kernels of this arch, from the registry ---- */
-
-typedef struct variant {
-    const char *name;
-    r35a_dtype dtype;
-    int head, rows;
-    r35a_dtype kv;   /* decode: the K/V element format (0: the dtype) */
-} variant;
-
-#define R35A_VT_f16 R35A_DTYPE_F16
-#define R35A_VT_bf16 R35A_DTYPE_BF16
-#define R35A_VKV_kv16 ((r35a_dtype)0)
-#define R35A_VKV_fp8 R35A_DTYPE_FP8_E4M3
-#define R35A_VKV_int8 R35A_DTYPE_INT8
-static const struct {
-    const char *arch;
-    variant v;
-} k_decode[] = {
-#define R35A_DECODE_VARIANT(arch, name, dtype, kv, head_size, rows, kw, dw, rw, waves, layer, pipe, stages, q) \
-    {#arch, {#name, R35A_VT_##dtype, head_size, rows, R35A_VKV_##kv}},
-#include "variants.def"
-#undef R35A_DECODE_VARIANT
-};
-static const struct {
-    const char *arch;
-    variant v;
-    int maxlen;   /* > 0: the small-problem tiling, planned when max_seqlen <= maxlen */
-} k_encoder[] = {
-#define R35A_ENCODER_VARIANT(arch, name, dtype, head_size, rows, kb, nw, waves, maxlen) \
-    {#arch, {#name, R35A_VT_##dtype, head_size, rows, (r35a_dtype)0}, maxlen},
-#include "variants.def"
-#undef R35A_ENCODER_VARIANT
-};
-/* The workgroup-wide encoder variants with a tail kernel (encoder_args.h "Tail split"). */
-static const struct {
-    const char *arch, *variant;
-} k_encoder_tail[] = {
-#define R35A_ENCODER_TAIL(arch, name, variant, dtype, head_size, rows, kb, nw, waves) {#arch, #variant},
-#include "variants.def"
-#undef R35A_ENCODER_TAIL
-    {NULL, NULL},
-};
-static bool has_tail_kernel(const char *arch, const char *variant)
-{
-    for (size_t i = 0; k_encoder_tail[i].arch; ++i)
-        if (strcmp(k_encoder_tail[i].arch, arch) == 0 && strcmp(k_encoder_tail[i].variant, variant) == 0)
-            return true;
-    return false;
-}
-
-/* ---- per-group tallies ---- */
-
-typedef struct tally {
-    char name[48];
-    int cases, failed;
-    double worst;
-} tally;
-static tally g_tally[128];
-static int g_ntally;
-
-static void record(const char *frag, const char *group, bool ok, double err)
-{
-    char key[48];
-    snprintf(key, sizeof key, "%s/%s", frag, group);
-    int i = 0;
-    while (i < g_ntally && strcmp(g_tally[i].name, key) != 0)
-        ++i;
-    if (i == g_ntally && g_ntally < 128)
-        snprintf(g_tally[g_ntally++].name, sizeof key, "%s", key);
-    if (i < 128) {
-        g_tally[i].cases++;
-        g_tally[i].failed += !ok;
-        if (ok && err > g_tally[i].worst)
-            g_tally[i].worst = err;
-    }
-}
-
-/* ---- running one problem ---- */
-
-static const char *g_frag = "native";
+/* ---- the kernels: the registry (gpu_cases.h) ----
+ * Cases run through the shared driver (gpu_cases.c): gc.prefix is the fragment layer ("native" or
+ * "gfx11emu"), which also prefixes the tally groups. */
 
 /* The implementation a plan chose, into out; the plan is destroyed. */
 static void take_implementation(r35a_plan *plan, char *out, size_t len)
@@ -198,111 +124,22 @@ static void take_implementation(r35a_plan *plan, char *out, size_t len)
     r35a_plan_destroy(plan);
 }
 
-static bool implementation_of(r35a_context *ctx, const r35a_paged_attention_desc *d, char *out, size_t len)
-{
-    r35a_plan *plan = NULL;
-    if (r35a_paged_attention_plan(ctx, d, &plan) != R35A_OK) {
-        snprintf(out, len, "(plan failed: %s)", r35a_last_error_detail());
-        return false;
-    }
-    take_implementation(plan, out, len);
-    return true;
-}
-
-/* Builds spec, checks the planner chose an implementation starting with `expect`, runs and compares. */
 static bool run_paged(r35a_context *ctx, const paged_spec *spec, const char *group, int index, const char *expect)
 {
-    char label[160];
-    snprintf(label, sizeof label, "%s/%s:%d", g_frag, group, index);
-    tu_rng rng;
-    tu_rng_init(&rng, tu_case_seed(group, index));
-    paged_problem p;
-    if (paged_problem_init(&p, spec, &rng) != 0) {
-        printf("FAIL %s: harness could not build the problem\n", label);
-        paged_problem_free(&p);
-        record(g_frag, group, false, 0);
-        return false;
-    }
-    char impl[160];
-    bool ok = implementation_of(ctx, &p.desc, impl, sizeof impl);
-    if (ok && expect && strncmp(impl, expect, strlen(expect)) != 0) {
-        printf("FAIL %s: the planner chose %s, the case is for %s\n", label, impl, expect);
-        ok = false;
-    }
-    if (ok)
-        ok = paged_problem_check(ctx, &p, NULL, &g_mem, label);
-    if (!ok || tu_verbose()) {
-        char desc[4096];
-        paged_spec_describe(spec, desc, sizeof desc);
-        printf("  %s %s [%s] err %.3e: %s\n", ok ? "ok" : "FAILED", label, impl, tu_last_error(), desc);
-    }
-    record(g_frag, group, ok, tu_last_error());
-    paged_problem_free(&p);
-    return ok;
+    gc.ctx = ctx;
+    return gc_run_paged(spec, group, index, &(gc_case_opts){.expect = expect});
 }
 
 static bool run_varlen(r35a_context *ctx, const varlen_spec *spec, const char *group, int index, const char *expect)
 {
-    char label[160];
-    snprintf(label, sizeof label, "%s/%s:%d", g_frag, group, index);
-    tu_rng rng;
-    tu_rng_init(&rng, tu_case_seed(group, index));
-    varlen_problem p;
-    if (varlen_problem_init(&p, spec, &rng) != 0) {
-        printf("FAIL %s: harness could not build the problem\n", label);
-        varlen_problem_free(&p);
-        record(g_frag, group, false, 0);
-        return false;
-    }
-    r35a_plan *plan = NULL;
-    char impl[160] = "?";
-    bool ok = r35a_varlen_attention_plan(ctx, &p.desc, &plan) == R35A_OK;
-    if (ok)
-        take_implementation(plan, impl, sizeof impl);
-    if (ok && expect && strncmp(impl, expect, strlen(expect)) != 0) {
-        printf("FAIL %s: the planner chose %s, the case is for %s\n", label, impl, expect);
-        ok = false;
-    }
-    if (ok)
-        ok = varlen_problem_check(ctx, &p, NULL, &g_mem, label);
-    if (!ok || tu_verbose()) {
-        char desc[4096];
-        varlen_spec_describe(spec, desc, sizeof desc);
-        printf("  %s %s [%s] err %.3e: %s\n", ok ? "ok" : "FAILED", label, impl, tu_last_error(), desc);
-    }
-    record(g_frag, group, ok, tu_last_error());
-    varlen_problem_free(&p);
-    return ok;
-}
-
-/* The rows of the next smaller variant of v's arch, dtype, K/V format and head size (0: none): the
- * planner takes v for G x M in (that, v's rows]. */
-static int rows_below(const char *arch, const variant *v)
-{
-    int below = 0;
-    for (size_t i = 0; i < sizeof k_decode / sizeof *k_decode; ++i) {
-        const variant *u = &k_decode[i].v;
-        if (strcmp(k_decode[i].arch, arch) == 0 && u->dtype == v->dtype && u->kv == v->kv && u->head == v->head &&
-            u->rows < v->rows && u->rows > below)
-            below = u->rows;
-    }
-    return below;
-}
-
-/* G such that G x M rows make the planner pick the variant with R rows whose next smaller variant has
- * `below` rows: G x M in (below, R] (M <= R - below: M <= 8, rows 8 / 16 / 32). */
-static int32_t group_for(int rows, int below, int m)
-{
-    int32_t g = rows / m;
-    if (g * m <= below)
-        g = below / m + 1;
-    return g < 1 ? 1 : g;
+    gc.ctx = ctx;
+    return gc_run_varlen(spec, group, index, &(gc_case_opts){.expect = expect});
 }
 
 /* ---- decode ---- */
 
 /* A spec's K/V cache in variant v's element format (8-bit: scales per kv head when per_head). */
-static void use_kv_format(paged_spec *s, const variant *v, int per_head)
+static void use_kv_format(paged_spec *s, const gc_decode_variant *v, int per_head)
 {
     s->kv_dtype = v->kv;
     s->kv_scale_per_head = v->kv ? per_head : 0;
@@ -311,11 +148,10 @@ static void use_kv_format(paged_spec *s, const variant *v, int per_head)
 static void decode_cases(r35a_context *ctx, const char *arch)
 {
     int index = 0;
-    for (size_t vi = 0; vi < sizeof k_decode / sizeof *k_decode; ++vi) {
-        if (strcmp(k_decode[vi].arch, arch) != 0)
+    for (size_t vi = 0; vi < gc_num_decode; ++vi) {
+        if (strcmp(gc_decode[vi].arch, arch) != 0)
             continue;
-        const variant *v = &k_decode[vi].v;
-        const int below = rows_below(arch, v);
+        const gc_decode_variant *v = &gc_decode[vi];
         if (g_quick && (v->dtype != R35A_DTYPE_F16 || (v->head != 128 && v->head != 64) || (v->kv && v->head != 128)))
             continue;
         /* the 8-bit variants' cases tally apart (same shapes, their format's cache) */
@@ -327,7 +163,7 @@ static void decode_cases(r35a_context *ctx, const char *arch)
         for (int m = 1; m <= 8; ++m) {
             if ((g_quick || v->kv) && m != 1 && m != 5 && m != 8)
                 continue;
-            const int32_t g = group_for(v->rows, below, m);
+            const int32_t g = gc_group_for(v, m);
             paged_spec_init(&s, v->dtype, g * hkv, hkv, v->head, 32);
             use_kv_format(&s, v, m & 1);
             paged_spec_add_seq(&s, 37 + 11 * m, m);
@@ -341,14 +177,14 @@ static void decode_cases(r35a_context *ctx, const char *arch)
         /* split-KV: one long sequence, twice (fresh workspace garbage each time) */
         for (int rep = 0; rep < 2; ++rep) {
             const int m = rep ? 4 : 1;
-            paged_spec_init(&s, v->dtype, group_for(v->rows, below, m) * hkv, hkv, v->head, 16);
+            paged_spec_init(&s, v->dtype, gc_group_for(v, m) * hkv, hkv, v->head, 16);
             use_kv_format(&s, v, rep);
             paged_spec_add_seq(&s, g_quick ? 1500 : 3001 + 13 * rep, m);
             s.shuffle_pages = true;
             run_paged(ctx, &s, GROUP("split_kv"), index++, v->name);
         }
         /* split-KV over several sequences of different lengths (some splits empty) */
-        paged_spec_init(&s, v->dtype, group_for(v->rows, below, 2) * hkv, hkv, v->head, 16);
+        paged_spec_init(&s, v->dtype, gc_group_for(v, 2) * hkv, hkv, v->head, 16);
         use_kv_format(&s, v, 0);
         paged_spec_add_seq(&s, 700, 2);
         paged_spec_add_seq(&s, 33, 2);
@@ -356,7 +192,7 @@ static void decode_cases(r35a_context *ctx, const char *arch)
         s.max_seq_len_slack = 1200;
         run_paged(ctx, &s, GROUP("split_kv"), index++, v->name);
         /* sliding window over garbage table entries, page 528, padded Q/O/KV strides (16-byte rows) */
-        paged_spec_init(&s, v->dtype, group_for(v->rows, below, 3) * hkv, hkv, v->head, 528);
+        paged_spec_init(&s, v->dtype, gc_group_for(v, 3) * hkv, hkv, v->head, 528);
         use_kv_format(&s, v, 1);
         paged_spec_add_seq(&s, 1700, 3);
         paged_spec_add_seq(&s, 60, 3);
@@ -370,14 +206,14 @@ static void decode_cases(r35a_context *ctx, const char *arch)
         s.v_layout.pad[1] = 16;
         run_paged(ctx, &s, GROUP("window"), index++, v->name);
         /* NHD cache layout, page 16 */
-        paged_spec_init(&s, v->dtype, group_for(v->rows, below, 1) * hkv, hkv, v->head, 16);
+        paged_spec_init(&s, v->dtype, gc_group_for(v, 1) * hkv, hkv, v->head, 16);
         use_kv_format(&s, v, 0);
         s.k_layout.nhd = s.v_layout.nhd = true;
         paged_spec_add_seq(&s, 300, 1);
         paged_spec_add_seq(&s, 77, 1);
         run_paged(ctx, &s, GROUP("nhd"), index++, v->name);
         /* L == M = 8, page 784 */
-        paged_spec_init(&s, v->dtype, group_for(v->rows, below, 8) * hkv, hkv, v->head, 784);
+        paged_spec_init(&s, v->dtype, gc_group_for(v, 8) * hkv, hkv, v->head, 784);
         use_kv_format(&s, v, 1);
         paged_spec_add_seq(&s, 8, 8);
         paged_spec_add_seq(&s, 9, 8);
@@ -391,7 +227,7 @@ static void decode_cases(r35a_context *ctx, const char *arch)
             run_paged(ctx, &s, GROUP("row_groups"), index++, v->name);
         }
         /* mixed batch: M = 9 and a 20-token chunk run on the portable kernel in the same call */
-        paged_spec_init(&s, v->dtype, group_for(v->rows, below, 8) * hkv, hkv, v->head, 16);
+        paged_spec_init(&s, v->dtype, gc_group_for(v, 8) * hkv, hkv, v->head, 16);
         use_kv_format(&s, v, 1);
         paged_spec_add_seq(&s, 200, 1);
         paged_spec_add_seq(&s, 90, 9);
@@ -402,7 +238,7 @@ static void decode_cases(r35a_context *ctx, const char *arch)
         /* the model features, run-time arguments of every variant: gpt-oss's sinks with a 128-key
          * window (some heads' sinks -inf), one long sequence merged from splits and short ones
          * written directly, an L = 0 padding sequence */
-        paged_spec_init(&s, v->dtype, group_for(v->rows, below, 2) * hkv, hkv, v->head, 16);
+        paged_spec_init(&s, v->dtype, gc_group_for(v, 2) * hkv, hkv, v->head, 16);
         use_kv_format(&s, v, 1);
         s.use_sinks = 1;
         s.sink_center = 1.0;
@@ -416,7 +252,7 @@ static void decode_cases(r35a_context *ctx, const char *arch)
         paged_spec_add_seq(&s, 131, 2);
         run_paged(ctx, &s, GROUP("sinks"), index++, v->name);
         /* softcap then ALiBi (and sinks), split and not */
-        paged_spec_init(&s, v->dtype, group_for(v->rows, below, 3) * hkv, hkv, v->head, 32);
+        paged_spec_init(&s, v->dtype, gc_group_for(v, 3) * hkv, hkv, v->head, 32);
         use_kv_format(&s, v, 0);
         s.logit_softcap = 20.f;
         s.use_alibi = 1;
@@ -638,11 +474,11 @@ static void encoder_cases(r35a_context *ctx, const char *arch)
 {
     int index = 0;
     const char *last = "";
-    for (size_t i = 0; i < sizeof k_encoder / sizeof *k_encoder; ++i) {
-        if (strcmp(k_encoder[i].arch, arch) != 0 || strcmp(k_encoder[i].v.name, last) == 0)
+    for (size_t i = 0; i < gc_num_encoder; ++i) {
+        if (strcmp(gc_encoder[i].arch, arch) != 0 || strcmp(gc_encoder[i].name, last) == 0)
             continue;
-        const variant *e = &k_encoder[i].v;
-        const int maxlen = k_encoder[i].maxlen;
+        const gc_encoder_variant *e = &gc_encoder[i];
+        const int maxlen = e->maxlen;
         last = e->name;
         if (g_quick && (e->dtype != R35A_DTYPE_BF16 || (e->head != 64 && e->head != 72)))
             continue;
@@ -685,8 +521,8 @@ static void encoder_cases(r35a_context *ctx, const char *arch)
             if (!encoder_grid_spec(ctx, e->name, ENC_ANY, e->dtype, e->head, &v)) {
                 printf("FAIL %s/encoder_fill:%d: no grid of up to %d segments of 128 tokens on which the planner "
                        "picks %s (it picks %s for the mixed case)\n",
-                       g_frag, index, H_MAX_SEGMENTS, e->name, first);
-                record(g_frag, "encoder_fill", false, 0);
+                       gc.prefix, index, H_MAX_SEGMENTS, e->name, first);
+                gc_record("encoder_fill", false, 0);
                 ++index;
                 continue;
             }
@@ -697,12 +533,12 @@ static void encoder_cases(r35a_context *ctx, const char *arch)
          * kernel after it, the tail kernel alone; on grids this device's planner picks them for (a
          * table without tail kernels: one launch only) */
         static const char *const ways[] = {"encoder_one_launch", "encoder_tail_split", "encoder_tail_only"};
-        const int num_ways = has_tail_kernel(arch, e->name) ? 3 : 1;
+        const int num_ways = gc_has_tail_kernel(arch, e->name) ? 3 : 1;
         for (int way = 0; way < num_ways; ++way) {
             if (!encoder_grid_spec(ctx, e->name, way, e->dtype, e->head, &v)) {
                 printf("FAIL %s/%s:%d: no grid of up to %d segments of 128 tokens on which the planner runs %s "
-                       "this way\n", g_frag, ways[way], index, H_MAX_SEGMENTS, e->name);
-                record(g_frag, ways[way], false, 0);
+                       "this way\n", gc.prefix, ways[way], index, H_MAX_SEGMENTS, e->name);
+                gc_record(ways[way], false, 0);
                 ++index;
                 continue;
             }
@@ -739,11 +575,11 @@ static void encoder_cases(r35a_context *ctx, const char *arch)
 static bool graph_case(r35a_context *ctx, const char *arch, int index)
 {
     /* Two problems of one shape (one plan): different seq_lens, block tables, Q, K and V. */
-    const variant *v = NULL;
-    for (size_t i = 0; i < sizeof k_decode / sizeof *k_decode && !v; ++i)
-        if (strcmp(k_decode[i].arch, arch) == 0 && k_decode[i].v.head == 128 &&
-            k_decode[i].v.dtype == (index ? R35A_DTYPE_BF16 : R35A_DTYPE_F16) && k_decode[i].v.rows == 16)
-            v = &k_decode[i].v;
+    const gc_decode_variant *v = NULL;
+    for (size_t i = 0; i < gc_num_decode && !v; ++i)
+        if (strcmp(gc_decode[i].arch, arch) == 0 && gc_decode[i].head == 128 && gc_decode[i].kv == 0 &&
+            gc_decode[i].dtype == (index ? R35A_DTYPE_BF16 : R35A_DTYPE_F16) && gc_decode[i].rows == 16)
+            v = &gc_decode[i];
     if (!v)
         return true;
     paged_spec a, b;
@@ -760,13 +596,13 @@ static bool graph_case(r35a_context *ctx, const char *arch, int index)
     b.seq_len[2] = 1500;
     b.max_seq_len_slack = 0;
     char label[64];
-    snprintf(label, sizeof label, "%s/graph:%d", g_frag, index);
+    snprintf(label, sizeof label, "%s/graph:%d", gc.prefix, index);
     tu_rng rng;
     tu_rng_init(&rng, tu_case_seed("graph", index));
     paged_problem pa, pb;
     if (paged_problem_init(&pa, &a, &rng) != 0 || paged_problem_init(&pb, &b, &rng) != 0) {
         printf("FAIL %s: harness\n", label);
-        record(g_frag, "graph", false, 0);
+        gc_record("graph", false, 0);
         return false;
     }
     bool ok = memcmp(&pa.desc, &pb.desc, sizeof pa.desc) == 0 && pa.k_bytes == pb.k_bytes &&
@@ -850,7 +686,7 @@ static bool graph_case(r35a_context *ctx, const char *arch, int index)
             printf("  replay %d (problem %c) of the captured %s\n", round, round == 1 ? 'b' : 'a', info.implementation);
             ok = false;
         }
-        record(g_frag, "graph", tu_check_passed(&c), tu_check_error(&c));
+        gc_record("graph", tu_check_passed(&c), tu_check_error(&c));
     }
     if (exec)
         g_cu.GraphExecDestroy(exec);
@@ -861,7 +697,7 @@ static bool graph_case(r35a_context *ctx, const char *arch, int index)
         dev_release(NULL, bufs[i], NULL);
     r35a_plan_destroy(plan);
     if (!ok)
-        record(g_frag, "graph", false, 0);
+        gc_record("graph", false, 0);
     printf("%s %s (%s, splits %d)\n", ok ? "ok  " : "FAIL", label, info.implementation, info.num_splits);
     paged_problem_free(&pa);
     paged_problem_free(&pb);
@@ -925,6 +761,8 @@ int main(int argc, char **argv)
         return 1;
     }
     g_mem.stream = g_stream;
+    gc_init("test_gpu_cuda", &g_mem);
+    gc.tally_prefixed = true;
 
     const char *modes[2] = {"native", "gfx11emu"};
     int ran = 0;
@@ -935,7 +773,7 @@ int main(int argc, char **argv)
         r35a_context *ctx = make_context(modes[mi], arch, sizeof arch);
         if (!ctx)
             return 77;
-        g_frag = modes[mi];
+        snprintf(gc.prefix, sizeof gc.prefix, "%s", modes[mi]);
         if (!only || strcmp(only, "decode") == 0)
             decode_cases(ctx, arch);
         if (!only || strcmp(only, "generic") == 0)
@@ -953,12 +791,8 @@ int main(int argc, char **argv)
     }
     check_cu(g_cu.StreamDestroy(g_stream), "cuStreamDestroy");
 
-    printf("\n%-28s %7s %7s %12s\n", "fragments/group", "cases", "failed", "worst err");
-    int failed = g_failures_device;
-    for (int i = 0; i < g_ntally; ++i) {
-        printf("%-28s %7d %7d %12.3e\n", g_tally[i].name, g_tally[i].cases, g_tally[i].failed, g_tally[i].worst);
-        failed += g_tally[i].failed;
-    }
+    gc_print_tallies();
+    const int failed = g_failures_device + gc.failures;
     tu_stats_print("test_gpu_cuda");
     harness_print_timing("test_gpu_cuda");
     if (!ran) {

@@ -4,6 +4,9 @@
  * objects run on the gfx11 ISA emulator by the executing stand-in HIP runtime (r35a_emu_hip:
  * tests/hip/fake_hip.c + emu_exec.c + emu_runtime.py, loaded through R35A_HIP_LIBRARY).
  *
+ * The cases run through the GPU case driver test_gpu_cuda shares (tests/gpu_cases.c); this program
+ * adds the emulator's memory (exact allocations, misaligned and sparse uploads, a kept workspace),
+ * the plan checks against the formulas and the launch-record checks, as the driver's hooks.
  * Every problem comes from tests/harness (fresh random inputs, NaN in every input element a kernel
  * must not read, invalid page ids in block-table entries no query reaches, poisoned outputs inside
  * guard bytes) and is compared with the float64 oracle (tests/oracle.c). Buffers are exactly sized
@@ -45,10 +48,17 @@
  * Options: --only decode|decode8|generic|encoder (a comma list; decode: the 16-bit K/V variants,
  * decode8: the 8-bit ones). Exit 0 all passed, 1 any failure; never
  * "skipped": a missing emulator or a context that is not the HIP one is a failure.
+ * Budget: R35A_EMULATOR_BUDGET_S (default 300; 0: none). The emulator runs a case in seconds on an
+ * idle core and several times that on a busy one, so the whole list may not fit a ctest timeout:
+ * after the budget no case starts that would only execute kernels already executed, and the run
+ * passes on the cases it ran ("ran N of M cases ..., every variant once"). Each variant's first case
+ * runs before any variant's second, and a case whose plan names a kernel not yet executed always
+ * runs: every kernel runs at least once whatever the budget.
  * Replay: R35A_TEST_SEED=<seed> (printed first), one case: R35A_TEST_CASE=<group>:<index>.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "fake_hip.h"
+#include "gpu_cases.h"
 #include "harness.h"
 #include "test_util.h"
 
@@ -283,129 +293,20 @@ static void release_kept_workspace(void)
         check_hip(hip.Free(p), "hipFree workspace");
 }
 
-/* ---- the kernels of gfx1151, from the registry ---- */
-
-#define R35A_VT_f16 R35A_DTYPE_F16
-#define R35A_VT_bf16 R35A_DTYPE_BF16
-
-typedef struct decode_variant {
-    const char *arch, *name;
-    r35a_dtype dtype;
-    r35a_dtype kv; /* the K/V element format: 0 = dtype (16-bit), fp8 e4m3 or int8 */
-    int head, rows, kw, dw, rw, waves;
-} decode_variant;
-#define R35A_VKV_kv16 ((r35a_dtype)0)
-#define R35A_VKV_fp8 R35A_DTYPE_FP8_E4M3
-#define R35A_VKV_int8 R35A_DTYPE_INT8
-static const decode_variant k_decode[] = {
-#define R35A_DECODE_VARIANT(arch, name, dtype, kv, head_size, rows, kw, dw, rw, waves, layer, pipe, stages, q) \
-    {#arch, #name, R35A_VT_##dtype, R35A_VKV_##kv, head_size, rows, kw, dw, rw, waves},
-#include "variants.def"
-#undef R35A_DECODE_VARIANT
-};
-
-typedef struct encoder_variant {
-    const char *arch, *name;
-    r35a_dtype dtype;
-    int head, rows, kb, nw, maxlen; /* maxlen > 0: the small-problem tiling, for max_seqlen <= maxlen */
-} encoder_variant;
-static const encoder_variant k_encoder[] = {
-#define R35A_ENCODER_VARIANT(arch, name, dtype, head_size, rows, kb, nw, waves, maxlen) \
-    {#arch, #name, R35A_VT_##dtype, head_size, rows, kb, nw, maxlen},
-#include "variants.def"
-#undef R35A_ENCODER_VARIANT
-};
-
-static const struct {
-    const char *arch, *name;
-} k_generic[] = {
-#define R35A_GENERIC_KERNEL(arch, name, op, dtype, dmax) {#arch, #name},
-#include "variants.def"
-#undef R35A_GENERIC_KERNEL
-};
+/* ---- the kernels of gfx1151 (the registry: gpu_cases.h) ---- */
 
 /* the split merges (kernels/decode/decode.hip): every decode code object has both */
 static const char *const k_merge[] = {"decode_merge_f16", "decode_merge_bf16"};
 
 #define ARCH "gfx1151"
-#define NUM_KERNELS (sizeof k_decode / sizeof *k_decode + sizeof k_encoder / sizeof *k_encoder + \
-                     sizeof k_generic / sizeof *k_generic + sizeof k_merge / sizeof *k_merge)
 
-/* Kernels the stand-in has launched (and the emulator has run) so far. */
-static const char *g_executed[NUM_KERNELS];
-static int g_num_executed;
-
-static void note_executed(const char *name)
-{
-    for (int i = 0; i < g_num_executed; ++i)
-        if (strcmp(g_executed[i], name) == 0)
-            return;
-    for (size_t i = 0; i < sizeof k_decode / sizeof *k_decode; ++i)
-        if (strcmp(k_decode[i].name, name) == 0)
-            g_executed[g_num_executed++] = k_decode[i].name;
-    for (size_t i = 0; i < sizeof k_encoder / sizeof *k_encoder; ++i)
-        if (strcmp(k_encoder[i].name, name) == 0)
-            g_executed[g_num_executed++] = k_encoder[i].name;
-    for (size_t i = 0; i < sizeof k_generic / sizeof *k_generic; ++i)
-        if (strcmp(k_generic[i].name, name) == 0)
-            g_executed[g_num_executed++] = k_generic[i].name;
-    for (size_t i = 0; i < sizeof k_merge / sizeof *k_merge; ++i)
-        if (strcmp(k_merge[i], name) == 0)
-            g_executed[g_num_executed++] = k_merge[i];
-}
-
-static bool was_executed(const char *name)
-{
-    for (int i = 0; i < g_num_executed; ++i)
-        if (strcmp(g_executed[i], name) == 0)
-            return true;
-    return false;
-}
-
-/* ---- per-group tallies ---- */
-
-typedef struct tally {
-    char name[48];
-    int cases, failed;
-    double worst;
-} tally;
-static tally g_tally[64];
-static int g_ntally;
-
-static void record(const char *group, bool ok, double err)
-{
-    int i = 0;
-    while (i < g_ntally && strcmp(g_tally[i].name, group) != 0)
-        ++i;
-    if (i == g_ntally && g_ntally < 64)
-        snprintf(g_tally[g_ntally++].name, sizeof g_tally[0].name, "%s", group);
-    if (i < 64) {
-        g_tally[i].cases++;
-        g_tally[i].failed += !ok;
-        if (ok && err > g_tally[i].worst)
-            g_tally[i].worst = err;
-    }
-}
+/* R35A_EMULATOR_BUDGET_S's default: the floor (every kernel once) plus as many cases as fit; the
+ * ctest TIMEOUT (tests/CMakeLists.txt) leaves room for the floor on a busy core after it. */
+#define EMU_DEFAULT_BUDGET_S 300.0
 
 /* ---- what the plan must be, from kernels/common's formulas ---- */
 
 static int g_reported_cus; /* what the stand-in reports for the context under test */
-
-static const decode_variant *decode_variant_named(const char *name, size_t len)
-{
-    for (size_t i = 0; i < sizeof k_decode / sizeof *k_decode; ++i)
-        if (strlen(k_decode[i].name) == len && strncmp(k_decode[i].name, name, len) == 0)
-            return &k_decode[i];
-    return NULL;
-}
-
-static const encoder_variant *encoder_variant_named(const char *name)
-{
-    for (size_t i = 0; i < sizeof k_encoder / sizeof *k_encoder; ++i)
-        if (strcmp(k_encoder[i].name, name) == 0)
-            return &k_encoder[i];
-    return NULL;
-}
 
 static bool same_launch_shape(const char *label, const char *what, const uint32_t got_grid[3],
                               const uint32_t want_grid[3], uint32_t got_block, uint32_t want_block)
@@ -430,7 +331,7 @@ static bool check_decode_plan(const char *label, const r35a_plan_info *info, con
 {
     const char *plus = strchr(info->implementation, '+');
     size_t len = plus ? (size_t)(plus - info->implementation) : strlen(info->implementation);
-    const decode_variant *v = decode_variant_named(info->implementation, len);
+    const gc_decode_variant *v = gc_decode_named(info->implementation, len);
     if (!v) {
         printf("FAIL %s: plan names %s, not a decode variant of the registry\n", label, info->implementation);
         return false;
@@ -472,7 +373,7 @@ static bool check_generic_plan(const char *label, const r35a_plan_info *info, in
 
 static bool check_encoder_plan(const char *label, const r35a_plan_info *info, const r35a_varlen_attention_desc *d)
 {
-    const encoder_variant *v = encoder_variant_named(info->implementation);
+    const gc_encoder_variant *v = gc_encoder_named(info->implementation);
     if (!v) {
         printf("FAIL %s: plan names %s, not an encoder variant of the registry\n", label, info->implementation);
         return false;
@@ -512,21 +413,12 @@ static bool check_records(const char *label, const char *order, const char *cons
             ok = same_launch_shape(label, "split merge launch", grid, merge_grid, l->block[0], R35A_DECODE_MERGE_THREADS);
         }
         if (ok)
-            note_executed(l->kernel);
+            gc_note_executed(l->kernel);
     }
     return ok;
 }
 
 /* ---- running one case ---- */
-
-typedef enum { RUN_ONCE, RUN_REUSED_WORKSPACE } run_mode;
-
-typedef struct case_opts {
-    const char *expect;        /* implementation prefix the planner must choose */
-    bool misalign_k;           /* K 2 bytes past a 16-byte boundary: the portable kernel must serve */
-    run_mode mode;
-    bool big_offsets;          /* the pages used sit beyond 2^32 elements of K and V (64-bit offsets) */
-} case_opts;
 
 /* Moves p's pages up past 2^32 elements of K and V: num_pages grows, the uploads shift (g_big). */
 static void set_big_offsets(paged_problem *p)
@@ -545,23 +437,7 @@ static void set_big_offsets(paged_problem *p)
     p->desc.num_pages += (int32_t)pages;
 }
 
-static r35a_context *g_ctx;
-static int g_failures_total;
-static r35a_plan_info g_last_info; /* of the case run last */
-static bool g_plan_only;           /* plan and check the plan; launch nothing */
-
-static double seconds_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static void print_failure_context(const char *label, const char *what, const char *desc)
-{
-    printf("  %s [%s]: %s\n  replay: R35A_TEST_SEED=0x%016llx R35A_TEST_CASE=%s\n", label, what, desc,
-           (unsigned long long)tu_seed(), strchr(label, '/') ? strchr(label, '/') + 1 : label);
-}
+static int g_reported_cus; /* what the stand-in reports for the context under test */
 
 /* The records a paged run must leave, from its plan and the case: a decode plan launches its
  * variant, then its split merge (decode_merge_<dtype>, exactly when it has more than one split),
@@ -600,7 +476,7 @@ static void expected_paged_records(const r35a_plan_info *info, const r35a_paged_
     snprintf(expected[0], sizeof expected[0], "%s", names[0]);
     snprintf(expected[1], sizeof expected[1], "%s", d->dtype == R35A_DTYPE_BF16 ? "decode_merge_bf16" : "decode_merge_f16");
     snprintf(expected[2], sizeof expected[2], "%s", generic ? names[nn - 1] : "");
-    const decode_variant *v = decode_variant_named(names[0], strlen(names[0]));
+    const gc_decode_variant *v = gc_decode_named(names[0], strlen(names[0]));
     if (merge && v) {
         const int32_t mql = d->max_query_len < R35A_DECODE_MAX_QUERY_LEN ? d->max_query_len : R35A_DECODE_MAX_QUERY_LEN;
         r35a_decode_merge_grid(d->num_seqs, d->num_kv_heads, decode_row_groups(d, v->rows), v->rows,
@@ -641,207 +517,90 @@ static bool check_decode_implementation(const char *label, const r35a_plan_info 
     return false;
 }
 
-static bool run_paged(const paged_spec *spec, const char *group, int index, const case_opts *o)
+/* ---- the driver's hooks: what the emulator adds to every case ----
+ * prepare: big offsets move the pages up (the uploads shift, g_big); check_plan: the plan's grid,
+ * block, splits and workspace against the formulas; before_run: the misaligned upload, the kept
+ * workspace, a fresh launch record; after_run: the launches the stand-in recorded; after_case: no
+ * emulator error and nothing left queued. */
+
+static int g_errors_before;
+static bool g_case_launched;
+
+static void emu_prepare(gc_case *c)
 {
-    if (!tu_case_selected(group, index))
-        return true;
-    const double t_start = seconds_now();
-    char label[160];
-    snprintf(label, sizeof label, "%dwgp/%s:%d", g_reported_cus, group, index);
-    tu_rng rng;
-    tu_rng_init(&rng, tu_case_seed(group, index));
-    const int runs = o->mode == RUN_REUSED_WORKSPACE ? 2 : 1;
-    paged_problem p[2];
-    bool ok = true;
-    int built = 0;
-    for (; built < runs && ok; ++built)
-        ok = paged_problem_init(&p[built], spec, &rng) == 0; /* same shape, fresh values */
-    char desc_text[4096];
-    paged_spec_describe(spec, desc_text, sizeof desc_text);
-    if (!ok)
-        printf("FAIL %s: the harness could not build the problem\n", label);
-    int32_t big_pages = 0;
-    if (ok && o->big_offsets) {
-        set_big_offsets(&p[0]);
-        big_pages = g_big.pages;
-    }
+    if (c->paged && c->opts->big_offsets)
+        set_big_offsets(c->paged);
+}
 
-    r35a_plan *plan = NULL;
-    r35a_plan_info info;
-    memset(&info, 0, sizeof info);
-    info.struct_size = sizeof info;
-    if (ok && (r35a_paged_attention_plan(g_ctx, &p[0].desc, &plan) != R35A_OK ||
-               r35a_plan_get_info(plan, &info) != R35A_OK)) {
-        printf("FAIL %s: plan: %s\n", label, r35a_last_error_detail());
-        ok = false;
+static bool emu_check_plan(gc_case *c)
+{
+    const r35a_plan_info *info = &c->info;
+    if (c->paged) {
+        const r35a_paged_attention_desc *d = &c->paged->desc;
+        return strncmp(info->implementation, "decode_", 7) == 0
+                   ? check_decode_plan(c->label, info, d) &&
+                         check_decode_implementation(c->label, info, d, d->max_query_len > R35A_DECODE_MAX_QUERY_LEN)
+                   : check_generic_plan(c->label, info, d->num_tokens, d->num_q_heads);
     }
-    if (ok && strncmp(info.implementation, o->expect, strlen(o->expect)) != 0) {
-        printf("FAIL %s: the planner chose %s, the case is for %s\n", label, info.implementation, o->expect);
-        ok = false;
-    }
-    /* A plan whose shape disagrees with the formulas fails the case but still runs: what it does
-     * (out-of-bounds accesses, wrong results) is reported too. */
-    const bool runnable = ok;
-    g_last_info = info;
-    if (ok)
-        ok = strncmp(info.implementation, "decode_", 7) == 0
-                 ? check_decode_plan(label, &info, &p[0].desc) &&
-                       check_decode_implementation(label, &info, &p[0].desc,
-                                                   p[0].desc.max_query_len > R35A_DECODE_MAX_QUERY_LEN)
-                 : check_generic_plan(label, &info, p[0].desc.num_tokens, p[0].desc.num_q_heads);
-    if (g_plan_only) {
-        char plan_group[64];
-        snprintf(plan_group, sizeof plan_group, "%s (plan only)", group);
-        if (!ok)
-            print_failure_context(label, info.implementation, desc_text);
-        record(plan_group, ok, 0.0);
-        g_failures_total += !ok;
-        memset(&g_big, 0, sizeof g_big);
-        r35a_plan_destroy(plan);
-        for (int i = 0; i < built; ++i)
-            paged_problem_free(&p[i]);
-        return ok;
-    }
+    const r35a_varlen_attention_desc *d = &c->varlen->desc;
+    return strncmp(info->implementation, "encoder_", 8) == 0 ? check_encoder_plan(c->label, info, d)
+                                                             : check_generic_plan(c->label, info, d->num_tokens,
+                                                                                  d->num_q_heads);
+}
 
-    const int errors_before = hip.emulator_errors();
-    g_keep_workspace = true; /* for the second run's reuse (the records it finds are the first run's) */
-    double worst = 0.0;
-    for (int r = 0; runnable && r < runs; ++r) {
-        char run_label[176];
-        snprintf(run_label, sizeof run_label, "%s%s", label, runs > 1 ? (r ? " (run 2)" : " (run 1)") : "");
-        g_misalign_host = o->misalign_k ? p[r].k : NULL;
-        g_misalign_bytes = o->misalign_k ? 2 : 0;
-        g_workspace = NULL;
-        hip.reset_records();
-        ok = paged_problem_check(g_ctx, &p[r], plan, &g_mem, run_label) && ok;
-        g_misalign_host = NULL;
-        if (tu_last_error() > worst)
-            worst = tu_last_error();
+static void emu_before_run(gc_case *c)
+{
+    if (c->run == 0) {
+        g_errors_before = hip.emulator_errors();
+        g_case_launched = true;
+        g_keep_workspace = true; /* for a second run's reuse (the records it finds are the first run's) */
+    }
+    if (c->paged)
+        g_misalign_host = c->opts->misalign_k ? c->paged->k : NULL;
+    else /* fused qkv: misaligning the one buffer moves q, k and v together */
+        g_misalign_host = c->opts->misalign_k ? (c->varlen->qkv ? c->varlen->qkv : c->varlen->k) : NULL;
+    g_misalign_bytes = c->opts->misalign_k ? 2 : 0;
+    g_workspace = NULL;
+    hip.reset_records();
+}
+
+static bool emu_after_run(gc_case *c)
+{
+    g_misalign_host = NULL;
+    const bool fallback = c->opts->misalign_k;
+    if (c->paged) {
         char order[8], fallback_name[64];
         const char *kernels[3] = {"", "", ""};
         uint32_t merge_grid[3];
-        expected_paged_records(&info, &p[r].desc, o->misalign_k, order, kernels, fallback_name, merge_grid);
-        ok = check_records(run_label, order, kernels, &info, o->misalign_k, merge_grid) && ok;
+        expected_paged_records(&c->info, &c->paged->desc, fallback, order, kernels, fallback_name, merge_grid);
+        return check_records(c->label, order, kernels, &c->info, fallback, merge_grid);
     }
+    char fallback_name[64];
+    snprintf(fallback_name, sizeof fallback_name, "generic_varlen_%s_",
+             c->varlen->spec.dtype == R35A_DTYPE_BF16 ? "bf16" : "f16");
+    const char *kernels[3] = {fallback ? fallback_name : c->info.implementation, "", ""};
+    const bool launches = fallback ? c->varlen->num_tokens > 0 : c->info.grid[0] > 0;
+    const uint32_t no_merge[3] = {0, 0, 0};
+    return check_records(c->label, launches ? "L" : "", kernels, &c->info, fallback, no_merge);
+}
+
+static bool emu_after_case(gc_case *c)
+{
+    const int32_t big_pages = g_big.pages;
     release_kept_workspace();
     memset(&g_big, 0, sizeof g_big);
-    if (hip.emulator_errors() != errors_before || hip.emulator_pending() != 0) {
-        printf("FAIL %s: %d emulator errors, %d operations left queued (last error: %s)\n", label,
-               hip.emulator_errors() - errors_before, hip.emulator_pending(), hip.emulator_last_error());
+    bool ok = true;
+    if (g_case_launched && (hip.emulator_errors() != g_errors_before || hip.emulator_pending() != 0)) {
+        printf("FAIL %s: %d emulator errors, %d operations left queued (last error: %s)\n", c->label,
+               hip.emulator_errors() - g_errors_before, hip.emulator_pending(), hip.emulator_last_error());
         ok = false;
     }
-    if (!ok) {
-        print_failure_context(label, info.implementation, desc_text);
-        if (big_pages)
-            printf("  (big offsets: every page moved up by %d pages)\n", (int)big_pages);
-    } else if (tu_verbose()) {
-        printf("  ok %s [%s, %d splits] err %.3e, %.2f s\n", label, info.implementation, info.num_splits, worst,
-               seconds_now() - t_start);
-    }
-    record(group, ok, worst);
-    g_failures_total += !ok;
-    r35a_plan_destroy(plan);
-    for (int i = 0; i < built; ++i)
-        paged_problem_free(&p[i]);
+    g_case_launched = false;
+    if ((!ok || !c->ok) && big_pages)
+        printf("  (big offsets: every page moved up by %d pages)\n", (int)big_pages);
     return ok;
 }
 
-static bool run_varlen(const varlen_spec *spec, const char *group, int index, const case_opts *o)
-{
-    if (!tu_case_selected(group, index))
-        return true;
-    const double t_start = seconds_now();
-    char label[160];
-    snprintf(label, sizeof label, "%dwgp/%s:%d", g_reported_cus, group, index);
-    tu_rng rng;
-    tu_rng_init(&rng, tu_case_seed(group, index));
-    varlen_problem p;
-    bool ok = varlen_problem_init(&p, spec, &rng) == 0;
-    char desc_text[4096];
-    varlen_spec_describe(spec, desc_text, sizeof desc_text);
-    if (!ok)
-        printf("FAIL %s: the harness could not build the problem\n", label);
-    r35a_plan *plan = NULL;
-    r35a_plan_info info;
-    memset(&info, 0, sizeof info);
-    info.struct_size = sizeof info;
-    if (ok && (r35a_varlen_attention_plan(g_ctx, &p.desc, &plan) != R35A_OK ||
-               r35a_plan_get_info(plan, &info) != R35A_OK)) {
-        printf("FAIL %s: plan: %s\n", label, r35a_last_error_detail());
-        ok = false;
-    }
-    if (ok && strncmp(info.implementation, o->expect, strlen(o->expect)) != 0) {
-        printf("FAIL %s: the planner chose %s, the case is for %s\n", label, info.implementation, o->expect);
-        ok = false;
-    }
-    const bool encoder = strncmp(info.implementation, "encoder_", 8) == 0;
-    const bool runnable = ok; /* as in run_paged: a plan off the formulas still runs */
-    g_last_info = info;
-    if (ok)
-        ok = encoder ? check_encoder_plan(label, &info, &p.desc)
-                     : check_generic_plan(label, &info, p.desc.num_tokens, p.desc.num_q_heads);
-    const int errors_before = hip.emulator_errors();
-    if (runnable) {
-        /* Fused qkv: misaligning the one buffer moves q, k and v together. */
-        g_misalign_host = o->misalign_k ? (p.qkv ? p.qkv : p.k) : NULL;
-        g_misalign_bytes = o->misalign_k ? 2 : 0;
-        hip.reset_records();
-        ok = varlen_problem_check(g_ctx, &p, plan, &g_mem, label) && ok;
-        g_misalign_host = NULL;
-        char fallback_name[64];
-        snprintf(fallback_name, sizeof fallback_name, "generic_varlen_%s_",
-                 spec->dtype == R35A_DTYPE_BF16 ? "bf16" : "f16");
-        const char *kernels[3] = {o->misalign_k ? fallback_name : info.implementation, "", ""};
-        const bool launches = o->misalign_k ? p.num_tokens > 0 : info.grid[0] > 0;
-        const uint32_t no_merge[3] = {0, 0, 0};
-        ok = check_records(label, launches ? "L" : "", kernels, &info, o->misalign_k, no_merge) && ok;
-    }
-    if (hip.emulator_errors() != errors_before || hip.emulator_pending() != 0) {
-        printf("FAIL %s: %d emulator errors, %d operations left queued (last error: %s)\n", label,
-               hip.emulator_errors() - errors_before, hip.emulator_pending(), hip.emulator_last_error());
-        ok = false;
-    }
-    if (!ok)
-        print_failure_context(label, info.implementation, desc_text);
-    else if (tu_verbose())
-        printf("  ok %s [%s] err %.3e, %.2f s\n", label, info.implementation, tu_last_error(),
-               seconds_now() - t_start);
-    record(group, ok, tu_last_error());
-    g_failures_total += !ok;
-    r35a_plan_destroy(plan);
-    varlen_problem_free(&p);
-    return ok;
-}
-
-/* The next smaller R among the variants of v's arch, dtype, head size and KV format (0: none). */
-static int rows_below(const decode_variant *v)
-{
-    int below = 0;
-    for (size_t i = 0; i < sizeof k_decode / sizeof *k_decode; ++i) {
-        const decode_variant *u = &k_decode[i];
-        if (strcmp(u->arch, v->arch) == 0 && u->dtype == v->dtype && u->kv == v->kv && u->head == v->head &&
-            u->rows < v->rows && u->rows > below)
-            below = u->rows;
-    }
-    return below;
-}
-
-/* G such that G x M rows make the planner pick variant v (R rows): G x M in (the next smaller
- * variant's R, R]. M must fit: m_for(). */
-static int32_t group_for(const decode_variant *v, int m)
-{
-    const int below = rows_below(v);
-    int32_t g = v->rows / m;
-    if (g * m <= below)
-        g = below / m + 1;
-    return g < 1 ? 1 : g;
-}
-
-/* A case's M on variant v: at most its R (a rows-4 variant serves G x M <= 4: M 1-4). */
-static int m_for(const decode_variant *v, int m)
-{
-    return m <= v->rows ? m : v->rows;
-}
 
 /* ---- decode ---- */
 
@@ -852,11 +611,11 @@ static int m_for(const decode_variant *v, int m)
  * records than planned), 33 keys 1 (written directly, no record), an empty sequence none. The
  * merge's one-lane form (<= 8 planned splits) runs in decode_cu_splits (5 splits for 40 CUs) and the
  * mixed batches. */
-static void decode_split_case(const decode_variant *v, int m, int index, bool features)
+static void decode_split_case(const gc_decode_variant *v, int m, int index, bool features)
 {
     paged_spec s;
     const int hkv = 1;
-    paged_spec_init(&s, v->dtype, group_for(v, m) * hkv, hkv, v->head, 16);
+    paged_spec_init(&s, v->dtype, gc_group_for(v, m) * hkv, hkv, v->head, 16);
     s.kv_dtype = v->kv;
     s.kv_scale_per_head = v->kv != 0;
     if (features) { /* the model features on the same splits: sinks join a row once (row_inv with one
@@ -874,7 +633,7 @@ static void decode_split_case(const decode_variant *v, int m, int index, bool fe
     s.max_seq_len_slack = 200;
     s.shuffle_pages = true;
     const char *group = !features ? "decode_split_reuse" : v->kv ? "decode8_features" : "decode_features";
-    run_paged(&s, group, index, &(case_opts){.expect = v->name, .mode = RUN_REUSED_WORKSPACE});
+    gc_run_paged(&s, group, index, &(gc_case_opts){.expect = v->name, .mode = GC_RUN_REUSED_WORKSPACE});
 }
 
 /* A split count the CU count decides: 16 (sequence, kv head) workgroups want 80 / 16 = 5 splits on
@@ -883,17 +642,17 @@ static void decode_split_case(const decode_variant *v, int m, int index, bool fe
  * so they start at any even byte: the one-lane merge writes 4 adjacent elements, which clang once
  * merged into one 8-byte store that needs an aligned address (the emulator fuzz found a row written
  * 2 bytes early). */
-static void decode_cu_split_case(const decode_variant *v, int index)
+static void decode_cu_split_case(const gc_decode_variant *v, int index)
 {
     paged_spec s;
     const int hkv = 4;
-    paged_spec_init(&s, v->dtype, group_for(v, 1) * hkv, hkv, v->head, 32);
+    paged_spec_init(&s, v->dtype, gc_group_for(v, 1) * hkv, hkv, v->head, 32);
     for (int i = 0; i < 4; ++i)
         paged_spec_add_seq(&s, 1600 - 97 * i, 1);
     s.shuffle_pages = true;
     s.o_head_pad = 1;
     s.o_token_pad = 3;
-    run_paged(&s, "decode_cu_splits", index, &(case_opts){.expect = v->name});
+    gc_run_paged(&s, "decode_cu_splits", index, &(gc_case_opts){.expect = v->name});
 }
 
 /* second_count: the context reports the second CU count, which changes split counts only: every
@@ -902,7 +661,7 @@ static void decode_cu_split_case(const decode_variant *v, int index)
 static bool family_selected(const char *only, const char *family);
 
 /* The family a decode variant's cases run under: "decode" (16-bit K/V) or "decode8" (8-bit). */
-static const char *decode_family(const decode_variant *v)
+static const char *decode_family(const gc_decode_variant *v)
 {
     return v->kv ? "decode8" : "decode";
 }
@@ -910,31 +669,26 @@ static const char *decode_family(const decode_variant *v)
 static void decode_cases(bool second_count, const char *only)
 {
     int vi = 0;
-    for (size_t i = 0; i < sizeof k_decode / sizeof *k_decode; ++i) {
-        const decode_variant *v = &k_decode[i];
+    for (size_t i = 0; i < gc_num_decode; ++i) {
+        const gc_decode_variant *v = &gc_decode[i];
         if (strcmp(v->arch, ARCH) != 0)
             continue;
+        gc_begin_variant();
         if (!family_selected(only, decode_family(v))) {
             ++vi; /* case indices stay those of a whole run */
             continue;
         }
-        const int m = m_for(v, 1 + vi % 8); /* M = 1..8 over the variants (1..4 on rows 4) */
-        const int m8 = m_for(v, 8);          /* the largest M the variant serves, up to 8 */
+        const int m = gc_m_for(v, 1 + vi % 8); /* M = 1..8 over the variants (1..4 on rows 4) */
+        const int m8 = gc_m_for(v, 8);          /* the largest M the variant serves, up to 8 */
         const int hkv = 2;
         const bool kv8 = v->kv != 0; /* an 8-bit variant: the cases that reach its own code (the
                                       * K/V loads and conversions, the scales); the rest of the
                                       * kernel is the 16-bit variants' */
         paged_spec s;
-        if (!kv8 && ((v->dtype == R35A_DTYPE_F16 && v->head == 128 && v->rows == 16) ||
-                     (v->dtype == R35A_DTYPE_BF16 && v->head == 64 && v->rows == 32)))
-            decode_cu_split_case(v, vi);
-        g_plan_only = second_count;
-        if (!kv8)
-            decode_split_case(v, m, vi, false);
-        decode_split_case(v, m_for(v, 1 + (vi + 5) % 8), vi, true);
-
+        gc.plan_only = second_count;
+        /* (first: the variant's case of the floor under a spent budget, the cheapest) */
         /* partial last pages (page 32), an L = 0 padding sequence and an L = 1 one, shuffled pages */
-        paged_spec_init(&s, v->dtype, group_for(v, m) * hkv, hkv, v->head, 32);
+        paged_spec_init(&s, v->dtype, gc_group_for(v, m) * hkv, hkv, v->head, 32);
         paged_spec_add_seq(&s, 37 + 11 * m, m);
         paged_spec_add_seq(&s, 0, 0);
         paged_spec_add_seq(&s, 1, 1);
@@ -943,13 +697,22 @@ static void decode_cases(bool second_count, const char *only)
         s.shuffle_pages = true;
         s.extra_pages = 3;
         s.kv_dtype = v->kv; /* an 8-bit cache's scales per tensor here */
-        run_paged(&s, kv8 ? "decode8_partial" : "decode_partial", vi, &(case_opts){.expect = v->name});
+        gc_run_paged(&s, kv8 ? "decode8_partial" : "decode_partial", vi, &(gc_case_opts){.expect = v->name});
+
+        gc.plan_only = false;
+        if (!kv8 && ((v->dtype == R35A_DTYPE_F16 && v->head == 128 && v->rows == 16) ||
+                     (v->dtype == R35A_DTYPE_BF16 && v->head == 64 && v->rows == 32)))
+            decode_cu_split_case(v, vi);
+        gc.plan_only = second_count;
+        if (!kv8)
+            decode_split_case(v, m, vi, false);
+        decode_split_case(v, gc_m_for(v, 1 + (vi + 5) % 8), vi, true);
 
         /* a window of 70 keys over garbage table entries, page 528, padded Q/O/K/V strides (8-bit
          * K/V rows padded by 16 elements: their strides must stay 16-byte multiples), with sinks
          * (gpt-oss: sinks on windowed layers; some heads -inf) */
-        const int mw = m_for(v, 1 + (vi + 3) % 8);
-        paged_spec_init(&s, v->dtype, group_for(v, mw) * hkv, hkv, v->head, 528);
+        const int mw = gc_m_for(v, 1 + (vi + 3) % 8);
+        paged_spec_init(&s, v->dtype, gc_group_for(v, mw) * hkv, hkv, v->head, 528);
         paged_spec_add_seq(&s, 1700, mw);
         paged_spec_add_seq(&s, 60, mw);
         s.window = 70;
@@ -965,14 +728,14 @@ static void decode_cases(bool second_count, const char *only)
         s.use_sinks = 1;
         s.sink_amp = 2.0;
         s.sink_some_neg_inf = true;
-        run_paged(&s, kv8 ? "decode8_window" : "decode_window", vi, &(case_opts){.expect = v->name});
+        gc_run_paged(&s, kv8 ? "decode8_window" : "decode_window", vi, &(gc_case_opts){.expect = v->name});
         /* bf16 queries with an 8-bit cache run f16 products (device.h qk_elem): query rows from 2^20
          * (above f16's range) down to 2^-20 (below its normals), elements within a row down to 2^-16
          * of the others, which f16 holds only through each row's own power-of-two scale; K at 2^-20
          * keeps the largest rows' logits near 1 */
         if (kv8 && v->dtype == R35A_DTYPE_BF16) {
-            const int mq = m_for(v, 1 + (vi + 1) % 8);
-            paged_spec_init(&s, v->dtype, group_for(v, mq) * hkv, hkv, v->head, 16);
+            const int mq = gc_m_for(v, 1 + (vi + 1) % 8);
+            paged_spec_init(&s, v->dtype, gc_group_for(v, mq) * hkv, hkv, v->head, 16);
             paged_spec_add_seq(&s, 300, mq);
             paged_spec_add_seq(&s, 45, mq);
             s.kv_dtype = v->kv;
@@ -980,10 +743,10 @@ static void decode_cases(bool second_count, const char *only)
             s.k_amp = ldexp(1.0, -20);
             s.q_row_exp_drop = 40;
             s.q_elem_exp_drop = 16;
-            run_paged(&s, "decode8_qrange", vi, &(case_opts){.expect = v->name});
+            gc_run_paged(&s, "decode8_qrange", vi, &(gc_case_opts){.expect = v->name});
         }
         if (kv8) {
-            g_plan_only = false;
+            gc.plan_only = false;
             ++vi;
             continue;
         }
@@ -994,45 +757,45 @@ static void decode_cases(bool second_count, const char *only)
             paged_spec_add_seq(&s, 250, 8);
             paged_spec_add_seq(&s, 100, 8);
             s.k_layout.nhd = s.v_layout.nhd = true;
-            run_paged(&s, "decode_row_groups", vi, &(case_opts){.expect = v->name});
+            gc_run_paged(&s, "decode_row_groups", vi, &(gc_case_opts){.expect = v->name});
         }
 
         /* mixed batch: the M = 9 sequence runs on the portable kernel in a second launch (kept
          * short: that kernel reads KV once per query row). The decode launch is planned for M = 8
          * (the host does not read which sequences are short): never a rows-4 variant. */
         if (v->rows >= 8) {
-            paged_spec_init(&s, v->dtype, group_for(v, 8) * hkv, hkv, v->head, 16);
+            paged_spec_init(&s, v->dtype, gc_group_for(v, 8) * hkv, hkv, v->head, 16);
             paged_spec_add_seq(&s, 200, 1);
             paged_spec_add_seq(&s, 12, 9);
             paged_spec_add_seq(&s, 0, 0);
             paged_spec_add_seq(&s, 133, 8);
-            run_paged(&s, "decode_mixed", vi, &(case_opts){.expect = v->name});
+            gc_run_paged(&s, "decode_mixed", vi, &(gc_case_opts){.expect = v->name});
         }
 
         /* L == M = 8 (4 on rows 4): every key is one of the new tokens (causal among them), page 784 */
-        paged_spec_init(&s, v->dtype, group_for(v, m8) * hkv, hkv, v->head, 784);
+        paged_spec_init(&s, v->dtype, gc_group_for(v, m8) * hkv, hkv, v->head, 784);
         paged_spec_add_seq(&s, m8, m8);
         paged_spec_add_seq(&s, m8 + 1, m8);
-        run_paged(&s, "decode_l_eq_m", vi, &(case_opts){.expect = v->name});
+        gc_run_paged(&s, "decode_l_eq_m", vi, &(gc_case_opts){.expect = v->name});
 
         /* pages beyond 2^32 elements of K and V (page 544): 64-bit page offsets */
         if (v->head == 128 && v->rows == 16) {
-            paged_spec_init(&s, v->dtype, group_for(v, 2) * hkv, hkv, v->head, 544);
+            paged_spec_init(&s, v->dtype, gc_group_for(v, 2) * hkv, hkv, v->head, 544);
             paged_spec_add_seq(&s, 1200, 2);
             paged_spec_add_seq(&s, 45, 2);
             s.shuffle_pages = true;
-            run_paged(&s, "decode_big_offsets", vi, &(case_opts){.expect = v->name, .big_offsets = true});
+            gc_run_paged(&s, "decode_big_offsets", vi, &(gc_case_opts){.expect = v->name, .big_offsets = true});
         }
 
         /* K 2 bytes off a 16-byte boundary: the portable kernel runs instead, whole (D = 64: the
          * portable kernel is slow on the emulator) */
         if (v->head == 64) {
-            paged_spec_init(&s, v->dtype, group_for(v, m) * hkv, hkv, v->head, 16);
+            paged_spec_init(&s, v->dtype, gc_group_for(v, m) * hkv, hkv, v->head, 16);
             paged_spec_add_seq(&s, 81, m);
             paged_spec_add_seq(&s, 1, 1);
-            run_paged(&s, "decode_misaligned", vi, &(case_opts){.expect = v->name, .misalign_k = true});
+            gc_run_paged(&s, "decode_misaligned", vi, &(gc_case_opts){.expect = v->name, .misalign_k = true});
         }
-        g_plan_only = false;
+        gc.plan_only = false;
         ++vi;
     }
 }
@@ -1054,15 +817,15 @@ static void generic_cases(void)
         paged_spec_add_seq(&s, 1, 1);
         paged_spec_add_seq(&s, 40, 1);
         s.logit_softcap = 30.f;
-        run_paged(&s, "generic_paged", index++, &(case_opts){.expect = "generic_paged_"});
+        gc_run_paged(&s, "generic_paged", index++, &(gc_case_opts){.expect = "generic_paged_"});
         /* ALiBi, chunked prefill, odd page size, shuffled pages; again with K misaligned */
         paged_spec_init(&s, dt, 6, 3, 64, 7);
         paged_spec_add_seq(&s, 50, 12);
         paged_spec_add_seq(&s, 23, 23);
         s.use_alibi = 1;
         s.shuffle_pages = true;
-        run_paged(&s, "generic_paged", index++, &(case_opts){.expect = "generic_paged_"});
-        run_paged(&s, "generic_paged", index++, &(case_opts){.expect = "generic_paged_", .misalign_k = true});
+        gc_run_paged(&s, "generic_paged", index++, &(gc_case_opts){.expect = "generic_paged_"});
+        gc_run_paged(&s, "generic_paged", index++, &(gc_case_opts){.expect = "generic_paged_", .misalign_k = true});
         /* a head size no variant has, page 5, window over garbage entries + softcap + ALiBi, padding */
         paged_spec_init(&s, dt, 4, 2, 96, 5);
         paged_spec_add_seq(&s, 300, 3);
@@ -1074,29 +837,29 @@ static void generic_cases(void)
         s.garbage_unreached = true;
         s.q_token_pad = 3;
         s.o_head_pad = 1;
-        run_paged(&s, "generic_paged", index++, &(case_opts){.expect = "generic_paged_"});
+        gc_run_paged(&s, "generic_paged", index++, &(gc_case_opts){.expect = "generic_paged_"});
         /* a mixed batch with softcap on page 24: the portable kernel serves it whole, one launch */
         paged_spec_init(&s, dt, 4, 2, 64, 24);
         paged_spec_add_seq(&s, 120, 1);
         paged_spec_add_seq(&s, 30, 9);
         paged_spec_add_seq(&s, 77, 4);
         s.logit_softcap = 15.f;
-        run_paged(&s, "generic_paged", index++, &(case_opts){.expect = "generic_paged_"});
+        gc_run_paged(&s, "generic_paged", index++, &(gc_case_opts){.expect = "generic_paged_"});
         /* the wide kernel: D = 512 on page 13 (decode declines the page size), D = 1000 (f16) or
          * its dmax 1024 (bf16) */
         paged_spec_init(&s, dt, 4, 1, 512, 13);
         paged_spec_add_seq(&s, 90, 2);
-        run_paged(&s, "generic_paged", index++, &(case_opts){.expect = "generic_paged_"});
+        gc_run_paged(&s, "generic_paged", index++, &(gc_case_opts){.expect = "generic_paged_"});
         paged_spec_init(&s, dt, 2, 1, dt == R35A_DTYPE_F16 ? 1000 : 1024, 16);
         paged_spec_add_seq(&s, 40, 1);
-        run_paged(&s, "generic_paged", index++, &(case_opts){.expect = "generic_paged_"});
+        gc_run_paged(&s, "generic_paged", index++, &(gc_case_opts){.expect = "generic_paged_"});
         /* pages beyond 2^32 elements of K and V: 64-bit page offsets; page 40 keeps decode out */
         paged_spec_init(&s, dt, 4, 2, 64, 40);
         paged_spec_add_seq(&s, 100, 1);
         paged_spec_add_seq(&s, 37, 3);
         s.logit_softcap = 10.f;
         s.shuffle_pages = true;
-        run_paged(&s, "generic_paged_big_offsets", index++, &(case_opts){.expect = "generic_paged_", .big_offsets = true});
+        gc_run_paged(&s, "generic_paged_big_offsets", index++, &(gc_case_opts){.expect = "generic_paged_", .big_offsets = true});
 
         /* attention sinks (some heads without: -inf) with a window, M 1 .. 17, an empty sequence;
          * page 24 (a mixed batch on page 16 would go to decode and the portable kernel) */
@@ -1109,7 +872,7 @@ static void generic_cases(void)
         s.use_sinks = 1;
         s.sink_amp = 2.0;
         s.sink_some_neg_inf = true;
-        run_paged(&s, "generic_paged_sinks_kv8", index++, &(case_opts){.expect = "generic_paged_"});
+        gc_run_paged(&s, "generic_paged_sinks_kv8", index++, &(gc_case_opts){.expect = "generic_paged_"});
         /* 8-bit KV caches (the kernel's run-time KV dtype), on each kernel's dmax or near it:
          * fp8 per tensor; int8 per kv head with sinks, softcap, a window and padded slots over an odd
          * page; fp8 per kv head with sinks and ALiBi (pages 24 and 40 keep the decode kernels out) */
@@ -1118,7 +881,7 @@ static void generic_cases(void)
         paged_spec_add_seq(&s, 70, 4);
         paged_spec_add_seq(&s, 0, 0);
         s.kv_dtype = R35A_DTYPE_FP8_E4M3;
-        run_paged(&s, "generic_paged_sinks_kv8", index++, &(case_opts){.expect = "generic_paged_"});
+        gc_run_paged(&s, "generic_paged_sinks_kv8", index++, &(gc_case_opts){.expect = "generic_paged_"});
         paged_spec_init(&s, dt, 6, 3, dt == R35A_DTYPE_F16 ? 64 : 600, 7);
         paged_spec_add_seq(&s, 45, 2);
         paged_spec_add_seq(&s, 18, 18);
@@ -1131,7 +894,7 @@ static void generic_cases(void)
         s.logit_softcap = 10.f;
         s.k_layout.pad[1] = 5;
         s.v_layout.pad[1] = 5;
-        run_paged(&s, "generic_paged_sinks_kv8", index++, &(case_opts){.expect = "generic_paged_"});
+        gc_run_paged(&s, "generic_paged_sinks_kv8", index++, &(gc_case_opts){.expect = "generic_paged_"});
         paged_spec_init(&s, dt, 8, 2, 64, 40);
         paged_spec_add_seq(&s, 100, 8);
         paged_spec_add_seq(&s, 33, 3);
@@ -1140,7 +903,7 @@ static void generic_cases(void)
         s.use_sinks = 1;
         s.sink_amp = 1.0;
         s.use_alibi = 1;
-        run_paged(&s, "generic_paged_sinks_kv8", index++, &(case_opts){.expect = "generic_paged_"});
+        gc_run_paged(&s, "generic_paged_sinks_kv8", index++, &(gc_case_opts){.expect = "generic_paged_"});
 
         varlen_spec v;
         /* causal GQA with sinks */
@@ -1151,7 +914,7 @@ static void generic_cases(void)
         v.causal = 1;
         v.use_sinks = 1;
         v.sink_amp = 2.0;
-        run_varlen(&v, "generic_varlen", index++, &(case_opts){.expect = "generic_varlen_"});
+        gc_run_varlen(&v, "generic_varlen", index++, &(gc_case_opts){.expect = "generic_varlen_"});
         /* non-causal with sinks (the encoder declines sinks), an empty segment */
         varlen_spec_init(&v, dt, 4, 4, 64);
         varlen_spec_add_segment(&v, 25);
@@ -1159,7 +922,7 @@ static void generic_cases(void)
         varlen_spec_add_segment(&v, 40);
         v.use_sinks = 1;
         v.sink_amp = 2.0;
-        run_varlen(&v, "generic_varlen", index++, &(case_opts){.expect = "generic_varlen_"});
+        gc_run_varlen(&v, "generic_varlen", index++, &(gc_case_opts){.expect = "generic_varlen_"});
         /* causal GQA with softcap, an empty and a one-token segment */
         varlen_spec_init(&v, dt, 8, 2, 64);
         varlen_spec_add_segment(&v, 40);
@@ -1168,22 +931,22 @@ static void generic_cases(void)
         varlen_spec_add_segment(&v, 17);
         v.causal = 1;
         v.logit_softcap = 25.f;
-        run_varlen(&v, "generic_varlen", index++, &(case_opts){.expect = "generic_varlen_"});
+        gc_run_varlen(&v, "generic_varlen", index++, &(gc_case_opts){.expect = "generic_varlen_"});
         /* non-causal GQA (the encoder declines GQA), fused qkv, odd head size */
         varlen_spec_init(&v, dt, 6, 2, 40);
         varlen_spec_add_segment(&v, 33);
         varlen_spec_add_segment(&v, 1);
         v.layout = VARLEN_FUSED;
         v.token_pad[0] = 5;
-        run_varlen(&v, "generic_varlen", index++, &(case_opts){.expect = "generic_varlen_"});
+        gc_run_varlen(&v, "generic_varlen", index++, &(gc_case_opts){.expect = "generic_varlen_"});
         /* head sizes above every encoder variant: dmax 256 itself, and the wide varlen kernel */
         varlen_spec_init(&v, dt, 2, 2, 256);
         varlen_spec_add_segment(&v, 19);
-        run_varlen(&v, "generic_varlen", index++, &(case_opts){.expect = "generic_varlen_"});
+        gc_run_varlen(&v, "generic_varlen", index++, &(gc_case_opts){.expect = "generic_varlen_"});
         varlen_spec_init(&v, dt, 2, 2, 300);
         varlen_spec_add_segment(&v, 20);
         varlen_spec_add_segment(&v, 0);
-        run_varlen(&v, "generic_varlen", index++, &(case_opts){.expect = "generic_varlen_"});
+        gc_run_varlen(&v, "generic_varlen", index++, &(gc_case_opts){.expect = "generic_varlen_"});
     }
 }
 
@@ -1234,10 +997,14 @@ static void kv8_codes_cases(bool decode)
         r35a_plan_info info;
         memset(&info, 0, sizeof info);
         info.struct_size = sizeof info;
-        bool ok = r35a_paged_attention_plan(g_ctx, &d, &plan) == R35A_OK && r35a_plan_get_info(plan, &info) == R35A_OK;
+        bool ok = r35a_paged_attention_plan(gc.ctx, &d, &plan) == R35A_OK && r35a_plan_get_info(plan, &info) == R35A_OK;
         if (!ok || strncmp(info.implementation, expect, strlen(expect)) != 0) {
             printf("FAIL %s: plan %s (%s)\n", label, info.implementation, r35a_last_error_detail());
             ok = false;
+        }
+        if (ok && gc_budget_skips(info.implementation)) {
+            r35a_plan_destroy(plan);
+            continue;
         }
         const int errors_before = hip.emulator_errors();
         void *dq = NULL, *dk = NULL, *dv = NULL, *dout = NULL, *dsl = NULL, *dqsl = NULL, *dbt = NULL, *dks = NULL,
@@ -1264,7 +1031,7 @@ static void kv8_codes_cases(bool decode)
             a.block_table = dbt;
             a.k_scale = dks;
             a.v_scale = dvs;
-            ok = r35a_paged_attention_run(g_ctx, plan, &a, NULL, 0, g_stream) == R35A_OK && dev_sync(NULL, g_stream) == 0;
+            ok = r35a_paged_attention_run(gc.ctx, plan, &a, NULL, 0, g_stream) == R35A_OK && dev_sync(NULL, g_stream) == 0;
             if (ok)
                 dev_download(NULL, out, dout, sizeof out);
             else
@@ -1289,15 +1056,14 @@ static void kv8_codes_cases(bool decode)
             dev_release(NULL, bufs[i], NULL);
         r35a_plan_destroy(plan);
         if (ok)
-            note_executed(info.implementation);
+            gc_note_executed(info.implementation);
         else
             printf("  replay: R35A_TEST_SEED=0x%016llx R35A_TEST_CASE=%s:%d\n", (unsigned long long)tu_seed(), group, kd);
         if (ok && tu_verbose())
             printf("  ok %s [%s]: all 256 %s codes exact\n", label, info.implementation,
                    !fp8 ? "int8" : k_nan_code ? "fp8 e4m3 (NaN key)" : v_nan_codes ? "fp8 e4m3"
                    : bf16 ? "fp8 e4m3 (no NaN code, bf16)" : "fp8 e4m3 (no NaN code)");
-        record(group, ok, 0.0);
-        g_failures_total += !ok;
+        gc_record(group, ok, 0.0);
     }
 }
 
@@ -1308,10 +1074,11 @@ static void kv8_codes_cases(bool decode)
 static void encoder_cases(void)
 {
     int index = 0;
-    for (size_t i = 0; i < sizeof k_encoder / sizeof *k_encoder; ++i) {
-        const encoder_variant *e = &k_encoder[i];
+    for (size_t i = 0; i < gc_num_encoder; ++i) {
+        const gc_encoder_variant *e = &gc_encoder[i];
         if (strcmp(e->arch, ARCH) != 0)
             continue;
+        gc_begin_variant();
         const int32_t L = e->maxlen; /* 0: no bound */
         varlen_spec v;
         /* mixed lengths: 1, not multiples of 16, an empty one, several in one call (small-problem
@@ -1322,7 +1089,7 @@ static void encoder_cases(void)
         varlen_spec_add_segment(&v, 0);
         varlen_spec_add_segment(&v, L ? L : 100);
         varlen_spec_add_segment(&v, 16);
-        run_varlen(&v, "encoder_mixed", index, &(case_opts){.expect = e->name});
+        gc_run_varlen(&v, "encoder_mixed", index, &(gc_case_opts){.expect = e->name});
         /* fused qkv read in place with an empty segment, padded O, max_seqlen above every segment */
         varlen_spec_init(&v, e->dtype, 2, 2, e->head);
         varlen_spec_add_segment(&v, L ? L - 3 : 70);
@@ -1333,7 +1100,7 @@ static void encoder_cases(void)
         v.token_pad[3] = 8;
         v.head_pad[3] = 8;
         v.max_seqlen_slack = L ? 3 : 40;
-        run_varlen(&v, "encoder_fused", index, &(case_opts){.expect = e->name});
+        gc_run_varlen(&v, "encoder_fused", index, &(gc_case_opts){.expect = e->name});
         /* long: several row and key blocks, a partial last block, keys growing along the segment
          * (the lazy rescale); small-problem variants: 13 segments of 1 .. maxlen tokens (several
          * groups per workgroup, a partial last workgroup) */
@@ -1348,14 +1115,14 @@ static void encoder_cases(void)
             v.q_amp = v.k_amp = 1.7320508; /* unit variance: logits of standard deviation ~1, */
             v.k_growth = 6.0; /* ~7 at the end of a segment: the running max rises by far more than the
                                  kernel's lazy-rescale threshold, again and again */
-            run_varlen(&v, "encoder_long", index, &(case_opts){.expect = e->name});
+            gc_run_varlen(&v, "encoder_long", index, &(gc_case_opts){.expect = e->name});
         }
         /* misaligned K: the portable kernel serves the call */
         if (index % 6 == 1 || index % 12 == 4) {
             varlen_spec_init(&v, e->dtype, 2, 2, e->head);
             varlen_spec_add_segment(&v, L ? 20 : 70);
             varlen_spec_add_segment(&v, 1);
-            run_varlen(&v, "encoder_misaligned", index, &(case_opts){.expect = e->name, .misalign_k = true});
+            gc_run_varlen(&v, "encoder_misaligned", index, &(gc_case_opts){.expect = e->name, .misalign_k = true});
         }
         ++index;
     }
@@ -1386,6 +1153,7 @@ static r35a_context *make_context(int reported_cus)
     snprintf(value, sizeof value, "%d", reported_cus);
     setenv("FAKE_HIP_CUS", value, 1); /* read by the stand-in when the context asks for the device's properties */
     g_reported_cus = reported_cus;
+    snprintf(gc.prefix, sizeof gc.prefix, "%dwgp", reported_cus);
     r35a_context_options o;
     r35a_context_options_init(&o);
     o.backend = R35A_BACKEND_GPU;
@@ -1421,27 +1189,27 @@ static bool family_selected(const char *only, const char *family)
 static int check_coverage(const char *only)
 {
     int missing = 0;
-    for (size_t i = 0; i < sizeof k_decode / sizeof *k_decode; ++i)
-        if (family_selected(only, decode_family(&k_decode[i])) && strcmp(k_decode[i].arch, ARCH) == 0 &&
-            !was_executed(k_decode[i].name)) {
-            printf("FAIL: decode variant %s was never executed\n", k_decode[i].name);
+    for (size_t i = 0; i < gc_num_decode; ++i)
+        if (family_selected(only, decode_family(&gc_decode[i])) && strcmp(gc_decode[i].arch, ARCH) == 0 &&
+            !gc_was_executed(gc_decode[i].name)) {
+            printf("FAIL: decode variant %s was never executed\n", gc_decode[i].name);
             ++missing;
         }
     for (size_t i = 0; i < sizeof k_merge / sizeof *k_merge; ++i)
-        if ((family_selected(only, "decode") || family_selected(only, "decode8")) && !was_executed(k_merge[i])) {
+        if ((family_selected(only, "decode") || family_selected(only, "decode8")) && !gc_was_executed(k_merge[i])) {
             printf("FAIL: split merge %s was never executed\n", k_merge[i]);
             ++missing;
         }
-    for (size_t i = 0; i < sizeof k_generic / sizeof *k_generic; ++i)
-        if (family_selected(only, "generic") && strcmp(k_generic[i].arch, ARCH) == 0 &&
-            !was_executed(k_generic[i].name)) {
-            printf("FAIL: generic kernel %s was never executed\n", k_generic[i].name);
+    for (size_t i = 0; i < gc_num_generic; ++i)
+        if (family_selected(only, "generic") && strcmp(gc_generic[i].arch, ARCH) == 0 &&
+            !gc_was_executed(gc_generic[i].name)) {
+            printf("FAIL: generic kernel %s was never executed\n", gc_generic[i].name);
             ++missing;
         }
-    for (size_t i = 0; i < sizeof k_encoder / sizeof *k_encoder; ++i)
-        if (family_selected(only, "encoder") && strcmp(k_encoder[i].arch, ARCH) == 0 &&
-            !was_executed(k_encoder[i].name)) {
-            printf("FAIL: encoder variant %s was never executed\n", k_encoder[i].name);
+    for (size_t i = 0; i < gc_num_encoder; ++i)
+        if (family_selected(only, "encoder") && strcmp(gc_encoder[i].arch, ARCH) == 0 &&
+            !gc_was_executed(gc_encoder[i].name)) {
+            printf("FAIL: encoder variant %s was never executed\n", gc_encoder[i].name);
             ++missing;
         }
     return missing;
@@ -1460,7 +1228,19 @@ int main(int argc, char **argv)
     }
     default_environment();
     tu_begin("test_emulator");
-    const double t0 = seconds_now();
+    const double t0 = gc_seconds();
+    gc_init("test_emulator", &g_mem);
+    if (!gc_budget_from_env("R35A_EMULATOR_BUDGET_S", EMU_DEFAULT_BUDGET_S)) {
+        fprintf(stderr, "test_emulator: R35A_EMULATOR_BUDGET_S=%s is not a number of seconds\n",
+                getenv("R35A_EMULATOR_BUDGET_S"));
+        return 2;
+    }
+    if (gc.budget_s > 0)
+        printf("[test_emulator] budget: no case that only repeats executed kernels starts after %.0f s "
+               "(R35A_EMULATOR_BUDGET_S; 0: none)\n", gc.budget_s);
+    else
+        printf("[test_emulator] budget: none (R35A_EMULATOR_BUDGET_S=0): every case runs\n");
+    gc.hooks = (gc_hooks){emu_prepare, emu_check_plan, emu_before_run, emu_after_run, emu_after_case};
     if (!load_stand_in())
         return 1;
     check_hip(hip.StreamCreateWithFlags(&g_stream, 1 /* hipStreamNonBlocking */), "hipStreamCreateWithFlags");
@@ -1470,14 +1250,16 @@ int main(int argc, char **argv)
     const int reported[2] = {20, 40};
     bool any_context = false;
     for (int c = 0; c < 2; ++c) {
-        g_ctx = make_context(reported[c]);
-        if (!g_ctx) {
-            ++g_failures_total;
+        gc.ctx = make_context(reported[c]);
+        if (!gc.ctx) {
+            ++g_device_failures;
             continue;
         }
         any_context = true;
         if (family_selected(only, "decode") || family_selected(only, "decode8"))
-            decode_cases(c > 0, only);
+            for (gc.pass = 0; gc.pass < 2; ++gc.pass)
+                decode_cases(c > 0, only);
+        gc.pass = -1;
         if (c == 0 && family_selected(only, "decode8"))
             kv8_codes_cases(true);
         if (c == 0 && family_selected(only, "generic")) {
@@ -1485,29 +1267,29 @@ int main(int argc, char **argv)
             kv8_codes_cases(false);
         }
         if (c == 0 && family_selected(only, "encoder"))
-            encoder_cases();
-        r35a_context_destroy(g_ctx);
-        g_ctx = NULL;
+            for (gc.pass = 0; gc.pass < 2; ++gc.pass)
+                encoder_cases();
+        gc.pass = -1;
+        r35a_context_destroy(gc.ctx);
+        gc.ctx = NULL;
     }
     check_hip(hip.StreamDestroy(g_stream), "hipStreamDestroy");
 
-    printf("\n%-34s %7s %7s %12s\n", "group", "cases", "failed", "worst err");
-    int cases = 0;
-    for (int i = 0; i < g_ntally; ++i) {
-        printf("%-34s %7d %7d %12.3e\n", g_tally[i].name, g_tally[i].cases, g_tally[i].failed, g_tally[i].worst);
-        cases += g_tally[i].cases;
-    }
+    const int cases = gc_print_tallies();
     printf("[test_emulator] %d cases, %d failed (each: plan, launches and memsets, output against the oracle)\n",
-           cases, g_failures_total);
-    int failed = g_failures_total + g_device_failures;
+           cases, gc.failures);
+    int failed = gc.failures + g_device_failures;
+    int missing = 0;
     if (any_context && !getenv("R35A_TEST_CASE"))
-        failed += check_coverage(only);
+        missing = check_coverage(only);
+    failed += missing;
+    gc_print_budget_line(!missing && !getenv("R35A_TEST_CASE"));
     long launches = 0;
     double seconds = 0.0;
     hip.emulator_stats(&launches, &seconds);
     printf("[test_emulator] %d kernels executed, %ld launches on the emulator in %.1f s (%.1f s in all); %d "
-           "emulator errors\n", g_num_executed, launches, seconds,
-           seconds_now() - t0, hip.emulator_errors());
+           "emulator errors\n", gc_num_executed(), launches, seconds,
+           gc_seconds() - t0, hip.emulator_errors());
     tu_stats_print("test_emulator");
     printf("[test_emulator] %s\n", failed ? "FAILED" : "PASSED");
     return failed ? 1 : 0;

@@ -542,7 +542,7 @@ static void test_decode_nv_single_split(void **state)
     }
 }
 
-/* NVIDIA: a single split also needs 2 warps per SM (version 11): the D 256 rows-32 kernel has 2 warps,
+/* NVIDIA: a single split also needs 2 warps per SM (plan_decode.c): the D 256 rows-32 kernel has 2 warps,
  * so 16 sequences of G x M = 32 rows (128 workgroups, 256 warps on 132 SMs) at 1K keys keep the
  * planner's 3 splits (ceil(264 / 128); 64 tiles give 21 each). */
 static void test_decode_nv_single_split_warps(void **state)
@@ -560,7 +560,7 @@ static void test_decode_nv_single_split_warps(void **state)
 }
 
 /* NVIDIA: splits shorter than 16 tiles are cut to one workgroup per SM, not below 16-tile splits
- * (plan_decode.c, version 11). One sequence, 8 kv heads (8 workgroups: 132 / 8 = 16 per SM row),
+ * (plan_decode.c). One sequence, 8 kv heads (8 workgroups: 132 / 8 = 16 per SM row),
  * G x M = 32 at D 128 (the rows-32 kernel: 4 warps, 2 resident per SM, so the planner's aim is
  * ceil(264 / 8) = 33 splits, at most tiles / 4): 2K keys (128 tiles: 32 splits of 4) -> 16; 4K (256:
  * 33 of 7-8) -> 16; 8K (512: 33 of 15-16) -> 32 (512 / 16); 16K (1024: 33 of 31) stays 33; G x M = 4
@@ -851,7 +851,7 @@ static void test_encoder_plan(void **state)
     /* bf16 D=80, 4 segments up to 400 tokens: 4 row blocks each -> 16; 16 heads; 8 waves. */
     r35a_varlen_attention_desc d = varlen(R35A_DTYPE_BF16, 4, 1000, 400, 16, 16, 80);
     expect_encoder(&d, NULL, "encoder_bf16_d80_r16_kb32_nw8_w6", 16, 256);
-    /* The reference problem: one 1024-token segment, D=64, 16 heads: 8 row blocks, 4 waves. */
+    /* The encoder's reference problem: one 1024-token segment, D=64, 16 heads: 8 row blocks, 4 waves. */
     r35a_varlen_attention_desc ref = varlen(R35A_DTYPE_F16, 1, 1024, 1024, 16, 16, 64);
     expect_encoder(&ref, NULL, "encoder_f16_d64_r32_kb32_nw4_w6", 8, 128);
     /* Every served head size, both dtypes; D=72 has its own kernel (padded to 80 inside). */
