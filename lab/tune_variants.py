@@ -128,13 +128,19 @@ def decode_cfg(arch, head, rows, kw, dw, waves, reg_stages=2, lds_stages_max=Non
     loop = (pipes if use_lds else nw) * region + exch + sr + (q_bytes if use_lds else 0) + rt * 4   # + ALiBi slopes
     merge = (kw // 2) * (dw * T * nc * acc_floats + 2 * rt) * 4 if kw > 1 else 0
     split_merge = 65 * rows * 4   # the split merge's weights ((R35A_DECODE_MAX_SPLITS + 1) x R floats)
-    return dict(pipe="lds" if use_lds else "regs", stages=stages, lds=max(loop, merge, split_merge) + 16, budget=budget)
+    sm = arch.startswith("sm_")
+    layer = ("mma8" if tr == 8 else "mma16") if sm else ("dot4" if rows == 4 else "wmma16")
+    pipe = ("lds_shared" if pipes < nw else "lds") if use_lds else "regs"
+    # Q^T placement: this model knows the NVIDIA choice (in shared memory with two row tiles where the
+    # stages still fit); gfx11 candidates take `regs` and the build's static_asserts drop what does not fit
+    q = "lds" if q_bytes else "regs"
+    return dict(pipe=pipe, stages=stages, layer=layer, q=q, lds=max(loop, merge, split_merge) + 16, budget=budget)
 
 
 def lds_ok(arch, c):
     k = decode_cfg(arch, c["head"], c["rows"], c["kw"], c["dw"], c["waves"], rw=c.get("rw", 1), kv=c.get("kv", "16"))
-    c.update(pipe=k["pipe"], stages=k["stages"], lds=k["lds"])
-    if arch.startswith("sm_") and k["pipe"] == "lds" and c.get("rw", 1) > 1:
+    c.update(pipe=k["pipe"], stages=k["stages"], layer=k["layer"], q=k["q"], lds=k["lds"])
+    if arch.startswith("sm_") and k["pipe"] == "lds_shared":
         # fragment_nv_mma.h kv_pipe_lds: a tile's 16-byte copies split evenly over the sharing row waves
         cpr = c["head"] // c["dw"] * (1 if c.get("kv", "16") != "16" else 2) // 16   # chunks per row
         cp_tile = -(-16 // (32 // cpr)) if cpr <= 32 else 16 * (cpr // 32)
@@ -173,8 +179,9 @@ def compile_group(arch, d, head, rows, src_dir=None, rws=None, kv="16", dtype="f
     def write_list(cs):
         with open(lst, "w") as f:
             for c in cs:
+                k = decode_cfg(arch, head, rows, c["kw"], c["dw"], c["waves"], rw=c.get("rw", 1), kv=kv)
                 f.write(f"R35A_DECODE_VARIANT({arch}, {c['name']}, {dtype}, {token}, {head}, {rows}, {c['kw']}, "
-                        f"{c['dw']}, {c.get('rw', 1)}, {c['waves']})\n")
+                        f"{c['dw']}, {c.get('rw', 1)}, {c['waves']}, {k['layer']}, {k['pipe']}, {k['stages']}, {k['q']})\n")
     write_list(cands)
     r = subprocess.run(cmd, capture_output=True, text=True)
     for _ in range(8):   # candidates that break a contract (static_assert): drop the ones named, retry
@@ -560,7 +567,7 @@ def write_table(args, arch, device, winners, bps, kv="16", dtype="f16"):
              ("# kv: the K/V formats a row serves (one kernel each); the 8-bit ones keep the 16-bit tiling here."
               if kv == "16" else f"# kv: {kv} caches only (tuned with --kv {kv}); merge these rows into the table "
               "beside the 16-bit ones."),
-             "#", "# kind\tdtype\thead\trows\tkw\tdw\trw\twaves\tkv"]
+             "#", "# kind\tdtype\thead\trows\tkw\tdw\trw\twaves\tkv\tlayer\tpipe\tq"]
     for dt in (("f16", "bf16") if dtype == "f16" else (dtype,)):   # bf16 takes f16's tiling unless tuned itself
         for head in HEADS:
             for rows in ROWS:
@@ -569,8 +576,12 @@ def write_table(args, arch, device, winners, bps, kv="16", dtype="f16"):
                     lines.append(f"# d{head} rows 32: none (two rows-16 row groups measured faster, "
                                  f"{w['r16_twice_geomean_us']:.1f} us against {w['geomean_us']:.1f})")
                 elif w:
-                    lines.append(f"decode\t{dt}\t{head}\t{rows}\t{w['kw']}\t{w['dw']}\t{w.get('rw', 1)}\t{w['waves']}\t"
-                                 + ("16,fp8,int8" if kv == "16" else kv))
+                    kvs = ["16", "fp8", "int8"] if kv == "16" else [kv]
+                    for k_ in kvs:   # a row per format: their pipelines may differ
+                        k = decode_cfg(arch, head, rows, w["kw"], w["dw"], w["waves"], rw=w.get("rw", 1), kv=k_)
+                        pipe = k["pipe"] + str(k["stages"])
+                        lines.append(f"decode\t{dt}\t{head}\t{rows}\t{w['kw']}\t{w['dw']}\t{w.get('rw', 1)}\t"
+                                     f"{w['waves']}\t{k_}\t{k['layer']}\t{pipe}\t{k['q']}")
     lines += keep
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
