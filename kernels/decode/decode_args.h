@@ -125,9 +125,10 @@ R35A_HD int r35a_decode_pointer_ok(const void *p) { return (uintptr_t)p % R35A_D
 /* The fewest 16-key tiles a split takes (the plan's min_split_tiles). A split costs one record (rows
  * x D floats written, then read by the merge kernel: 6 % of a 4-tile split's KV bytes at 4 rows, 25 %
  * at 16, L2-resident) and a workgroup's fixed latency chain; more splits put more round trips in
- * flight where the batch alone leaves the device idle. Measured on the H200 (bench/NOTES_h200.md
- * version 10): 4 tiles (64 keys) against 16 made batch 1 at 1K keys 1.15x faster (D 128 G 4: 12.1 ->
- * 10.4 us) and changed nothing at longer contexts, where the resident-workgroup cap sets the count.
+ * flight where the batch alone leaves the device idle. Measured on an H200 with lab/decode_ab.py
+ * (R35A_DECODE_MIN_SPLIT_TILES=4 against 16): 4 tiles (64 keys) made batch 1 at 1K keys 1.15x faster
+ * (D 128 G 4: 12.1 -> 10.4 us) and changed nothing at longer contexts, where the resident-workgroup
+ * cap sets the count.
  * gfx11 takes the same rule (its 40 CUs are filled at short contexts the same way; not measured). */
 #define R35A_DECODE_MIN_TILES_PER_SPLIT 4
 /* SIMDs per compute unit, for the resident-workgroup count of an occupancy contract, come from the
@@ -228,7 +229,7 @@ R35A_HD uint32_t r35a_decode_block_threads(int32_t kw, int32_t dw, int32_t rw) {
 #define R35A_DECODE_MERGE_THREADS 128
 /* Lanes per (row, 4 d): 4 (each merges every 4th record) when the planned splits are more than
  * R35A_DECODE_MERGE_FEW_SPLITS, else 1 (a lane merges them all: with 2-8 records, 4 lanes would
- * quadruple a batch-16 merge's workgroups for nothing; H200, NOTES_h200 version 10). From the
+ * quadruple a batch-16 merge's workgroups for nothing; measured on an H200). From the
  * planned count, so the host's grid and the kernel agree. */
 #define R35A_DECODE_MERGE_FEW_SPLITS 8
 R35A_HD int32_t r35a_decode_merge_lanes(int32_t num_splits) { return num_splits > R35A_DECODE_MERGE_FEW_SPLITS ? 4 : 1; }
