@@ -62,7 +62,7 @@ else
         -DR35A_NVIDIA_EMULATION_CUBINS=ON -DR35A_GPU_TARGETS= >"$OUT/build.log" 2>&1 && cmake --build build-gpu -j >>"$OUT/build.log" 2>&1 ||
         { echo "build failed, see build.log"; tail -20 "$OUT/build.log"; exit 1; }
     # the GPU test is plain C: built directly (the GPU machine has no cmocka for tests/CMakeLists.txt)
-    cc -O2 -std=c11 -I tests -I include -I variants tests/gpu/test_gpu_cuda.c tests/harness.c tests/oracle.c \
+    cc -O2 -std=c11 -I tests -I include -I variants tests/gpu/test_gpu_cuda.c tests/gpu_cases.c tests/harness.c tests/oracle.c \
         tests/test_util.c -L build-gpu -l:librdna35attn_gputest.so -ldl -lm -o build-gpu/test_gpu_cuda >>"$OUT/build.log" 2>&1 ||
         { echo "test build failed, see build.log"; exit 1; }
     # the fuzzer and the soak likewise (plain C, tests/gpu/cuda_dl.h)
