@@ -10,7 +10,7 @@ Two steps, so the compiler and the GPU need not be on one machine, and a third f
 
 `build` compiles every candidate (bf16; f16 gets the same tiling) of every head size into its own cubin
 with nvcc through encoder.hip's R35A_ENCODER_VARIANT_LIST hook and drops those that spill (ptxas -v) or
-do not compile (the LDS contract). A candidate marked "qs" is built with -DR35A_ENC_Q_REGS_MAX=0 (its Q
+do not compile (the LDS contract). A candidate marked "qs" is built with -DR35A_LAB_ENC_Q_REGS_MAX=0 (its Q
 tile in shared memory, whatever encoder_cfg's rule would pick: the rule's threshold is a measured
 choice); its label ends in _qs, its kernel symbol is the plain name. `measure` loads the cubins through
 the CUDA driver and launches the kernels directly with r35a_encoder_args (the encoder_args.h grid
@@ -135,7 +135,7 @@ def cmd_build(a):
                "-DR35A_FRAGMENT_EMULATE_GFX11=0", "-I", os.path.join(ROOT, "kernels"), "-I", os.path.join(ROOT, "variants"),
                f'-DR35A_ENCODER_VARIANT_LIST="{lst}"', "-o", out, os.path.join(ROOT, "kernels", "encoder.hip")]
         if c["q_smem_forced"]:
-            cmd.insert(-1, "-DR35A_ENC_Q_REGS_MAX=0")
+            cmd.insert(-1, "-DR35A_LAB_ENC_Q_REGS_MAX=0")
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             print(f"  {c['label']}: does not compile ({p.stderr.strip().splitlines()[-1][:120] if p.stderr else '?'})")
