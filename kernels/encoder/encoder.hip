@@ -39,14 +39,14 @@
  * The first block always takes that branch. So no per-block max is computed at all, and
  * probabilities stay <= 2^8 before the final division (fine for f32 sums and f16/bf16 operands).
  *
- * Output: O^T / l is re-packed by b_from_acc into B-operand layout (lane = query row, 16 contiguous
- * d values) and each lane writes 16 bytes of its row: whole-row 128-bit stores, no scatter.
+ * Output (epilogue.h): O^T / l is re-packed by b_from_acc into B-operand layout (lane = query row,
+ * 16 contiguous d values) and each lane writes 16 bytes of its row: whole-row 128-bit stores.
  *
  * Tail halves (encoder_args.h "Tail split"; the NVIDIA tables): a workgroup-wide variant's tail kernel
  * serves an item (R rows) as two workgroups of R / 2 rows. Its waves form two key groups of NW / 2 row
  * waves (KG = 2): both stage every K/V block as the variant does, key group k computes keys
  * [k KB / 2, (k + 1) KB / 2) of each, and at the end key group 1 leaves m, l and O^T in LDS for key
- * group 0, which joins them (the split-KV merge inside a workgroup) and writes the rows. Half the
+ * group 0, which joins them (key_group_merge.h) and writes the rows. Half the
  * rows and half the chain of blocks per wave: shorter workgroups for a part-empty last round.
  *
  * Compile-time: element type, D (and its padding DP to a multiple of 16), T, KB, NW, the group mode:
@@ -55,10 +55,17 @@
  * size 72 runs as 80: K and Q columns 72..79 are zeros in LDS; O^T rows 72..79 are computed from
  * whatever V^T rows 72..79 hold and never stored. kernels/README_encoder.md has the budgets and the
  * model.
+ *
+ * Files: encoder_cfg.h (the layout), kv_stage_regs.h / kv_stage_async.h (the staging policies, chosen
+ * by encoder_paths in the target's frag_*.h), key_group_merge.h (the tail split's join), epilogue.h
+ * (the stores); this file composes them: Q staging, the per-block step (scores, softmax, PV) and the
+ * kernels of the variant table.
  */
 #include "common/device.h"
 #include "common/device_error.h"
 #include "encoder/encoder_cfg.h"
+#include "encoder/key_group_merge.h"
+#include "encoder/epilogue.h"
 
 namespace r35a {
 
@@ -334,75 +341,15 @@ R35A_DEV void encoder_body(const r35a_encoder_args &a, unsigned char *smem, int 
 
         kv.stream(nblk, compute);
 
-        /* ---- the key groups' merge: key group 1's m, l and O^T joined into key group 0's ---- */
+        /* ---- the tail split: key group 1's m, l and O^T joined into key group 0's ---- */
         if constexpr (KG > 1) {
             kv.drain();
-            group_sync<C::GW>();                                        /* every wave is done with the stages */
-            float *const mf = (float *)lds + rw * 32 * C::MERGE_FLOATS_PER_LANE + lane_id();
-            if (kgi == 1 && wave_has_rows) {
-                int i = 0;
-#pragma unroll
-                for (int t = 0; t < TE; ++t) {
-#pragma unroll
-                    for (int c = 0; c < frag::NCOL; ++c) {
-                        mf[32 * i++] = m[t].v[c];
-                        mf[32 * i++] = l[t].v[c];
-                    }
-#pragma unroll
-                    for (int c = 0; c < DC; ++c)
-#pragma unroll
-                        for (int e = 0; e < frag::ACC_ELEMS; ++e) mf[32 * i++] = o[t][c].v[e];
-                }
-            }
-            group_sync<C::GW>();
-            if (kgi == 0 && wave_has_rows) {
-                int i = 0;
-#pragma unroll
-                for (int t = 0; t < TE; ++t) {
-                    frag::colv c0, c1;
-#pragma unroll
-                    for (int c = 0; c < frag::NCOL; ++c) {
-                        /* key group 1 may have had no keys (m1 = -inf, l1 = 0, O^T 0): c1 = 0 */
-                        const float m1 = mf[32 * i++], l1 = mf[32 * i++];
-                        const float mn = fmax(m[t].v[c], m1);
-                        c0.v[c] = exp2_fast(m[t].v[c] - mn);
-                        c1.v[c] = exp2_fast(m1 - mn);
-                        l[t].v[c] = l[t].v[c] * c0.v[c] + l1 * c1.v[c];
-                    }
-#pragma unroll
-                    for (int c = 0; c < DC; ++c)
-#pragma unroll
-                        for (int e = 0; e < frag::ACC_ELEMS; ++e) {
-                            const int sl = frag::acc_slot(e);
-                            o[t][c].v[e] = o[t][c].v[e] * c0.v[sl] + mf[32 * i++] * c1.v[sl];
-                        }
-                }
-            }
+            merge_key_groups<C>(lds, rw, kgi, wave_has_rows, m, l, o);
         }
 
-        /* ---- O = O^T / l, written as whole rows (16-byte stores) ---- */
-        if (wave_has_rows && kgi == 0) {
-#pragma unroll
-            for (int t = 0; t < TE; ++t) {
-                const frag::colv lt = frag::col_sum_finish(l[t]);
-                frag::colv inv;
-#pragma unroll
-                for (int c = 0; c < frag::NCOL; ++c) inv.v[c] = rcp_fast(lt.v[c]);   /* l >= 1: the max counts 1 */
-                const int trow0 = wrow0 + 16 * t;
-#pragma unroll
-                for (int c = 0; c < DC; ++c) {
-                    frag::acc x = o[t][c];
-#pragma unroll
-                    for (int e = 0; e < frag::ACC_ELEMS; ++e) x.v[e] *= inv.v[frag::acc_slot(e)];
-                    frag::ab ob = frag::b_from_acc<E>(x);
-                    frag::pin(ob);                                   /* see pin(): the store below is per lane */
-                    frag::store_vec16_global_pv(ob, imin(16, D - 16 * c), [&](int n) -> void * {
-                        const int row = trow0 + n;
-                        return row < len ? og + (i64)row * a.o_token_stride + 16 * c : nullptr;
-                    });
-                }
-            }
-        }
+        /* ---- O = O^T / l, written as whole rows ---- */
+        if (wave_has_rows && kgi == 0)                           /* key group 0 stores the joined rows */
+            store_rows<C, E, D>(wrow0, len, og, a.o_token_stride, l, o);
         if constexpr (C::PASSES > 1) {                           /* the next pass restages Q and K/V */
             kv.drain();
             group_sync<C::GW>();
