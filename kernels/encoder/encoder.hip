@@ -124,11 +124,14 @@ R35A_DEV void encoder_body(const r35a_encoder_args &a, unsigned char *smem, int 
     /* Uniform bases (scalar registers); per-thread offsets below are 32-bit byte offsets from them
      * (token strides < 2^24 elements, see encoder_args.h), so loads use the SGPR + VGPR form. */
     const char *const qg = (const char *)a.q + 2 * ((i64)t0 * a.q_token_stride + (i64)h * a.q_head_stride);
-    const char *const kg = (const char *)a.k + 2 * ((i64)t0 * a.k_token_stride + (i64)h * a.k_head_stride);
-    const char *const vg = (const char *)a.v + 2 * ((i64)t0 * a.v_token_stride + (i64)h * a.v_head_stride);
+    const int hk = h / a.kv_group;                           /* GQA: the kv head of query head h */
+    const char *const kg = (const char *)a.k + 2 * ((i64)t0 * a.k_token_stride + (i64)hk * a.k_head_stride);
+    const char *const vg = (const char *)a.v + 2 * ((i64)t0 * a.v_token_stride + (i64)hk * a.v_head_stride);
     u16 *const og = (u16 *)a.out + (i64)t0 * a.o_token_stride + (i64)h * a.o_head_stride;
     const u32x4 zero4 = {0u, 0u, 0u, 0u};
-    const int nblk = (len + KB - 1) / KB;
+    /* causal: the blocks up to the group's last row (the planner runs no tail split then, KG = 1) */
+    const bool causal = a.causal != 0;                       /* uniform */
+    const int nblk = ((causal ? imin(len, row0 + C::R) : len) + KB - 1) / KB;
 
     /* ---- K/V staging: the target's policy (encoder_paths in frag_*.h) ---- */
     const typename C::KV::template tiles<C> kt{lds};           /* the staged tiles and their operands */
@@ -204,9 +207,14 @@ R35A_DEV void encoder_body(const r35a_encoder_args &a, unsigned char *smem, int 
             const int key0 = b * KB + kgi * KBC;
             if (!wave_has_rows || (KG > 1 && key0 >= len))   /* uniform */
                 return;
+            /* causal: a block wholly above this wave's rows is skipped, one on their diagonal masked */
+            if (causal && key0 > wrow0 + 16 * TE - 1)          /* uniform */
+                return;
+            const bool diag = causal && key0 + KBC - 1 > wrow0;
             const u16 *const kl = kt.kstage(st) + (KG > 1 ? kgi * KBC * KLD : 0);
             const u16 *const vl = KG > 1 ? kt.v_at_key(kt.vstage(st), kgi * KBC) : kt.vstage(st);
             const bool partial = key0 + KBC > len;
+            const bool masked = partial || diag;               /* scores set to -inf: the exact way */
             frag::acc sc[TE][NS];
             frag::ab pf[TE][NS];
 
@@ -258,6 +266,15 @@ R35A_DEV void encoder_body(const r35a_encoder_args &a, unsigned char *smem, int 
                                 for (int t = 0; t < TE; ++t) sc[t][j].v[e] = neg_inf();
                     }
             }
+            if (diag) {                                      /* key > row: -inf (key 0 of block 0 stays) */
+#pragma unroll
+                for (int j = 0; j < NS; ++j)
+#pragma unroll
+                    for (int e = 0; e < frag::ACC_ELEMS; ++e)
+#pragma unroll
+                        for (int t = 0; t < TE; ++t)
+                            if (key0 + 16 * j + frag::acc_m(e) > wrow0 + 16 * t + frag::acc_n(e)) sc[t][j].v[e] = neg_inf();
+            }
             /* P^T = exp2(S^T * scale_log2 - m) in place; returns this lane's share of the block's
              * column sums */
             auto exponentiate = [&](int t) {
@@ -280,12 +297,12 @@ R35A_DEV void encoder_body(const r35a_encoder_args &a, unsigned char *smem, int 
                  * (rare, wave-uniform). The first block (which sets the max) and a partial last block
                  * (its masked scores are not recomputed) go the exact way at once. One copy of each
                  * path: the branches do not double the live registers. */
-                bool exact = !encoder_paths::SPECULATE || b == 0 || partial;
+                bool exact = !encoder_paths::SPECULATE || b == 0 || masked;
                 frag::colv bs;
                 for (;;) {
                     if (exact) {
                         /* redo: the exponentiation overwrote them */
-                        if (encoder_paths::SPECULATE && !(b == 0 || partial)) {
+                        if (encoder_paths::SPECULATE && !(b == 0 || masked)) {
                             /* a memory clobber: the compiler must not hoist this rare recomputation's
                              * K operand reads out of the loop into registers held for the whole block */
                             wave_lds_sync();
