@@ -55,7 +55,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEADS = (32, 48, 64, 72, 80, 128)
-ARGS_BYTES = 136
+ARGS_BYTES = 144
 
 # (rows, kb, nw, waves, maxlen[, "qs"]) per head size; the table's current row is among them. Since the
 # encoder's dynamic shared memory (issue 15): larger key blocks at D >= 64 with 32 rows per warp, where
@@ -160,7 +160,7 @@ class EncoderArgs(ctypes.Structure):
                 + [(n, ctypes.c_int64) for n in ("qts", "qhs", "kts", "khs", "vts", "vhs", "ots", "ohs")]
                 + [("num_segments", ctypes.c_int32), ("num_heads", ctypes.c_int32), ("max_seqlen", ctypes.c_int32),
                    ("scale_log2", ctypes.c_float), ("error", ctypes.c_void_p), ("num_tokens", ctypes.c_int32),
-                   ("tail_items", ctypes.c_int32)])
+                   ("tail_items", ctypes.c_int32), ("causal", ctypes.c_int32), ("kv_group", ctypes.c_int32)])
 
 
 assert ctypes.sizeof(EncoderArgs) == ARGS_BYTES
@@ -269,7 +269,7 @@ def args_for(q, k, v, o, cu, nseg, H, D, max_seqlen, tail_items=0):
         _ERROR_RECORDS.append(q.new_zeros((2,), dtype=cu.dtype))
     return EncoderArgs(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), cu.data_ptr(), ts, D, ts, D, ts, D, ts, D,
                        nseg, H, max_seqlen, float((1.0 / math.sqrt(D)) * 1.4426950408889634),
-                       _ERROR_RECORDS[0].data_ptr(), q.shape[0], tail_items)
+                       _ERROR_RECORDS[0].data_ptr(), q.shape[0], tail_items, 0, 1)
 
 
 def check_candidate(torch, cu_rt, path, c, seed):
