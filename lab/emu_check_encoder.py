@@ -41,7 +41,7 @@ VARIANTS_DEF = os.path.join(ROOT, "variants", "variants.def")
 SOURCE = os.path.join(ROOT, "kernels", "encoder", "encoder.hip")
 COLUMNS = ("kind", "dtype", "head", "heads", "rows", "kb", "nw", "waves", "maxlen")
 HEADS = (32, 48, 64, 72, 80, 128)
-ARGS_BYTES = 136                         # sizeof(r35a_encoder_args), kernels/encoder/encoder_args.h
+ARGS_BYTES = 144                         # sizeof(r35a_encoder_args), kernels/encoder/encoder_args.h
 TOL = {"f16": 2e-3, "bf16": 1.5e-2}      # max|out - ref| / max|ref| (observed <= 6e-4, <= 5.1e-3)
 POISON = 0xFFFF                          # NaN in f16 and in bf16
 
@@ -190,13 +190,18 @@ def from_bits(b, dtype):
     return (b.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
 
 
-def oracle(q, k, v, segs, scale):
-    """float64 non-causal attention per segment; q, k, v: [tokens][heads][D] float64."""
+def oracle(q, k, v, segs, scale, causal=False):
+    """float64 attention per segment (causal: row i sees keys 0..i); q: [tokens][Hq][D], k, v:
+    [tokens][Hkv][D] float64, query head h reading kv head h / (Hq / Hkv)."""
+    g = q.shape[1] // k.shape[1]
+    k, v = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
     out = np.zeros_like(q)
     t0 = 0
     for n in segs:
         if n:
             s = np.einsum("ihd,jhd->hij", q[t0:t0 + n], k[t0:t0 + n]) * scale
+            if causal:
+                s = np.where(np.tril(np.ones((n, n), dtype=bool))[None], s, -np.inf)
             s -= s.max(axis=2, keepdims=True)
             p = np.exp(s)
             out[t0:t0 + n] = np.einsum("hij,jhd->ihd", p, v[t0:t0 + n]) / p.sum(axis=2).T[:, :, None]
@@ -224,15 +229,16 @@ def grid_of(k, segs, max_seqlen, heads):
 def make_inputs(G, case, D, dtype, rng):
     """Buffers, element offsets and strides for a case, and the float64 values the kernel sees."""
     segs, H = case["segs"], case["heads"]
+    Hkv = H // case.get("kv_group", 1)
     T = sum(segs)
     q = rng.standard_normal((T, H, D)).astype(np.float32)
-    k = rng.standard_normal((T, H, D)).astype(np.float32)
+    k = rng.standard_normal((T, Hkv, D)).astype(np.float32)
     if case.get("ramp"):
         # keys grow along each segment: later key blocks raise the running max by far more than the
         # kernel's lazy-rescale threshold (2^8), so the O / l rescale path runs many times
         pos = np.concatenate([np.arange(n) / max(n - 1, 1) for n in segs]) if T else np.zeros(0)
         k *= (1.0 + case["ramp"] * pos)[:, None, None].astype(np.float32)
-    v = (rng.standard_normal((T, H, D)) + 0.5).astype(np.float32)
+    v = (rng.standard_normal((T, Hkv, D)) + 0.5).astype(np.float32)
     bufs = {}
     if case["layout"] == "fused":
         qkv = np.stack([q, k, v], axis=1)                              # [T][3][H][D]
@@ -256,7 +262,7 @@ def make_inputs(G, case, D, dtype, rng):
                 b.write("H", bits.ravel().tolist())
             bufs[nm] = b
             ptrs[nm] = b.ptr
-            strides[nm] = (H * D, D)
+            strides[nm] = (x.shape[1] * D, D)
             vals[nm] = from_bits(bits, dtype)
         qf, kf, vf = vals["q"], vals["k"], vals["v"]
         ohs, ots = D, H * D
@@ -269,12 +275,13 @@ def make_inputs(G, case, D, dtype, rng):
     return bufs, ptrs, strides, (ots, ohs), (qf, kf, vf), o_elems
 
 
-def pack_args(ptrs, out_ptr, cu_ptr, strides, ostr, nseg, heads, max_seqlen, scale_log2, error_ptr, num_tokens):
+def pack_args(ptrs, out_ptr, cu_ptr, strides, ostr, nseg, heads, max_seqlen, scale_log2, error_ptr, num_tokens,
+              causal=0, kv_group=1):
     import struct
-    b = struct.pack("<5Q8q3ifQii", ptrs["q"], ptrs["k"], ptrs["v"], out_ptr, cu_ptr,
+    b = struct.pack("<5Q8q3ifQiiii", ptrs["q"], ptrs["k"], ptrs["v"], out_ptr, cu_ptr,
                     strides["q"][0], strides["q"][1], strides["k"][0], strides["k"][1],
                     strides["v"][0], strides["v"][1], ostr[0], ostr[1], nseg, heads, max_seqlen, scale_log2,
-                    error_ptr, num_tokens, 0)
+                    error_ptr, num_tokens, 0, causal, kv_group)
     assert len(b) == ARGS_BYTES
     return b
 
@@ -289,7 +296,7 @@ def launch_case(G, co, k, case, rng, bounds, count=False):
     grid = grid_of(k, segs, max_seqlen, H)
     bufs["error"] = G.alloc(8, "device error record").write("I", [0, 0])
     args = pack_args(ptrs, bufs["out"].ptr, bufs["cu"].ptr, strides, ostr, len(segs), H, max_seqlen, scale_log2,
-                     bufs["error"].ptr, sum(segs))
+                     bufs["error"].ptr, sum(segs), int(case.get("causal", 0)), case.get("kv_group", 1))
     st = G.launch(co.kernels[k["name"]], grid=grid, block=(32 * k["nw"],), args=[args], check_bounds=bounds, count=count)
     ob = np.array(bufs["out"].read("H", o_elems), dtype=np.uint16)
     T = sum(segs)
@@ -297,7 +304,7 @@ def launch_case(G, co, k, case, rng, bounds, count=False):
     written = np.zeros(o_elems, dtype=bool)
     written[idx.ravel()] = True
     out = from_bits(ob[idx], dtype)
-    ref = oracle(qf, kf, vf, segs, float(scale))
+    ref = oracle(qf, kf, vf, segs, float(scale), case.get("causal", 0))
     return out, ref, ob, written, st, grid
 
 
@@ -331,12 +338,12 @@ MODELS = {
 }
 
 
-def model_run(G, co, k, which, heads_model, rng):
+def model_run(G, co, k, which, heads_model, rng, causal=0):
     """The problem MODELS[which] on 1 head, counted on the emulator, scaled to its modelled segments and
     heads_model heads (segments and heads run independently; the counts are linear in both). The cost
     model is gfx11emu.cost_model's: VALU + 4 TRANS + 32 WMMA SIMD cycles over 80 SIMDs at 2.9 GHz."""
     n, nrun, nmodel, _ = MODELS[which]
-    case = dict(name="model", segs=[n] * nrun, heads=1, layout="separate", scale_mul=1.0, extra_max=0)
+    case = dict(name="model", segs=[n] * nrun, heads=1, layout="separate", scale_mul=1.0, extra_max=0, causal=causal)
     out, ref, ob, written, st, grid = launch_case(G, co, k, case, rng, bounds=False, count=True)
     err, problems = evaluate(k, out, ref, ob, written)
     c = st.by_class
@@ -385,6 +392,10 @@ def main():
     ap.add_argument("--model-heads", type=int, default=16)
     ap.add_argument("--clang", default=os.environ.get("GFX11EMU_CLANG"))
     ap.add_argument("--keep", default=None, help="directory to keep the code object in")
+    ap.add_argument("--causal", action="store_true", help="count the causal model problem (row i sees keys 0..i)")
+    ap.add_argument("--no-model", action="store_true", help="skip the model runs (with --check-masks: only those)")
+    ap.add_argument("--check-masks", action="store_true",
+                    help="also run causal and GQA cases (Hq 4, Hkv 2 and 1; ragged segments) against the oracle")
     a = ap.parse_args()
 
     kernels, shapes = parse_table(a.table)
@@ -434,10 +445,21 @@ def main():
           f"2.9 GHz, WMMA 32 cycles, transcendental 4), 215 GB/s, 59 TFLOP/s")
     for name, k in kernels.items():
         runs = ["short"] if a.model_short else ["short" if k["maxlen"] else "long"]
-        for which in runs:
-            m = model_run(G, co, k, which, a.model_heads, rng)
+        for which in runs if not a.no_model else []:
+            m = model_run(G, co, k, which, a.model_heads, rng, int(a.causal))
             ok_all &= not m["problems"]
-            print_model(name, k, which, m)
+            print_model(name + (" causal" if a.causal else ""), k, which, m)
+        if a.check_masks:
+            lim = k["maxlen"] or 200
+            segs = [s for s in (lim, 1, 37, 0, 2 * k["rows"] + 3) if s <= lim]
+            for causal, g in ((1, 1), (0, 2), (1, 2), (1, 4)):
+                case = dict(name="mask", segs=segs, heads=4, layout="separate", scale_mul=1.0, extra_max=0,
+                            causal=causal, kv_group=g)
+                out, ref, ob, written, _, _ = launch_case(G, co, k, case, rng, bounds=True)
+                err, problems = evaluate(k, out, ref, ob, written)
+                ok_all &= not problems
+                print(f"  {name} causal {causal} Hq 4 Hkv {4 // g} segments {segs}: err {err:.2e}"
+                      f"{' FAIL ' + '; '.join(problems) if problems else ' ok'}")
     print(f"\n{'ALL PASS' if ok_all else 'FAILURES'}")
     return 0 if ok_all else 1
 

@@ -10,7 +10,7 @@ Two steps, so the compiler and the GPU need not be on one machine, and a third f
 
 `build` compiles every candidate (bf16; f16 gets the same tiling) of every head size into its own cubin
 with nvcc through encoder.hip's R35A_ENCODER_VARIANT_LIST hook and drops those that spill (ptxas -v) or
-do not compile (the LDS contract). A candidate marked "qs" is built with -DR35A_ENC_Q_REGS_MAX=0 (its Q
+do not compile (the LDS contract). A candidate marked "qs" is built with -DR35A_LAB_ENC_Q_REGS_MAX=0 (its Q
 tile in shared memory, whatever encoder_cfg's rule would pick: the rule's threshold is a measured
 choice); its label ends in _qs, its kernel symbol is the plain name. `measure` loads the cubins through
 the CUDA driver and launches the kernels directly with r35a_encoder_args (the encoder_args.h grid
@@ -56,7 +56,7 @@ from gpu_timing import time_graph  # the lab's one CUDA-graph timing loop
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEADS = (32, 48, 64, 72, 80, 128)
-ARGS_BYTES = 136
+ARGS_BYTES = 144
 
 # (rows, kb, nw, waves, maxlen[, "qs"]) per head size; the table's current row is among them. With the
 # encoder's dynamic shared memory: larger key blocks at D >= 64 with 32 rows per warp, where
@@ -136,7 +136,7 @@ def cmd_build(a):
                "-DR35A_FRAGMENT_EMULATE_GFX11=0", "-I", os.path.join(ROOT, "kernels"), "-I", os.path.join(ROOT, "variants"),
                f'-DR35A_ENCODER_VARIANT_LIST="{lst}"', "-o", out, os.path.join(ROOT, "kernels", "encoder", "encoder.hip")]
         if c["q_smem_forced"]:
-            cmd.insert(-1, "-DR35A_ENC_Q_REGS_MAX=0")
+            cmd.insert(-1, "-DR35A_LAB_ENC_Q_REGS_MAX=0")
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             print(f"  {c['label']}: does not compile ({p.stderr.strip().splitlines()[-1][:120] if p.stderr else '?'})")
@@ -161,7 +161,7 @@ class EncoderArgs(ctypes.Structure):
                 + [(n, ctypes.c_int64) for n in ("qts", "qhs", "kts", "khs", "vts", "vhs", "ots", "ohs")]
                 + [("num_segments", ctypes.c_int32), ("num_heads", ctypes.c_int32), ("max_seqlen", ctypes.c_int32),
                    ("scale_log2", ctypes.c_float), ("error", ctypes.c_void_p), ("num_tokens", ctypes.c_int32),
-                   ("tail_items", ctypes.c_int32)])
+                   ("tail_items", ctypes.c_int32), ("causal", ctypes.c_int32), ("kv_group", ctypes.c_int32)])
 
 
 assert ctypes.sizeof(EncoderArgs) == ARGS_BYTES
@@ -245,7 +245,7 @@ def args_for(q, k, v, o, cu, nseg, H, D, max_seqlen, tail_items=0):
         _ERROR_RECORDS.append(q.new_zeros((2,), dtype=cu.dtype))
     return EncoderArgs(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), cu.data_ptr(), ts, D, ts, D, ts, D, ts, D,
                        nseg, H, max_seqlen, float((1.0 / math.sqrt(D)) * 1.4426950408889634),
-                       _ERROR_RECORDS[0].data_ptr(), q.shape[0], tail_items)
+                       _ERROR_RECORDS[0].data_ptr(), q.shape[0], tail_items, 0, 1)
 
 
 def check_candidate(torch, cu_rt, path, c, seed):

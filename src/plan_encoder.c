@@ -115,10 +115,9 @@ bool r35a_plan_encoder(const r35a_varlen_attention_desc *d, const char *arch, in
     const bool half = d->dtype == R35A_DTYPE_F16 || d->dtype == R35A_DTYPE_BF16;
     if (!half)
         r35a_text_append(reason, cap, ", ", "dtype %s (the encoder kernels are f16/bf16)", r35a_dtype_name(d->dtype));
-    if (d->causal)
-        r35a_text_append(reason, cap, ", ", "causal (the encoder kernels are non-causal)");
-    if (d->num_q_heads != d->num_kv_heads)
-        r35a_text_append(reason, cap, ", ", "GQA in the encoder (num_q_heads %d != num_kv_heads %d)", (int)d->num_q_heads,
+    /* causal and GQA are run-time arguments of every encoder kernel (encoder_args.h) */
+    if (d->num_kv_heads <= 0 || d->num_q_heads % d->num_kv_heads != 0)
+        r35a_text_append(reason, cap, ", ", "num_q_heads %d not a multiple of num_kv_heads %d", (int)d->num_q_heads,
                    (int)d->num_kv_heads);
     if (d->logit_softcap > 0.0f)
         r35a_text_append(reason, cap, ", ", "logit softcap");
@@ -156,7 +155,8 @@ bool r35a_plan_encoder(const r35a_varlen_attention_desc *d, const char *arch, in
      * be part-empty runs that round's items as half workgroups in its tail kernel. Items are numbered
      * over all heads in a one-dimensional grid. */
     const int64_t items = (int64_t)out[0].grid[0] * out[0].grid[1];
-    const int64_t tail = r35a_encoder_tail_name(best) && items <= 0x7fffffff
+    /* (no tail split for causal calls: a key group could start on a block wholly above some of its rows) */
+    const int64_t tail = !d->causal && r35a_encoder_tail_name(best) && items <= 0x7fffffff
                              ? r35a_encoder_tail_items(items, encoder_slots(v, r35a_tuning_simds_per_cu(arch),
                                                                              num_cus > 0 ? num_cus
                                                                                          : R35A_GFX1151_DEFAULT_CUS))
@@ -192,6 +192,8 @@ void r35a_fill_encoder_args(const r35a_varlen_attention_desc *d, const r35a_varl
     out->max_seqlen = d->max_seqlen;
     out->scale_log2 = r35a_scale_log2(d->softmax_scale);
     out->num_tokens = d->num_tokens;   /* out->error: the context's record, set at launch */
+    out->causal = d->causal ? 1 : 0;
+    out->kv_group = d->num_kv_heads > 0 ? d->num_q_heads / d->num_kv_heads : 1;
 }
 
 bool r35a_encoder_pointers_aligned(const r35a_varlen_attention_args *a, char *why, size_t why_len)

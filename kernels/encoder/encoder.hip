@@ -20,12 +20,12 @@
  * running-max correction is a per-column multiply.
  *
  * K/V staging: the group streams the segment's keys in blocks of KB, staged in LDS, one barrier per
- * block; every K and V^T operand read serves the wave's T row tiles. Two ways, chosen by the
- * fragment layer (R35A_FRAG_ENC_ASYNC):
- *   - through registers (gfx11): every thread loads its share of block b+1 (128-bit loads of whole
+ * block; every K and V^T operand read serves the wave's T row tiles. Two policies, chosen by the
+ * target's encoder layer (encoder_paths in frag_*.h):
+ *   - kv_stage_regs.h, through registers (gfx11): every thread loads its share of block b+1 (128-bit loads of whole
  *     rows) before the products of block b and stores it after them into the other half of a double
  *     buffer: K row-major, V transposed to V^T (key pairs packed into 32-bit words);
- *   - asynchronous copies (NVIDIA: cp.async): block b + NSTAGE - 1 is copied straight into a ring of
+ *   - kv_stage_async.h, asynchronous copies (NVIDIA: cp.async): block b + NSTAGE - 1 is copied straight into a ring of
  *     NSTAGE stages while the warps compute on block b, no registers held; K and V rows land as
  *     they are in memory and the V^T operands come from ldmatrix.trans of the V rows.
  * Keys past the segment's end are never read (zeros in LDS); the scores of the block holding the
@@ -39,14 +39,14 @@
  * The first block always takes that branch. So no per-block max is computed at all, and
  * probabilities stay <= 2^8 before the final division (fine for f32 sums and f16/bf16 operands).
  *
- * Output: O^T / l is re-packed by b_from_acc into B-operand layout (lane = query row, 16 contiguous
- * d values) and each lane writes 16 bytes of its row: whole-row 128-bit stores, no scatter.
+ * Output (epilogue.h): O^T / l is re-packed by b_from_acc into B-operand layout (lane = query row,
+ * 16 contiguous d values) and each lane writes 16 bytes of its row: whole-row 128-bit stores.
  *
  * Tail halves (encoder_args.h "Tail split"; the NVIDIA tables): a workgroup-wide variant's tail kernel
  * serves an item (R rows) as two workgroups of R / 2 rows. Its waves form two key groups of NW / 2 row
  * waves (KG = 2): both stage every K/V block as the variant does, key group k computes keys
  * [k KB / 2, (k + 1) KB / 2) of each, and at the end key group 1 leaves m, l and O^T in LDS for key
- * group 0, which joins them (the split-KV merge inside a workgroup) and writes the rows. Half the
+ * group 0, which joins them (key_group_merge.h) and writes the rows. Half the
  * rows and half the chain of blocks per wave: shorter workgroups for a part-empty last round.
  *
  * Compile-time: element type, D (and its padding DP to a multiple of 16), T, KB, NW, the group mode:
@@ -55,188 +55,21 @@
  * size 72 runs as 80: K and Q columns 72..79 are zeros in LDS; O^T rows 72..79 are computed from
  * whatever V^T rows 72..79 hold and never stored. kernels/README_encoder.md has the budgets and the
  * model.
+ *
+ * Files: encoder_cfg.h (the layout), kv_stage_regs.h / kv_stage_async.h (the staging policies, chosen
+ * by encoder_paths in the target's frag_*.h), key_group_merge.h (the tail split's join), epilogue.h
+ * (the stores); this file composes them: Q staging, the per-block step (scores, softmax, PV) and the
+ * kernels of the variant table.
  */
 #include "common/device.h"
 #include "common/device_error.h"
-#include "encoder/encoder_frag.h"
-#include "encoder/encoder_args.h"
+#include "encoder/encoder_cfg.h"
+#include "encoder/key_group_merge.h"
+#include "encoder/epilogue.h"
 
 namespace r35a {
 
-/* Packing of the probabilities P (finite, >= 0) into the PV product's operand: bf16 with the
- * target's cheapest round-to-nearest (device.h), f16 with the usual conversion. */
-struct bf16_prob_t {
-    R35A_DEV u32 pack2(float lo, float hi) { return pack_prob_bf16x2(lo, hi); }
-};
-template <class E>
-struct prob_pack { typedef E type; };
-template <>
-struct prob_pack<bf16_t> { typedef bf16_prob_t type; };
 
-template <int A, int B>
-struct cdiv { static constexpr int value = (A + B - 1) / B; };
-template <int X>
-struct pow2_at_least { static constexpr int value = X <= 1 ? 1 : 2 * pow2_at_least<(X + 1) / 2>::value; };
-template <>
-struct pow2_at_least<1> { static constexpr int value = 1; };
-template <int A, int B>
-struct imax_t { static constexpr int value = A > B ? A : B; };
-
-/* Shared memory a kernel may use on the target, given how many of its workgroups the occupancy
- * contract puts on one LDS (gfx11: static LDS, a WGP's 128 KiB shared by 4 SIMDs; NVIDIA: dynamic
- * shared memory, an SM's 228 KiB split by the contract, encoder_args.h r35a_encoder_nv_smem_bytes). */
-template <int NW, int WAVES>
-struct lds_budget {
-#if defined(R35A_TARGET_CUDA)
-    static constexpr int value = r35a_encoder_nv_smem_bytes(WAVES, NW);
-#else
-    static constexpr int WGS = (4 * WAVES + NW - 1) / NW;
-    static constexpr int value = R35A_GFX11_LDS_PER_WGP / WGS < R35A_GFX11_LDS_PER_WORKGROUP
-                                     ? R35A_GFX11_LDS_PER_WGP / WGS
-                                     : R35A_GFX11_LDS_PER_WORKGROUP;
-#endif
-};
-
-template <class E, int D, int T, int KB, int NW, int WAVES, int MAXLEN, int KG = 1>
-struct encoder_cfg {
-    static constexpr int DP = (D + 15) / 16 * 16;   /* head size padded to whole 16-wide chunks */
-    static constexpr int DC = DP / 16;              /* d chunks */
-    static constexpr int D8 = D / 8;                /* 16-byte chunks of a row in memory */
-    static constexpr int KBC = KB / KG;             /* keys of a block one wave computes (its key group's share) */
-    static constexpr int NS = KBC / 16;             /* ... in 16-key sub-tiles */
-    static constexpr bool SHORT = MAXLEN > 0;       /* small-problem tiling: one wave per group */
-    static constexpr int GW = SHORT ? 1 : NW;       /* waves per group (one K/V stream, one barrier domain) */
-    static constexpr int NG = NW / GW;              /* groups per workgroup */
-    static constexpr int GT = 32 * GW;              /* threads per group */
-    /* Key groups (a tail half, encoder_args.h tail_items): the group's waves split into KG key groups
-     * of RW row waves; all serve the same R rows, key group k computing keys [k KBC, (k + 1) KBC) of
-     * every staged block, and key group 1's (m, l, O) joins key group 0's through LDS at the end. */
-    static constexpr int RW = GW / KG;              /* row waves per key group */
-    static constexpr int R = 16 * T * RW;           /* query rows per group */
-    /* Row tiles a wave carries through one pass over the keys: all T, or fewer where the fragment
-     * layer's registers do not hold T tiles' Q, O and scores at once (the gfx11 emulation on
-     * NVIDIA: gfx11's replicated operands take twice the registers); the passes then stream the
-     * segment's keys again. */
-    static constexpr int TE = R35A_FRAG_ENC_TILES_PER_PASS < T ? R35A_FRAG_ENC_TILES_PER_PASS : T;
-    static constexpr int PASSES = T / TE;
-    static constexpr bool ASYNC = R35A_FRAG_ENC_ASYNC;
-    static_assert(D % 8 == 0 && D <= 256, "rows are loaded in 16-byte chunks");
-    static_assert(KB % 16 == 0 && KB >= 16, "blocks are whole 16-key sub-tiles");
-    static_assert(T == 1 || T == 2, "one or two row tiles per wave");
-    static_assert(KG == 1 || (KG == 2 && !SHORT && GW % 2 == 0 && KB % 32 == 0),
-                  "key groups: 1, or 2 halves of a workgroup-wide group's waves and of each block");
-    static_assert(R <= 128 && KB <= 128,
-                  "per-thread row offsets are 32-bit byte offsets: rows * token stride (< 2^24) * 2 < 2^32");
-    /* LDS row strides in elements. The +8 (16 bytes) staggers rows across banks for the 16-row
-     * operand reads; rows stay 16-byte aligned. */
-    static constexpr int KLD = DP + 8;              /* K block, Q staging (and V rows when ASYNC): [row][d] */
-    static constexpr int VLD = ASYNC ? KLD : KB + 8;/* V rows [key][d] (ASYNC) or V^T rows [d][key] */
-    static constexpr int K_ELEMS = KB * KLD;
-    static constexpr int V_ELEMS = ASYNC ? KB * KLD : DP * VLD;
-    static constexpr int STAGE = K_ELEMS + V_ELEMS;
-    static constexpr int Q_ELEMS = R * KLD;
-    static constexpr int BUDGET = lds_budget<NW, WAVES>::value;
-    /* Q^T operands in shared memory instead of registers (asynchronous streaming only: NVIDIA).
-     * Registers held across a block: Q^T 4 and O^T 8 per 16-row tile and 16-wide d chunk, the scores
-     * 8 per tile and 16-key sub-tile. Up to Q_REGS_MAX of them the Q^T operands stay in registers,
-     * read once per pass (D = 128, 32 rows per warp, 16 keys per block: 208, 255 registers in all,
-     * no spill; 32 keys per block: 224, spilled). Above it the Q tile stays in shared memory for the
-     * whole pass (beside the K/V stages) and each d chunk's Q^T operands are read once per block
-     * (one ldmatrix per 16-row tile, shared by the block's NS K operand reads): 4 TE DC registers
-     * free for larger key blocks, as FlashAttention keeps Q. */
-#ifndef R35A_ENC_Q_REGS_MAX   /* tools/tune_encoder.py may build a tiling both ways (0: Q in shared memory) */
-#define R35A_ENC_Q_REGS_MAX 208
-#endif
-    static constexpr int Q_REGS_MAX = R35A_ENC_Q_REGS_MAX;
-    static constexpr bool Q_SMEM = ASYNC && !SHORT && TE * DC * (4 + 8) + TE * NS * 8 > Q_REGS_MAX;
-    /* Asynchronous streaming: three stages when they fit, and Q staged beside stage 0 (whose copies
-     * are then already in flight) when that fits. Otherwise the Q staging overlays everything. With
-     * Q_SMEM the Q tile comes first and the stages after it, never overlaid. */
-    static constexpr int Q_HELD = Q_SMEM ? Q_ELEMS : 0;   /* elements before the stages */
-    static constexpr int NSTAGE =
-        SHORT ? 1
-        : !ASYNC ? 2
-        : Q_SMEM ? (NG * 2 * (Q_ELEMS + 3 * STAGE) <= BUDGET ? 3 : 2)
-                 : (NG * 2 * imax_t<3 * STAGE, Q_ELEMS>::value <= BUDGET ? 3 : 2);
-    static constexpr bool Q_BESIDE =
-        ASYNC && !SHORT && !Q_SMEM && NG * 2 * (STAGE + imax_t<(NSTAGE - 1) * STAGE, Q_ELEMS>::value) <= BUDGET;
-    /* stage 0's copies may be issued before Q is staged: they do not land on it */
-    static constexpr bool ISSUE_BEFORE_Q = Q_BESIDE || Q_SMEM;
-    static constexpr int Q_OFFSET = Q_BESIDE ? STAGE : 0;
-    /* The key groups' merge (KG > 1), after the last block: each wave of key group 1 leaves its m and
-     * l (NCOL each per row tile) and O^T (ACC_ELEMS per tile and d chunk) in the group's LDS, lane
-     * fastest. */
-    static constexpr int MERGE_FLOATS_PER_LANE = TE * (2 * frag::NCOL + DC * frag::ACC_ELEMS);
-    static constexpr int MERGE_ELEMS = KG > 1 ? (KG - 1) * RW * 32 * MERGE_FLOATS_PER_LANE * 2 : 0;
-    static constexpr int GROUP_ELEMS = imax_t<MERGE_ELEMS,
-        Q_SMEM     ? Q_ELEMS + NSTAGE * STAGE
-        : Q_BESIDE ? STAGE + imax_t<(NSTAGE - 1) * STAGE, Q_ELEMS>::value
-                   : imax_t<NSTAGE * STAGE, Q_ELEMS>::value>::value;
-    static constexpr int LDS_BYTES = NG * GROUP_ELEMS * 2;
-    static_assert(LDS_BYTES <= BUDGET, "LDS use breaks the variant's occupancy contract (waves) or the target's limit");
-    /* Register staging: K and Q in 16-byte chunks (row-major, d fastest); V in units of two keys x
-     * one chunk, so the transposing LDS store writes key pairs as 32-bit words. */
-    static constexpr int K_CHUNKS = KB * D8;
-    static constexpr int K_PER_THREAD = cdiv<K_CHUNKS, GT>::value;
-    static constexpr int V_UNITS = (KB / 2) * D8;
-    static constexpr int V_PER_THREAD = cdiv<V_UNITS, GT>::value;
-    static constexpr int Q_CHUNKS = R * D8;
-    static constexpr int Q_PER_THREAD = cdiv<Q_CHUNKS, GT>::value;
-};
-
-/* The K/V block a thread carries from global memory to LDS (register staging). */
-template <int KPT, int VPT>
-struct kv_regs {
-    u32x4 k[KPT];
-    u32x4 v[VPT][2];
-};
-
-#if R35A_FRAG_ENC_ASYNC
-/* Asynchronous copy of rows [0, ROWS) of a block into a tile (row r at tile + r * ld, 16-byte chunks
- * in place). Row r is read at src + r * stride bytes, UPR chunks of 16 bytes; rows >= nvalid are not
- * read and land as zeros.
- *
- * The group's GT threads take "slots" of rows (a power of two, or a multiple of 32, chunks wide) so
- * that a warp reads whole rows (coalesced) and a thread keeps its chunk u and its row r0 modulo the
- * rows per pass RS across passes: every destination is a base register plus an immediate, every
- * source one multiply-add of the (opaque, hence not hoisted out of the block loop) row stride. */
-template <int ROWS, int UPR, int GT>
-R35A_DEV void copy_rows_async(u16 *tile, int ld, const char *src, u32 stride, int nvalid, int gtid) {
-    constexpr int SPR = UPR <= 32 ? pow2_at_least<UPR>::value : (UPR + 31) / 32 * 32;   /* slots per row */
-    constexpr int RS = SPR <= GT ? GT / SPR : 1;                                          /* rows per pass */
-    constexpr int UPT = SPR <= GT ? 1 : SPR / GT;                                         /* slots per thread and row */
-    constexpr int PASSES = (ROWS + RS - 1) / RS;
-    const int r0 = SPR <= GT ? gtid / SPR : 0;
-    const int u0 = SPR <= GT ? gtid % SPR : gtid;
-    opaque(stride);
-    const char *const src0 = src + r0 * stride;               /* r0 * stride < 2^32 (encoder_args.h) */
-    u16 *const dst0 = tile + r0 * ld;
-    const bool full = nvalid >= ROWS;
-#pragma unroll
-    for (int k = 0; k < UPT; ++k) {
-        const int u = u0 + k * GT;
-        if (UPR % SPR != 0 && u >= UPR)
-            continue;
-        const int col = 8 * u;                                /* elements */
-#pragma unroll
-        for (int p = 0; p < PASSES; ++p) {
-            const int pr = p * RS;                            /* compile-time */
-            if (ROWS % RS != 0 && r0 + pr >= ROWS)
-                continue;
-            u16 *const d = dst0 + pr * ld + col;
-            const char *sp;
-            bool fill = true;
-            if (full) {
-                sp = src0 + (u64)(u32)pr * stride + 16 * u;
-            } else {                                           /* rows past nvalid: row 0 stands in, zeros land */
-                fill = r0 + pr < nvalid;
-                sp = src + (u64)(u32)(fill ? r0 + pr : 0) * stride + 16 * u;
-            }
-            async_copy_16(d, sp, fill);
-        }
-    }
-}
-#endif
 
 /* Lazy-rescale threshold: a row's running max moves only when a block's probabilities against it
  * could exceed 2^8 (some column's share of the block's sum does). Probabilities then stay <= 2^8
@@ -273,12 +106,6 @@ R35A_DEV void encoder_body(const r35a_encoder_args &a, unsigned char *smem, int 
     /* the thread within its group (a one-wave group: the lane, whose range the compiler knows) */
     const int gtid = C::GW == 1 ? lane_id() : tid - g * GT;
     u16 *const lds = (u16 *)smem + g * C::GROUP_ELEMS;
-    auto group_sync = [&]() {
-        if constexpr (C::GW == 1)
-            wave_lds_sync();
-        else
-            block_sync();
-    };
 
     if (s >= a.num_segments)
         return;                                              /* group-uniform: no barrier is shared with other groups */
@@ -297,137 +124,26 @@ R35A_DEV void encoder_body(const r35a_encoder_args &a, unsigned char *smem, int 
     /* Uniform bases (scalar registers); per-thread offsets below are 32-bit byte offsets from them
      * (token strides < 2^24 elements, see encoder_args.h), so loads use the SGPR + VGPR form. */
     const char *const qg = (const char *)a.q + 2 * ((i64)t0 * a.q_token_stride + (i64)h * a.q_head_stride);
-    const char *const kg = (const char *)a.k + 2 * ((i64)t0 * a.k_token_stride + (i64)h * a.k_head_stride);
-    const char *const vg = (const char *)a.v + 2 * ((i64)t0 * a.v_token_stride + (i64)h * a.v_head_stride);
+    const int hk = h / a.kv_group;                           /* GQA: the kv head of query head h */
+    const char *const kg = (const char *)a.k + 2 * ((i64)t0 * a.k_token_stride + (i64)hk * a.k_head_stride);
+    const char *const vg = (const char *)a.v + 2 * ((i64)t0 * a.v_token_stride + (i64)hk * a.v_head_stride);
     u16 *const og = (u16 *)a.out + (i64)t0 * a.o_token_stride + (i64)h * a.o_head_stride;
     const u32x4 zero4 = {0u, 0u, 0u, 0u};
-    const int nblk = (len + KB - 1) / KB;
+    /* causal: the blocks up to the group's last row (the planner runs no tail split then, KG = 1) */
+    const bool causal = a.causal != 0;                       /* uniform */
+    const int nblk = ((causal ? imin(len, row0 + C::R) : len) + KB - 1) / KB;
 
-#if R35A_FRAG_ENC_ASYNC
-    /* ---- K/V blocks: asynchronous copies into stage st ---- */
-    auto kstage = [&](int st) { return lds + C::Q_HELD + st * C::STAGE; };
-    auto vstage = [&](int st) { return lds + C::Q_HELD + st * C::STAGE + C::K_ELEMS; };
-    auto issue = [&](int blk, int st) {
-        const int key0 = blk * KB;
-        copy_rows_async<KB, D8, GT>(kstage(st), KLD, kg + 2 * (i64)key0 * a.k_token_stride,
-                                               (u32)(2 * a.k_token_stride), len - key0, gtid);
-        copy_rows_async<KB, D8, GT>(vstage(st), KLD, vg + 2 * (i64)key0 * a.v_token_stride,
-                                                (u32)(2 * a.v_token_stride), len - key0, gtid);
-    };
-    /* K and V^T are the products' first operands (the hardware's B on NVIDIA): the _b loads bind the
-     * ldmatrix results in the register pairs the product reads, so no moves form them (with the plain
-     * loads 991 of the D = 128 kernel's 4096 SASS instructions were moves, 321 with these; cuobjdump,
-     * kernels/README_encoder.md) */
-    auto k_operand = [&](const u16 *kl, int j, int c) { return frag::load_vec16_lds_b(kl + 16 * j * KLD + 16 * c, KLD); };
-    auto v_operand = [&](const u16 *vl, int j, int c) {
-        return frag::load_vec16_lds_trans_b(vl + 16 * j * KLD + 16 * c, KLD);
-    };
-#else
-    /* ---- K/V blocks through registers: this thread's chunks (fixed over blocks) ---- */
-    constexpr int KPT = C::K_PER_THREAD, VPT = C::V_PER_THREAD, VLD = C::VLD;
-    auto kstage = [&](int st) { return lds + st * C::STAGE; };
-    auto vstage = [&](int st) { return lds + st * C::STAGE + C::K_ELEMS; };
-    /* Chunk i of this thread: K chunk (key, d8) and V unit (key pair kp, d8). A group of one wave
-     * (SHORT) carries a whole block alone, so its chunks go key-fastest: the thread keeps one key (or
-     * key pair) and its chunks are a fixed distance apart, every address a base plus an immediate
-     * (no per-chunk registers). Wider groups go d-fastest: a wave reads whole rows. */
-    constexpr bool KEY_FAST = C::SHORT && GT % KB == 0 && GT % (KB / 2) == 0;
-    auto k_chunk = [&](int i, int &key, int &d8) {
-        if constexpr (KEY_FAST) {
-            key = gtid % KB;
-            d8 = gtid / KB + i * (GT / KB);
-        } else {
-            const int idx = gtid + i * GT;
-            key = idx / D8;
-            d8 = idx - key * D8;
-        }
-        return KEY_FAST ? d8 < D8 : (C::K_CHUNKS % GT == 0 || gtid + i * GT < C::K_CHUNKS);
-    };
-    /* V units: the key pair that shares a 32-bit word of V^T is the fragment layer's (the B operand
-     * of P^T holds key row_of_kslot(p) in k-slot p). */
-    auto v_chunk = [&](int i, int &kp, int &d8) {
-        if constexpr (KEY_FAST) {
-            kp = gtid % (KB / 2);
-            d8 = gtid / (KB / 2) + i * (GT / (KB / 2));
-        } else {
-            const int idx = gtid + i * GT;
-            d8 = idx / (KB / 2);
-            kp = idx - d8 * (KB / 2);
-        }
-        return KEY_FAST ? d8 < D8 : (C::V_UNITS % GT == 0 || gtid + i * GT < C::V_UNITS);
-    };
-    auto v_key_of = [&](int kp, int hi) { return 16 * (kp >> 3) + frag::row_of_kslot(2 * (kp & 7) + hi); };
-    /* keys >= len are neither read nor kept (zeros); parts: 1 K, 2 V, 3 both */
-    auto load_kv = [&](int blk, kv_regs<KPT, VPT> &r, int parts) {
-        const int key0 = blk * KB;
-        const char *const kb = kg + 2 * (i64)key0 * a.k_token_stride;
-        const char *const vb = vg + 2 * (i64)key0 * a.v_token_stride;
-        const int nk = len - key0;                             /* keys left; >= KB: a full block */
-        const bool full = nk >= KB;
-#pragma unroll
-        for (int i = 0; i < KPT; ++i) {
-            int key, d8;
-            const bool in = k_chunk(i, key, d8);
-            if ((parts & 1) && in) {
-                const u32 off = (u32)(2 * key * a.k_token_stride) + 16u * d8;
-                r.k[i] = full || key < nk ? load_b128(kb + off) : zero4;
-            }
-        }
-#pragma unroll
-        for (int i = 0; i < VPT; ++i) {
-            int kp, d8;
-            const bool in = v_chunk(i, kp, d8);
-            if ((parts & 2) && in) {
-#pragma unroll
-                for (int hi = 0; hi < 2; ++hi) {
-                    const int key = v_key_of(kp, hi);
-                    const u32 off = (u32)(2 * key * a.v_token_stride) + 16u * d8;
-                    r.v[i][hi] = full || key < nk ? load_b128(vb + off) : zero4;
-                }
-            }
-        }
-    };
-    auto store_kv = [&](int st, const kv_regs<KPT, VPT> &r, int parts) {
-        u16 *const kl = kstage(st);
-        u16 *const vl = vstage(st);
-#pragma unroll
-        for (int i = 0; i < KPT; ++i) {
-            int key, d8;
-            if (k_chunk(i, key, d8) && (parts & 1)) *(u32x4 *)(kl + key * KLD + 8 * d8) = r.k[i];
-        }
-#pragma unroll
-        for (int i = 0; i < VPT; ++i) {
-            int kp, d8;
-            if (v_chunk(i, kp, d8) && (parts & 2)) {
-                /* V[key_lo][d], V[key_hi][d] -> one word of V^T row d at key slots 2kp, 2kp+1 */
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const u32 x = r.v[i][0][e], y = r.v[i][1][e];
-                    *(u32 *)(vl + (8 * d8 + 2 * e) * VLD + 2 * kp) = byte_perm(y, x, 0x05040100u);
-                    *(u32 *)(vl + (8 * d8 + 2 * e + 1) * VLD + 2 * kp) = byte_perm(y, x, 0x07060302u);
-                }
-            }
-        }
-    };
-    auto k_operand = [&](const u16 *kl, int j, int c) { return frag::load_vec16_lds(kl + 16 * j * KLD + 16 * c, KLD); };
-    auto v_operand = [&](const u16 *vl, int j, int c) { return frag::load_vec16_lds(vl + 16 * c * VLD + 16 * j, VLD); };
-    kv_regs<KPT, VPT> kv;
-#endif
+    /* ---- K/V staging: the target's policy (encoder_paths in frag_*.h) ---- */
+    const typename C::KV::template tiles<C> kt{lds};           /* the staged tiles and their operands */
+    typename C::KV::template carry<C> held;                  /* what a thread carries between blocks */
+    typename C::KV::template stage<C> kv{a, lds, kg, vg, len, gtid, kt, held};
 
     const float sl2 = a.scale_log2;
     for (int pass = 0; pass < C::PASSES; ++pass) {
         constexpr int TE = C::TE;
         /* ---- Q: stage the group's rows through LDS (zeros past the segment and in the padding
          * columns), then each wave takes this pass's TE of its T tiles as B operands ---- */
-#if R35A_FRAG_ENC_ASYNC
-        if constexpr (C::ISSUE_BEFORE_Q) {
-            issue(0, 0);                                         /* lands beside the Q staging */
-            async_commit();
-        }
-#else
-        if constexpr (!C::SHORT && R35A_FRAG_ENC_PREFETCH)
-            load_kv(0, kv, 3);                                   /* in flight during the Q staging */
-#endif
+        kv.before_q();                                           /* the first block's copies or loads */
         {
             constexpr int QPT = C::Q_PER_THREAD;
             u16 *const ql = lds + C::Q_OFFSET;
@@ -451,7 +167,7 @@ R35A_DEV void encoder_body(const r35a_encoder_args &a, unsigned char *smem, int 
                     for (int d = D; d < C::DP; d += 8) *(u32x4 *)(ql + r * KLD + d) = zero4;
             }
         }
-        group_sync();
+        group_sync<C::GW>();
         const int wrow0 = row0 + rw * 16 * T + 16 * TE * pass;   /* first row of this wave in this pass */
         const bool wave_has_rows = wrow0 < len;                  /* uniform per wave */
         /* Q^T operand of this pass's tile t, d chunk c, from the staged rows */
@@ -467,11 +183,11 @@ R35A_DEV void encoder_body(const r35a_encoder_args &a, unsigned char *smem, int 
                 for (int c = 0; c < DC; ++c)
                     qf[t][c] = frag::load_vec16_lds(lds + C::Q_OFFSET + (rw * 16 * T + 16 * (TE * pass + t)) * KLD + 16 * c,
                                                     KLD);
-            group_sync();                                        /* Q staging is free again */
+            group_sync<C::GW>();                                        /* Q staging is free again */
         }
         if constexpr (C::DP != D) {                              /* K padding columns: zeros, once per stage */
             for (int r = gtid; r < C::NSTAGE * KB; r += GT)
-                for (int d = D; d < C::DP; d += 8) *(u32x4 *)(kstage(r / KB) + (r % KB) * KLD + d) = zero4;
+                for (int d = D; d < C::DP; d += 8) *(u32x4 *)(kt.kstage(r / KB) + (r % KB) * KLD + d) = zero4;
         }
 
         /* ---- online softmax over the key blocks ---- */
@@ -491,9 +207,14 @@ R35A_DEV void encoder_body(const r35a_encoder_args &a, unsigned char *smem, int 
             const int key0 = b * KB + kgi * KBC;
             if (!wave_has_rows || (KG > 1 && key0 >= len))   /* uniform */
                 return;
-            const u16 *const kl = kstage(st) + (KG > 1 ? kgi * KBC * KLD : 0);
-            const u16 *const vl = vstage(st) + (KG > 1 ? kgi * KBC * (C::ASYNC ? KLD : 1) : 0);
+            /* causal: a block wholly above this wave's rows is skipped, one on their diagonal masked */
+            if (causal && key0 > wrow0 + 16 * TE - 1)          /* uniform */
+                return;
+            const bool diag = causal && key0 + KBC - 1 > wrow0;
+            const u16 *const kl = kt.kstage(st) + (KG > 1 ? kgi * KBC * KLD : 0);
+            const u16 *const vl = KG > 1 ? kt.v_at_key(kt.vstage(st), kgi * KBC) : kt.vstage(st);
             const bool partial = key0 + KBC > len;
+            const bool masked = partial || diag;               /* scores set to -inf: the exact way */
             frag::acc sc[TE][NS];
             frag::ab pf[TE][NS];
 
@@ -510,7 +231,7 @@ R35A_DEV void encoder_body(const r35a_encoder_args &a, unsigned char *smem, int 
                             if (tsel < 0 || t == tsel) qc[t] = q_operand(t, c);
 #pragma unroll
                         for (int j = 0; j < NS; ++j) {
-                            const frag::ab kf = k_operand(kl, j, c);
+                            const frag::ab kf = kt.k_operand(kl, j, c);
 #pragma unroll
                             for (int t = 0; t < TE; ++t)
                                 if (tsel < 0 || t == tsel)
@@ -523,7 +244,7 @@ R35A_DEV void encoder_body(const r35a_encoder_args &a, unsigned char *smem, int 
                     for (int j = 0; j < NS; ++j) {
 #pragma unroll
                         for (int c = 0; c < DC; ++c) {
-                            const frag::ab kf = k_operand(kl, j, c);
+                            const frag::ab kf = kt.k_operand(kl, j, c);
 #pragma unroll
                             for (int t = 0; t < TE; ++t)
                                 if (tsel < 0 || t == tsel)
@@ -544,6 +265,15 @@ R35A_DEV void encoder_body(const r35a_encoder_args &a, unsigned char *smem, int 
 #pragma unroll
                                 for (int t = 0; t < TE; ++t) sc[t][j].v[e] = neg_inf();
                     }
+            }
+            if (diag) {                                      /* key > row: -inf (key 0 of block 0 stays) */
+#pragma unroll
+                for (int j = 0; j < NS; ++j)
+#pragma unroll
+                    for (int e = 0; e < frag::ACC_ELEMS; ++e)
+#pragma unroll
+                        for (int t = 0; t < TE; ++t)
+                            if (key0 + 16 * j + frag::acc_m(e) > wrow0 + 16 * t + frag::acc_n(e)) sc[t][j].v[e] = neg_inf();
             }
             /* P^T = exp2(S^T * scale_log2 - m) in place; returns this lane's share of the block's
              * column sums */
@@ -567,12 +297,12 @@ R35A_DEV void encoder_body(const r35a_encoder_args &a, unsigned char *smem, int 
                  * (rare, wave-uniform). The first block (which sets the max) and a partial last block
                  * (its masked scores are not recomputed) go the exact way at once. One copy of each
                  * path: the branches do not double the live registers. */
-                bool exact = !R35A_FRAG_ENC_SPECULATE || b == 0 || partial;
+                bool exact = !encoder_paths::SPECULATE || b == 0 || masked;
                 frag::colv bs;
                 for (;;) {
                     if (exact) {
                         /* redo: the exponentiation overwrote them */
-                        if (R35A_FRAG_ENC_SPECULATE && !(b == 0 || partial)) {
+                        if (encoder_paths::SPECULATE && !(b == 0 || masked)) {
                             /* a memory clobber: the compiler must not hoist this rare recomputation's
                              * K operand reads out of the loop into registers held for the whole block */
                             wave_lds_sync();
@@ -619,147 +349,27 @@ R35A_DEV void encoder_body(const r35a_encoder_args &a, unsigned char *smem, int 
             for (int j = 0; j < NS; ++j) {
 #pragma unroll
                 for (int c = 0; c < DC; ++c) {
-                    const frag::ab vf = v_operand(vl, j, c);
+                    const frag::ab vf = kt.v_operand(vl, j, c);
 #pragma unroll
                     for (int t = 0; t < TE; ++t) o[t][c] = frag::mma_enc<E>(vf, pf[t][j], o[t][c]);
                 }
             }
         };
 
-#if R35A_FRAG_ENC_ASYNC
-        if constexpr (C::SHORT) {
-            for (int b = 0; b < nblk; ++b) {
-                issue(b, 0);
-                async_commit();
-                async_wait<0>();
-                group_sync();
-                compute(b, 0);
-                group_sync();                                    /* the stage is refilled next */
-            }
-        } else {
-            constexpr int NST = C::NSTAGE;
-            if constexpr (!C::ISSUE_BEFORE_Q) {
-                issue(0, 0);
-                async_commit();
-            }
-#pragma unroll
-            for (int st = 1; st < NST - 1; ++st) {
-                if (st < nblk) issue(st, st);
-                async_commit();                               /* possibly empty: keeps the group count uniform */
-            }
-            int st = 0;
-            for (int b = 0; b < nblk; ++b) {
-                async_wait<NST - 2>();                        /* this thread's copies of block b have landed */
-                group_sync();                                    /* everyone's have; block b - 1's stage is free */
-                const int nb = b + NST - 1;
-                if (nb < nblk) issue(nb, st == 0 ? NST - 1 : st - 1);
-                async_commit();
-                compute(b, st);
-                st = st + 1 == NST ? 0 : st + 1;
-            }
-        }
-#else
-        if constexpr (C::SHORT || !R35A_FRAG_ENC_PREFETCH) {
-            for (int b = 0; b < nblk; ++b) {
-                /* K, then V, then the products: half the registers at a time (a one-wave group
-                 * carries the whole block alone; the emulation has no room for a prefetch) */
-                load_kv(b, kv, 1);
-                store_kv(0, kv, 1);
-                load_kv(b, kv, 2);
-                store_kv(0, kv, 2);
-                group_sync();
-                compute(b, 0);
-                group_sync();                                    /* the stage is refilled next */
-            }
-        } else {
-            store_kv(0, kv, 3);
-            group_sync();
-            for (int b = 0; b < nblk; ++b) {
-                const bool more = b + 1 < nblk;
-                if (more) load_kv(b + 1, kv, 3);                 /* in flight during the products */
-                compute(b, b & 1);
-                if (more) store_kv((b + 1) & 1, kv, 3);
-                group_sync();
-            }
-        }
-#endif
+        kv.stream(nblk, compute);
 
-        /* ---- the key groups' merge: key group 1's m, l and O^T joined into key group 0's ---- */
+        /* ---- the tail split: key group 1's m, l and O^T joined into key group 0's ---- */
         if constexpr (KG > 1) {
-#if R35A_FRAG_ENC_ASYNC
-            async_wait<0>();                                     /* (only empty copy groups can be left) */
-#endif
-            group_sync();                                        /* every wave is done with the stages */
-            float *const mf = (float *)lds + rw * 32 * C::MERGE_FLOATS_PER_LANE + lane_id();
-            if (kgi == 1 && wave_has_rows) {
-                int i = 0;
-#pragma unroll
-                for (int t = 0; t < TE; ++t) {
-#pragma unroll
-                    for (int c = 0; c < frag::NCOL; ++c) {
-                        mf[32 * i++] = m[t].v[c];
-                        mf[32 * i++] = l[t].v[c];
-                    }
-#pragma unroll
-                    for (int c = 0; c < DC; ++c)
-#pragma unroll
-                        for (int e = 0; e < frag::ACC_ELEMS; ++e) mf[32 * i++] = o[t][c].v[e];
-                }
-            }
-            group_sync();
-            if (kgi == 0 && wave_has_rows) {
-                int i = 0;
-#pragma unroll
-                for (int t = 0; t < TE; ++t) {
-                    frag::colv c0, c1;
-#pragma unroll
-                    for (int c = 0; c < frag::NCOL; ++c) {
-                        /* key group 1 may have had no keys (m1 = -inf, l1 = 0, O^T 0): c1 = 0 */
-                        const float m1 = mf[32 * i++], l1 = mf[32 * i++];
-                        const float mn = fmax(m[t].v[c], m1);
-                        c0.v[c] = exp2_fast(m[t].v[c] - mn);
-                        c1.v[c] = exp2_fast(m1 - mn);
-                        l[t].v[c] = l[t].v[c] * c0.v[c] + l1 * c1.v[c];
-                    }
-#pragma unroll
-                    for (int c = 0; c < DC; ++c)
-#pragma unroll
-                        for (int e = 0; e < frag::ACC_ELEMS; ++e) {
-                            const int sl = frag::acc_slot(e);
-                            o[t][c].v[e] = o[t][c].v[e] * c0.v[sl] + mf[32 * i++] * c1.v[sl];
-                        }
-                }
-            }
+            kv.drain();
+            merge_key_groups<C>(lds, rw, kgi, wave_has_rows, m, l, o);
         }
 
-        /* ---- O = O^T / l, written as whole rows (16-byte stores) ---- */
-        if (wave_has_rows && kgi == 0) {
-#pragma unroll
-            for (int t = 0; t < TE; ++t) {
-                const frag::colv lt = frag::col_sum_finish(l[t]);
-                frag::colv inv;
-#pragma unroll
-                for (int c = 0; c < frag::NCOL; ++c) inv.v[c] = rcp_fast(lt.v[c]);   /* l >= 1: the max counts 1 */
-                const int trow0 = wrow0 + 16 * t;
-#pragma unroll
-                for (int c = 0; c < DC; ++c) {
-                    frag::acc x = o[t][c];
-#pragma unroll
-                    for (int e = 0; e < frag::ACC_ELEMS; ++e) x.v[e] *= inv.v[frag::acc_slot(e)];
-                    frag::ab ob = frag::b_from_acc<E>(x);
-                    frag::pin(ob);                                   /* see pin(): the store below is per lane */
-                    frag::store_vec16_global_pv(ob, imin(16, D - 16 * c), [&](int n) -> void * {
-                        const int row = trow0 + n;
-                        return row < len ? og + (i64)row * a.o_token_stride + 16 * c : nullptr;
-                    });
-                }
-            }
-        }
+        /* ---- O = O^T / l, written as whole rows ---- */
+        if (wave_has_rows && kgi == 0)                           /* key group 0 stores the joined rows */
+            store_rows<C, E, D>(wrow0, len, og, a.o_token_stride, l, o);
         if constexpr (C::PASSES > 1) {                           /* the next pass restages Q and K/V */
-#if R35A_FRAG_ENC_ASYNC
-            async_wait<0>();
-#endif
-            group_sync();
+            kv.drain();
+            group_sync<C::GW>();
         }
     } /* pass */
 }

@@ -48,7 +48,13 @@
  * Fast-path layout conditions (the planner checks them; the portable kernel serves the rest):
  * every stride a multiple of 8 elements and every pointer 16-byte aligned (128-bit loads and stores
  * of whole rows), token strides below 2^24 elements (per-thread offsets within a block of rows are
- * 32-bit byte offsets), Hq == Hkv.
+ * 32-bit byte offsets), Hq a multiple of Hkv.
+ *
+ * Causal (args.causal): row i of a segment sees its keys 0..i (the segment's query and key spans are
+ * the same tokens, so top-left and bottom-right alignment agree). A group streams only the key blocks
+ * up to its last row; a wave skips the blocks wholly above its rows and masks the blocks on its
+ * diagonal. GQA (args.kv_group = Hq / Hkv): query head h reads kv head h / kv_group. Both are
+ * run-time values: the same kernels serve every case.
  */
 #ifndef R35A_ENCODER_ARGS_H
 #define R35A_ENCODER_ARGS_H
@@ -62,7 +68,7 @@ extern "C" {
 
 typedef struct r35a_encoder_args {
     const void *q;                   /* row (token t, head h): q + t * q_token_stride + h * q_head_stride */
-    const void *k;                   /* likewise (Hq == Hkv: head h reads kv head h) */
+    const void *k;                   /* likewise; query head h reads kv head h / kv_group */
     const void *v;
     void *out;                       /* may not alias q, k, v */
     const int32_t *cu_seqlens;       /* [num_segments + 1], non-decreasing, [0] = 0 */
@@ -73,16 +79,18 @@ typedef struct r35a_encoder_args {
     int64_t o_token_stride, o_head_stride;
 
     int32_t num_segments;
-    int32_t num_heads;               /* Hq = Hkv = gridDim.z */
+    int32_t num_heads;               /* Hq (grid.y of a normal launch) */
     int32_t max_seqlen;              /* host-known bound on every segment's length (checked) */
     float scale_log2;                /* softmax_scale * log2(e): scores are exponentiated in base 2 */
     /* (after the fields above, whose layout tools mirror) */
     uint32_t *error;                 /* the context's device error record (device_error.h) */
     int32_t num_tokens;              /* rows of Q, K, V and O: every segment must lie in 0..num_tokens */
     int32_t tail_items;              /* 0: the grid above; > 0 (maxlen 0 variants): the tail split above */
+    int32_t causal;                  /* 0: every row sees its segment's keys; 1: row i sees keys 0..i */
+    int32_t kv_group;                /* Hq / Hkv >= 1 (GQA: query head h reads kv head h / kv_group) */
 } r35a_encoder_args;
 
-#define R35A_ENCODER_ARGS_BYTES 136  /* sizeof(r35a_encoder_args) on LP64: the kernarg size checked by tools */
+#define R35A_ENCODER_ARGS_BYTES 144  /* sizeof(r35a_encoder_args) on LP64: the kernarg size checked by tools */
 #ifdef __cplusplus
 static_assert(sizeof(r35a_encoder_args) == R35A_ENCODER_ARGS_BYTES, "host and device must agree on the layout");
 #else

@@ -7,6 +7,11 @@
 
 #include "target/fragment.h"
 
+/* The encoder's own functions (the paths' operations, kv_stage_*.h): inline like the lambdas of the
+ * kernel body, left to the inliner's choice as those are, so that naming them as functions changes
+ * no machine code. */
+#define R35A_ENC_FN __device__ inline
+
 #if defined(R35A_TARGET_AMDGCN)
 #include "encoder/frag_gfx11.h"
 #elif defined(R35A_FRAGMENT_EMULATE_GFX11) && R35A_FRAGMENT_EMULATE_GFX11

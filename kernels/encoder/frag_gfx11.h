@@ -6,21 +6,8 @@
 #ifndef R35A_ENCODER_FRAG_GFX11_H
 #define R35A_ENCODER_FRAG_GFX11_H
 
-/* ============================================================================================
- * Encoder section (kernels/encoder.hip).
- *
- * R35A_FRAG_ENC_ASYNC 0: the encoder stages K and V through registers and stores V transposed
- * (V^T rows = d) into LDS; its operands are read with load_vec16_lds.
- * ============================================================================================ */
-#define R35A_FRAG_ENC_ASYNC 0
-/* Row tiles the encoder carries through one pass over the keys (its Q, O and score registers). */
-#define R35A_FRAG_ENC_TILES_PER_PASS 2
 /* The occupancy contract (minimum waves per SIMD) an encoder kernel is built with: the table's. */
 #define R35A_FRAG_ENC_WAVES(waves) (waves)
-/* The encoder exponentiates speculatively against the running max (kernels/encoder.hip). */
-#define R35A_FRAG_ENC_SPECULATE 1
-/* The encoder's register staging loads block b + 1 while it computes block b. */
-#define R35A_FRAG_ENC_PREFETCH 1
 namespace r35a {
 namespace frag {
 
@@ -64,6 +51,20 @@ template <class E>
 R35A_DEV acc mma_zero(ab a, ab b) { return mma_enc<E>(a, b, acc_zero()); }
 
 } /* namespace frag */
+} /* namespace r35a */
+
+#include "encoder/kv_stage_regs.h"
+
+namespace r35a {
+/* The encoder's paths on this layer (kernels/encoder/encoder.hip). */
+struct encoder_paths {
+    /* K/V through registers, V stored transposed; block b + 1 loaded while block b is computed */
+    typedef kv_stage_regs<true> kv_stage;
+    /* row tiles carried through one pass over the keys (their Q, O and score registers) */
+    static constexpr int TILES_PER_PASS = 2;
+    /* blocks exponentiated speculatively against the running max (softmax_step.h) */
+    static constexpr bool SPECULATE = true;
+};
 } /* namespace r35a */
 
 #endif /* R35A_ENCODER_FRAG_GFX11_H */

@@ -6,25 +6,12 @@
 #ifndef R35A_ENCODER_FRAG_NV_GFX11EMU_H
 #define R35A_ENCODER_FRAG_NV_GFX11EMU_H
 
-/* ============================================================================================
- * Encoder section (kernels/encoder.hip): fragment_gfx11.h's encoder operations with gfx11's
- * layouts, exactly (see there).
- * ============================================================================================ */
-#define R35A_FRAG_ENC_ASYNC 0
-/* Row tiles the encoder carries through one pass over the keys: one, since the emulated operands
- * (replicated across half-waves, as gfx11 requires) take twice the native registers. */
-#define R35A_FRAG_ENC_TILES_PER_PASS 1
-/* The occupancy contract an encoder kernel is built with: none. The emulation is a correctness mode
+/* fragment_gfx11.h's encoder operations with gfx11's layouts, exactly (see there).
+ *
+ * The occupancy contract an encoder kernel is built with: none. The emulation is a correctness mode
  * whose replicated operands take about twice the native registers; its kernels keep the table's
  * tiling (launch shape, LDS) but may use every register a warp can have. */
 #define R35A_FRAG_ENC_WAVES(waves) 1
-/* The encoder's speculative exponentiation (a rare recomputation of a tile's scores) is left out:
- * that recomputation's operands on top of the emulated ones do not fit the registers. The emulation
- * checks the same lane layouts on the exact path. */
-#define R35A_FRAG_ENC_SPECULATE 0
-/* The encoder's register staging loads a block only after the products of the previous one: the
- * prefetched block's registers do not fit next to the emulated operands. */
-#define R35A_FRAG_ENC_PREFETCH 0
 namespace r35a {
 namespace frag {
 
@@ -74,6 +61,25 @@ template <class E>
 R35A_DEV acc mma_zero(ab a, ab b) { return mma_enc<E>(a, b, acc_zero()); }
 
 } /* namespace frag */
+} /* namespace r35a */
+
+#include "encoder/kv_stage_regs.h"
+
+namespace r35a {
+/* The encoder's paths on this layer (kernels/encoder/encoder.hip): gfx11's, with less register use,
+ * since the emulated operands (replicated across half-waves, as gfx11 requires) take twice the
+ * native registers. */
+struct encoder_paths {
+    /* K/V through registers, V stored transposed; a block is loaded only after the products of the
+     * previous one (the prefetched block's registers do not fit next to the emulated operands) */
+    typedef kv_stage_regs<false> kv_stage;
+    /* one row tile per pass over the keys */
+    static constexpr int TILES_PER_PASS = 1;
+    /* no speculative exponentiation: its rare recomputation of a tile's scores does not fit the
+     * registers on top of the emulated operands; the emulation checks the same lane layouts on the
+     * exact path */
+    static constexpr bool SPECULATE = false;
+};
 } /* namespace r35a */
 
 #endif /* R35A_ENCODER_FRAG_NV_GFX11EMU_H */

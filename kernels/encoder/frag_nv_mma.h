@@ -6,22 +6,8 @@
 #ifndef R35A_ENCODER_FRAG_NV_MMA_H
 #define R35A_ENCODER_FRAG_NV_MMA_H
 
-/* ============================================================================================
- * Encoder section (kernels/encoder.hip).
- *
- * R35A_FRAG_ENC_ASYNC 1: the encoder copies K and V blocks straight into shared memory (cp.async,
- * 16-byte chunks, rows as in memory, padded by 16 bytes against bank conflicts); K operands are
- * load_vec16_lds (ldmatrix.x4), V^T operands load_vec16_lds_trans (ldmatrix.x4.trans) of the V rows.
- * ============================================================================================ */
-#define R35A_FRAG_ENC_ASYNC 1
-/* Row tiles the encoder carries through one pass over the keys (its Q, O and score registers). */
-#define R35A_FRAG_ENC_TILES_PER_PASS 2
 /* The occupancy contract (minimum warps per sub-partition) an encoder kernel is built with: the table's. */
 #define R35A_FRAG_ENC_WAVES(waves) (waves)
-/* The encoder exponentiates speculatively against the running max (kernels/encoder.hip). */
-#define R35A_FRAG_ENC_SPECULATE 1
-/* (The encoder's register staging is not used here: cp.async.) */
-#define R35A_FRAG_ENC_PREFETCH 1
 namespace r35a {
 namespace frag {
 
@@ -64,6 +50,20 @@ template <class F>
 R35A_DEV void store_vec16_global_pv(const ab &a, int n, F ptr_of) { store_vec16_global(a, n, ptr_of); }
 
 } /* namespace frag */
+} /* namespace r35a */
+
+#include "encoder/kv_stage_async.h"
+
+namespace r35a {
+/* The encoder's paths on this layer (kernels/encoder/encoder.hip). */
+struct encoder_paths {
+    /* K/V blocks copied straight into a ring of shared-memory stages (cp.async) */
+    typedef kv_stage_async kv_stage;
+    /* row tiles carried through one pass over the keys (their Q, O and score registers) */
+    static constexpr int TILES_PER_PASS = 2;
+    /* blocks exponentiated speculatively against the running max (softmax_step.h) */
+    static constexpr bool SPECULATE = true;
+};
 } /* namespace r35a */
 
 #endif /* R35A_ENCODER_FRAG_NV_MMA_H */

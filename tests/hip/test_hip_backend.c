@@ -498,14 +498,15 @@ static void test_gpu_fallbacks(void **state)
     expect_contains(r35a_last_error_detail(), "decode: dtype f32");
     expect_contains(r35a_last_error_detail(), "generic: dtype f32");
 
-    /* Varlen with GQA: the generic kernel. */
+    /* Varlen with a logit softcap: the generic kernel. */
     r35a_varlen_attention_desc v;
     r35a_varlen_attention_desc_init(&v, R35A_DTYPE_BF16, 3, 600, 256, 16, 4, 80);
+    v.logit_softcap = 30.0f;
     r35a_plan *plan = NULL;
     assert_int_equal(r35a_varlen_attention_plan(ctx, &v, &plan), R35A_OK);
     r35a_plan_info pi = plan_info_of(plan);
     assert_string_equal(pi.implementation, "generic_varlen_bf16_dmax256");
-    assert_string_equal(pi.fallback_reason, "encoder: GQA in the encoder (num_q_heads 16 != num_kv_heads 4)");
+    assert_string_equal(pi.fallback_reason, "encoder: logit softcap");
     assert_int_equal(pi.grid[0], 600);
     assert_int_equal(pi.grid[1], 16);
     r35a_varlen_attention_args va = {sizeof va, q_buf, kv_buf, kv_buf, o_buf, meta, NULL};
@@ -705,6 +706,7 @@ static void test_gpu_device_error_record(void **state)
                                                   "0..max_seq_len (found on the device by an earlier run)");
     r35a_varlen_attention_desc v;
     r35a_varlen_attention_desc_init(&v, R35A_DTYPE_BF16, 3, 600, 256, 16, 4, 80);
+    v.logit_softcap = 30.0f;   /* the generic kernel */
     plan = plan_varlen(ctx, &v, R35A_OK);
     r35a_varlen_attention_args va = {sizeof va, q_buf, kv_buf, kv_buf, o_buf, meta, NULL};
     fake.reset();
@@ -891,10 +893,22 @@ static void test_gpu_encoder(void **state)
     assert_int_equal(fake.num_launches(), 0);
     r35a_plan_destroy(plan);
 
-    /* What the encoder declines goes to the generic kernel, with the reason. */
+    /* Causal GQA runs on the encoder too (run-time arguments), in one launch. */
     r35a_varlen_attention_desc causal = v;
     causal.causal = 1;
-    expect_varlen_generic(ctx, &causal, "generic_varlen_bf16_dmax256", "encoder: causal");
+    causal.num_kv_heads = 4;
+    plan = plan_varlen(ctx, &causal, R35A_OK);
+    assert_string_equal(plan_info_of(plan).implementation, "encoder_bf16_d80_r16_kb32_nw8_w6");
+    fake.reset();
+    va = (r35a_varlen_attention_args){sizeof va, q_buf, kv_buf, kv_buf + 4096, o_buf, meta, NULL};
+    assert_int_equal(r35a_varlen_attention_run(ctx, plan, &va, NULL, 0, NULL), R35A_OK);
+    assert_int_equal(fake.num_launches(), 1);
+    memcpy(&ka, fake.launch(0)->args, sizeof ka);
+    assert_int_equal(ka.causal, 1);
+    assert_int_equal(ka.kv_group, 4);
+    r35a_plan_destroy(plan);
+
+    /* What the encoder declines goes to the generic kernel, with the reason. */
     r35a_varlen_attention_desc softcap = v;
     softcap.logit_softcap = 50.0f;
     expect_varlen_generic(ctx, &softcap, "generic_varlen_bf16_dmax256", "encoder: logit softcap");
@@ -1004,10 +1018,10 @@ static void test_force_encoder(void **state)
     assert_null(plan_varlen(ctx, &d80, R35A_ERR_UNSUPPORTED));
     expect_contains(r35a_last_error_detail(), "R35A_FORCE=");
     expect_contains(r35a_last_error_detail(), "head_size 80 not built");
-    r35a_varlen_attention_desc causal = v;
-    causal.causal = 1;
-    assert_null(plan_varlen(ctx, &causal, R35A_ERR_UNSUPPORTED));
-    expect_contains(r35a_last_error_detail(), "encoder: causal");
+    r35a_varlen_attention_desc softcap = v;
+    softcap.logit_softcap = 30.0f;
+    assert_null(plan_varlen(ctx, &softcap, R35A_ERR_UNSUPPORTED));
+    expect_contains(r35a_last_error_detail(), "encoder: logit softcap");
     /* No paged entry answers to an encoder variant's name. */
     r35a_paged_attention_desc d;
     r35a_paged_attention_desc_init(&d, R35A_DTYPE_F16, 1, 1, 1, 4096, 32, 8, 128, 16, 256);

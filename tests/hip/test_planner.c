@@ -1032,12 +1032,28 @@ static void test_encoder_declines(void **state)
     (void)state;
     r35a_varlen_attention_desc d = varlen(R35A_DTYPE_F16, 4, 1000, 400, 16, 16, 64);
 
+    /* GQA and causal calls run on the encoder (run-time arguments); a causal call never splits its
+     * last round (one launch) */
     r35a_varlen_attention_desc gqa = varlen(R35A_DTYPE_F16, 4, 1000, 400, 16, 4, 64);
-    expect_encoder_declines(&gqa, NULL, "GQA in the encoder (num_q_heads 16 != num_kv_heads 4)");
-
-    r35a_varlen_attention_desc causal = d;
-    causal.causal = 1;
-    expect_encoder_declines(&causal, NULL, "causal");
+    {
+        r35a_gpu_launch l[R35A_ENCODER_MAX_LAUNCHES];
+        int n = 0;
+        char why[256];
+        assert_true(r35a_plan_encoder(&gqa, ARCH, 40, NULL, l, &n, why, sizeof why));
+        r35a_encoder_args ea;
+        r35a_varlen_attention_args va = {0};
+        r35a_fill_encoder_args(&gqa, &va, &ea);
+        assert_int_equal(ea.kv_group, 4);
+        assert_int_equal(ea.causal, 0);
+        r35a_varlen_attention_desc causal = d;
+        causal.causal = 1;
+        assert_true(r35a_plan_encoder(&causal, ARCH, 40, NULL, l, &n, why, sizeof why));
+        assert_int_equal(n, 1);
+        assert_int_equal(l[0].tail_items, 0);
+        r35a_fill_encoder_args(&causal, &va, &ea);
+        assert_int_equal(ea.causal, 1);
+        assert_int_equal(ea.kv_group, 1);
+    }
 
     r35a_varlen_attention_desc softcap = d;
     softcap.logit_softcap = 50.0f;
@@ -1089,8 +1105,8 @@ static void test_encoder_declines(void **state)
     r35a_varlen_attention_desc all = gqa;
     all.causal = 1;
     all.logit_softcap = 30.0f;
-    expect_encoder_declines(&all, NULL, "causal (the encoder kernels are non-causal), GQA in the encoder "
-                                        "(num_q_heads 16 != num_kv_heads 4), logit softcap");
+    all.use_sinks = 1;
+    expect_encoder_declines(&all, NULL, "logit softcap, attention sinks");
 }
 
 static void test_encoder_args(void **state)

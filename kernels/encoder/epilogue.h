@@ -1,0 +1,43 @@
+/*
+ * epilogue.h - the output of an encoder wave: O = O^T / l, re-packed by b_from_acc into the B-operand
+ * layout (lane = query row, 16 contiguous d values) so that each lane writes 16 bytes of its row:
+ * whole-row 128-bit stores, no scatter. Rows past the segment's end and d >= D are not stored.
+ */
+#ifndef R35A_ENCODER_EPILOGUE_H
+#define R35A_ENCODER_EPILOGUE_H
+
+#include "common/device.h"
+#include "encoder/encoder_frag.h"
+
+namespace r35a {
+
+/* Rows [wrow0, wrow0 + 16 TE) of this wave (those < len) from its O^T and l. */
+template <class C, class E, int D>
+R35A_DEV void store_rows(int wrow0, int len, u16 *og, i64 o_token_stride,
+                         const frag::colv (&l)[C::TE], const frag::acc (&o)[C::TE][C::DC]) {
+    constexpr int TE = C::TE, DC = C::DC;
+#pragma unroll
+    for (int t = 0; t < TE; ++t) {
+        const frag::colv lt = frag::col_sum_finish(l[t]);
+        frag::colv inv;
+#pragma unroll
+        for (int c = 0; c < frag::NCOL; ++c) inv.v[c] = rcp_fast(lt.v[c]);   /* l >= 1: the max counts 1 */
+        const int trow0 = wrow0 + 16 * t;
+#pragma unroll
+        for (int c = 0; c < DC; ++c) {
+            frag::acc x = o[t][c];
+#pragma unroll
+            for (int e = 0; e < frag::ACC_ELEMS; ++e) x.v[e] *= inv.v[frag::acc_slot(e)];
+            frag::ab ob = frag::b_from_acc<E>(x);
+            frag::pin(ob);                                   /* see pin(): the store below is per lane */
+            frag::store_vec16_global_pv(ob, imin(16, D - 16 * c), [&](int n) -> void * {
+                const int row = trow0 + n;
+                return row < len ? og + (i64)row * o_token_stride + 16 * c : nullptr;
+            });
+        }
+    }
+}
+
+} /* namespace r35a */
+
+#endif /* R35A_ENCODER_EPILOGUE_H */
