@@ -6,6 +6,8 @@ the macros they need before including it (the others default to nothing):
 
     R35A_DECODE_VARIANT(arch, name, dtype, kv, head_size, rows, kw, dw, rw, waves)
     R35A_GENERIC_KERNEL(arch, name, op, dtype, dmax)
+    R35A_GENERIC_MERGE_KERNEL(arch, name, dtype)   the portable family's merge of partial states
+                                        (merge_states_<dtype>, kernels/generic.hip; any head size)
     R35A_ENCODER_VARIANT(arch, name, dtype, head_size, rows, kb, nw, waves, maxlen)
     R35A_ENCODER_TAIL(arch, name, variant, dtype, head_size, rows, kb, nw, waves)   the tail kernel
                                         (<variant>_tail) of a maxlen 0 variant of an NVIDIA table (has_tail)
@@ -20,6 +22,7 @@ that table runs those kernels (a gfx1100 runs gfx1151's rows).
 Tables: every variants/<arch>[_<part>].tsv (arch e.g. gfx1151 or sm_90; part a word, e.g. encoder). A row's
 first cell is its kind, which fixes its columns:
     decode, generic_paged, generic_varlen:  kind dtype head rows kw dw rw waves kv
+    merge_states:                           kind dtype, every other cell '-'
     encoder:                                kind dtype head heads rows kb nw waves maxlen
 (encoder rows naming the same kernel parameters share one kernel; their `heads` cells, the served
 head counts, are validated here and read by the encoder's own tools from the table; a (dtype, head,
@@ -151,6 +154,12 @@ def parse_table(path):
             row = dict(zip(cols, (c.strip() for c in cells)))
             if row["dtype"] not in DTYPES:
                 raise TableError(f"{where}: dtype '{row['dtype']}' is not one of {', '.join(DTYPES)}")
+            if row["kind"] == "merge_states":
+                if any(row[k] != "-" for k in COLUMNS[2:]):
+                    raise TableError(f"{where}: merge_states takes a dtype only (write '-' in the other cells)")
+                entries.append(dict(kind="merge", arch=arch, name=f"merge_states_{row['dtype']}{suffix}",
+                                    dtype=row["dtype"], where=where))
+                continue
             head = _int("head", row["head"], where)
             if row["kind"] == "decode":
                 rows, kw, dw, rw, waves = (_int(k, row[k], where) for k in ("rows", "kw", "dw", "rw", "waves"))
@@ -270,6 +279,10 @@ def render(tables, entries, archs):
            "#define R35A_GENERIC_KERNEL(arch, name, op, dtype, dmax)",
            "#define R35A_DEF_UNDEF_GENERIC_",
            "#endif",
+           "#ifndef R35A_GENERIC_MERGE_KERNEL",
+           "#define R35A_GENERIC_MERGE_KERNEL(arch, name, dtype)",
+           "#define R35A_DEF_UNDEF_MERGE_",
+           "#endif",
            "#ifndef R35A_ENCODER_VARIANT",
            "#define R35A_ENCODER_VARIANT(arch, name, dtype, head_size, rows, kb, nw, waves, maxlen)",
            "#define R35A_DEF_UNDEF_ENCODER_",
@@ -314,6 +327,9 @@ def render(tables, entries, archs):
         for e in mine:
             if e["kind"] == "generic":
                 out.append(f"R35A_GENERIC_KERNEL({e['arch']}, {e['name']}, {e['op']}, {e['dtype']}, {e['head']})")
+        for e in mine:
+            if e["kind"] == "merge":
+                out.append(f"R35A_GENERIC_MERGE_KERNEL({e['arch']}, {e['name']}, {e['dtype']})")
         if any(e["kind"] == "encoder" for e in mine):
             out.append("")
             for e in mine:
@@ -336,6 +352,10 @@ def render(tables, entries, archs):
             "#ifdef R35A_DEF_UNDEF_GENERIC_",
             "#undef R35A_GENERIC_KERNEL",
             "#undef R35A_DEF_UNDEF_GENERIC_",
+            "#endif",
+            "#ifdef R35A_DEF_UNDEF_MERGE_",
+            "#undef R35A_GENERIC_MERGE_KERNEL",
+            "#undef R35A_DEF_UNDEF_MERGE_",
             "#endif",
             "#ifdef R35A_DEF_UNDEF_ENCODER_",
             "#undef R35A_ENCODER_VARIANT",

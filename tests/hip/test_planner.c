@@ -699,7 +699,7 @@ static void test_generic_args_features(void **state)
     static uint8_t kv[64];
     static float sinks[32], k_scale[8], v_scale[8];
     r35a_paged_attention_desc d = paged(R35A_DTYPE_BF16, 2, 2, 4096, 32, 8, 128, 16);
-    r35a_paged_attention_args a = {sizeof a, q, kv, kv, o, seq_lens, qsl, table, NULL, NULL, NULL, NULL};
+    r35a_paged_attention_args a = {sizeof a, q, kv, kv, o, seq_lens, qsl, table, NULL, NULL, NULL, NULL, NULL};
     r35a_generic_paged_args ka;
     r35a_fill_generic_paged_args(&d, &a, 0, &ka);
     assert_int_equal(ka.kv_dtype, R35A_GENERIC_KV_AS_Q);
@@ -734,7 +734,7 @@ static void test_generic_args_features(void **state)
     assert_null(ka.k_scale);
 
     r35a_varlen_attention_desc v = varlen(R35A_DTYPE_F16, 1, 4, 4, 32, 32, 64);
-    r35a_varlen_attention_args va = {sizeof va, q, q, q, o, qsl, sinks};
+    r35a_varlen_attention_args va = {sizeof va, q, q, q, o, qsl, sinks, NULL};
     v.use_sinks = 1;
     r35a_generic_varlen_args kva;
     r35a_fill_generic_varlen_args(&v, &va, &kva);
@@ -1103,7 +1103,7 @@ static void test_encoder_args(void **state)
     d.softmax_scale = 0.125f;
     static _Alignas(16) uint16_t qkv[3 * 16 * 80 * 4], o[16 * 88 * 4];
     static int32_t cu[4];
-    r35a_varlen_attention_args a = {sizeof a, qkv, qkv + 16 * 80, qkv + 2 * 16 * 80, o, cu, NULL};
+    r35a_varlen_attention_args a = {sizeof a, qkv, qkv + 16 * 80, qkv + 2 * 16 * 80, o, cu, NULL, NULL};
     r35a_encoder_args ka;
     r35a_fill_encoder_args(&d, &a, &ka);
     assert_ptr_equal(ka.q, qkv);
@@ -1151,7 +1151,7 @@ static void test_decode_args(void **state)
     static int32_t seq_lens[2], qsl[3], table[2 * 256];
     static _Alignas(16) uint16_t q[8 * 64 * 128], o[8 * 64 * 128], kv[16];
     static _Alignas(16) unsigned char ws[64];
-    r35a_paged_attention_args a = {sizeof a, q, kv, kv, o, seq_lens, qsl, table, NULL, NULL, NULL, NULL};
+    r35a_paged_attention_args a = {sizeof a, q, kv, kv, o, seq_lens, qsl, table, NULL, NULL, NULL, NULL, NULL};
     r35a_decode_args ka;
     r35a_fill_decode_args(&d, &a, &l, ws, &ka);
     assert_ptr_equal(ka.q, q);
