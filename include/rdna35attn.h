@@ -514,7 +514,8 @@ R35A_API r35a_status r35a_varlen_attention_run(r35a_context *context, const r35a
  *   - ALiBi: in a shard ending at b < L, the logits of a query at unsharded position p are all
  *     shifted by slopes[h] * (p + 1 - b) (decode: slopes[h] * (L - b)), so its O is exact and its
  *     LSE is larger by exactly that: subtract it before merging;
- *   - sinks belong to exactly one shard: pass use_sinks = 1 on one shard only.
+ *   - sinks belong to exactly one shard: pass use_sinks = 1 on one shard only; with ALiBi, on the
+ *     shard ending at L (the correction above would shift a sink logit it does not apply to).
  * The API has no per-sequence key-position offset, which would express any shard of a causal,
  * windowed or ALiBi call directly; the rules above are what the present fields express.
  *
