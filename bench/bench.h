@@ -35,10 +35,11 @@ typedef enum bench_format { BENCH_FORMAT_TABLE = 0, BENCH_FORMAT_JSON = 1, BENCH
 #define BENCH_BYTES_MODEL_PAGED                                                                     \
     "K and V bytes of every key some query row reaches (with --window only the window's keys: "    \
     "positions L-M-W+1 .. L-1 of each sequence), + Q read + O written + metadata read "           \
-    "(seq_lens, query_start_loc, and the block-table entries of the reached pages)"
+    "(seq_lens, query_start_loc, and the block-table entries of the reached pages), + the LSE written " \
+    "with --lse"
 #define BENCH_BYTES_MODEL_ENCODER                                                                   \
-    "Q, K and V read once + O written once + cu_seqlens; FLOPs = 4 * D * q_heads * (key, query) " \
-    "pairs (QK^T and PV)"
+    "Q, K and V read once + O written once + cu_seqlens (+ the LSE written with --lse); FLOPs = "  \
+    "4 * D * q_heads * (key, query) pairs (QK^T and PV)"
 
 /* The working set a GPU row rotates through by default: at least this, and at least 4x the
  * device's last-level cache where the runtime reports it (above every gfx11 MALL, 32-96 MiB, and the
@@ -64,6 +65,7 @@ typedef struct bench_shape {
     bool alibi;
     /* both ops */
     bool sinks;
+    bool lse;                    /* the softmax LSE output (use_lse) */
     double softcap;              /* 0 = off */
     /* encoder: segments opt->segment_lens[segment_first .. segment_first + num_segments - 1] */
     int segment_first;
@@ -100,6 +102,7 @@ typedef struct bench_options {
     r35a_dtype kv_dtype;         /* 0 = dtype; R35A_DTYPE_FP8_E4M3 / R35A_DTYPE_INT8: 8-bit cache */
     bool alibi;
     bool sinks;                  /* both ops */
+    bool lse;                    /* both ops: write the softmax LSE (--lse) */
     double softcap;              /* both ops; 0 = off */
     int32_t contexts[BENCH_MAX_CONTEXTS];
     int num_contexts;

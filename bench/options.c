@@ -97,6 +97,7 @@ static void print_usage(FILE *f)
         "  --causal                 causal instead of non-causal\n"
         "both:\n"
         "  --sinks                  attention sinks (random logits in [-2, 2), one per q head)\n"
+        "  --lse                    also write each row's softmax LSE (float32; the portable kernel serves it)\n"
         "  --softcap X              logit softcap (default 0 = off)\n"
         "measurement:\n"
         "  --backend auto|gpu|reference   context backend (default auto: GPU if served, else reference)\n"
@@ -309,6 +310,14 @@ static int on_sinks(parse_state *st, const char *flag, const char *v)
     return BENCH_EXIT_OK;
 }
 
+static int on_lse(parse_state *st, const char *flag, const char *v)
+{
+    (void)flag;
+    (void)v;
+    st->opt->lse = true;
+    return BENCH_EXIT_OK;
+}
+
 static int on_softcap(parse_state *st, const char *flag, const char *v)
 {
     return parse_double(flag, v, 0.0, 1e30, &st->opt->softcap);
@@ -454,6 +463,7 @@ static const flag_spec flags[] = {
     {"--kv-dtype", true, SCOPE_PAGED, 0, on_kv_dtype},
     {"--alibi", false, SCOPE_PAGED, 0, on_alibi},
     {"--sinks", false, SCOPE_ANY, 0, on_sinks},
+    {"--lse", false, SCOPE_ANY, 0, on_lse},
     {"--softcap", true, SCOPE_ANY, 0, on_softcap},
     {"--segments", true, SCOPE_ENCODER, 0, on_segments},
     {"--causal", false, SCOPE_ENCODER, 0, on_causal},
@@ -578,6 +588,7 @@ static int flag_shapes(const bench_options *o, bench_shape **shapes, int *count,
     base.num_q_heads = o->num_q_heads;
     base.num_kv_heads = o->num_kv_heads;
     base.sinks = o->sinks;
+    base.lse = o->lse;
     base.softcap = o->softcap;
     if (o->op == BENCH_OP_PAGED) {
         base.kv_dtype = o->kv_dtype;

@@ -71,6 +71,7 @@ static bench_shape paged_base(const bench_options *opt)
     s.kv_dtype = opt->kv_dtype;
     s.alibi = opt->alibi;
     s.sinks = opt->sinks;
+    s.lse = opt->lse;
     s.softcap = opt->softcap;
     return s;
 }
@@ -136,6 +137,7 @@ static int encoder(const bench_options *opt, bench_shape **shapes, int *count, i
     s.dtype = opt->dtype;
     s.causal = opt->causal;
     s.sinks = opt->sinks;
+    s.lse = opt->lse;
     s.softcap = opt->softcap;
     for (int i = 0; i < COUNT(list); i++)
         for (int r = 0; r < opt->num_segment_rows; r++) {

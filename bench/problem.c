@@ -10,9 +10,10 @@
 #include <string.h>
 
 enum { PAGED_Q, PAGED_K, PAGED_V, PAGED_OUT, PAGED_SEQ_LENS, PAGED_QUERY_START, PAGED_BLOCK_TABLE,
-       PAGED_ALIBI, PAGED_SINKS, PAGED_K_SCALE, PAGED_V_SCALE, PAGED_NUM_BUFFERS };
-enum { VARLEN_Q, VARLEN_K, VARLEN_V, VARLEN_OUT, VARLEN_CU_SEQLENS, VARLEN_SINKS, VARLEN_NUM_BUFFERS };
-/* The optional buffers (ALiBi, sinks, scales) are 0 bytes when the problem has no such feature. */
+       PAGED_ALIBI, PAGED_SINKS, PAGED_K_SCALE, PAGED_V_SCALE, PAGED_LSE, PAGED_NUM_BUFFERS };
+enum { VARLEN_Q, VARLEN_K, VARLEN_V, VARLEN_OUT, VARLEN_CU_SEQLENS, VARLEN_SINKS, VARLEN_LSE, VARLEN_NUM_BUFFERS };
+/* The optional buffers (ALiBi, sinks, scales, the LSE output) are 0 bytes when the problem has no
+ * such feature. */
 
 /* Buffers start on this boundary inside a slab (the fast paths want 16-byte aligned rows; 256
  * keeps every buffer on its own cache lines). */
@@ -266,6 +267,7 @@ static int paged_sizes(const bench_shape *sh, int32_t context, bench_problem *p,
     d->kv_dtype = sh->kv_dtype;
     d->use_alibi = sh->alibi;
     d->use_sinks = sh->sinks;
+    d->use_lse = sh->lse;
     d->logit_softcap = (float)sh->softcap;
     p->num_buffers = PAGED_NUM_BUFFERS;
     p->out_buffer = PAGED_OUT;
@@ -284,6 +286,7 @@ static int paged_sizes(const bench_shape *sh, int32_t context, bench_problem *p,
     p->size[PAGED_ALIBI] = sh->alibi ? sizeof(float) * (size_t)sh->num_q_heads : 0;
     p->size[PAGED_SINKS] = sh->sinks ? sizeof(float) * (size_t)sh->num_q_heads : 0;
     p->size[PAGED_K_SCALE] = p->size[PAGED_V_SCALE] = sh->kv_dtype ? sizeof(float) : 0;
+    p->size[PAGED_LSE] = sh->lse ? sizeof(float) * (size_t)num_tokens * (size_t)sh->num_q_heads : 0;
     return 0;
 }
 
@@ -328,6 +331,7 @@ static int build_paged(const bench_shape *shape, uint64_t *rng, bench_problem *p
         return -1;
     paged_fill(shape, context, p, rng);
     paged_traffic(&p->desc.paged, context, &p->bytes_moved, &p->flops);
+    p->bytes_moved += (double)p->size[PAGED_LSE];   /* the LSE written */
     return 0;
 }
 
@@ -360,6 +364,7 @@ static int varlen_sizes(const bench_shape *sh, const int32_t *lens, int count, b
                                     sh->num_kv_heads, sh->head_size);
     d->causal = sh->causal ? 1 : 0;
     d->use_sinks = sh->sinks;
+    d->use_lse = sh->lse;
     d->logit_softcap = (float)sh->softcap;
     const size_t es = dtype_size(sh->dtype);
     p->num_buffers = VARLEN_NUM_BUFFERS;
@@ -375,6 +380,7 @@ static int varlen_sizes(const bench_shape *sh, const int32_t *lens, int count, b
     p->size[VARLEN_OUT] = p->size[VARLEN_Q];
     p->size[VARLEN_CU_SEQLENS] = sizeof(int32_t) * ((size_t)count + 1);
     p->size[VARLEN_SINKS] = sh->sinks ? sizeof(float) * (size_t)sh->num_q_heads : 0;
+    p->size[VARLEN_LSE] = sh->lse ? sizeof(float) * (size_t)tokens * (size_t)sh->num_q_heads : 0;
     return 0;
 }
 
@@ -405,6 +411,7 @@ static int build_varlen(const bench_options *opt, const bench_shape *shape, uint
         return -1;
     varlen_fill(lens, count, p, rng);
     varlen_traffic(&p->desc.varlen, lens, &p->bytes_moved, &p->flops);
+    p->bytes_moved += (double)p->size[VARLEN_LSE];
     return 0;
 }
 
@@ -461,6 +468,8 @@ r35a_status bench_problem_run(r35a_context *context, const r35a_plan *plan,
             a.k_scale = (const float *)(const void *)(base + at[PAGED_K_SCALE]);
             a.v_scale = (const float *)(const void *)(base + at[PAGED_V_SCALE]);
         }
+        if (d->use_lse)
+            a.lse = (float *)(void *)(base + at[PAGED_LSE]);
         return r35a_paged_attention_run(context, plan, &a, workspace, workspace_bytes, stream);
     }
     r35a_varlen_attention_args a;
@@ -473,6 +482,8 @@ r35a_status bench_problem_run(r35a_context *context, const r35a_plan *plan,
     a.cu_seqlens = (const int32_t *)(const void *)(base + at[VARLEN_CU_SEQLENS]);
     if (problem->desc.varlen.use_sinks)
         a.sinks = (const float *)(const void *)(base + at[VARLEN_SINKS]);
+    if (problem->desc.varlen.use_lse)
+        a.lse = (float *)(void *)(base + at[VARLEN_LSE]);
     return r35a_varlen_attention_run(context, plan, &a, workspace, workspace_bytes, stream);
 }
 

@@ -119,7 +119,7 @@ static void table_shape_line(const bench_options *o)
     } else if (!varies(o, BENCH_FIELD_CAUSAL)) {
         printf("  %s", sh->causal ? "causal" : "non-causal");
     }
-    printf("%s", sh->sinks ? "  sinks" : "");
+    printf("%s%s", sh->sinks ? "  sinks" : "", sh->lse ? "  lse" : "");
     if (sh->softcap > 0.0)
         printf("  softcap %g", sh->softcap);
     printf("\n");
@@ -337,7 +337,7 @@ static void json_problem(const bench_options *o)
                bench_dtype_name(sh->kv_dtype ? sh->kv_dtype : sh->dtype), sh->alibi ? "true" : "false");
     else
         json_segments(o);
-    printf(", \"sinks\": %s, ", sh->sinks ? "true" : "false");
+    printf(", \"sinks\": %s, \"lse\": %s, ", sh->sinks ? "true" : "false", sh->lse ? "true" : "false");
     json_key_number("softcap", sh->softcap, ", ");
     json_varying(o);
     printf(", \"seed\": \"0x%016llx\", ", (unsigned long long)o->seed);

@@ -74,13 +74,26 @@
  * r35a_context_check_device(). A run that is still executing records after the read: the next call
  * reports it.
  *
+ * Softmax LSE (since 0.3; both ops, optional: desc.use_lse = 1 and args.lse). The LSE of a query
+ * row is the natural log of its softmax denominator in logit units, the logits s_j being the ones
+ * above (after softmax_scale, softcap and ALiBi), the sink's exp included when the call has sinks:
+ *     lse = log( sum_j exp(s_j) + exp(sinks[h]) )     (computed as m + log(sum_j exp(s_j - m) + ...))
+ * It is float32, written for row (token t, head h) at lse[t * lse_token_stride + h * lse_head_stride].
+ * A row that sees no key gives lse = -inf and O = 0, whatever its sink (its sink is not counted). A
+ * NaN or +inf logit makes lse NaN, like the row. Which implementations write it: the reference and
+ * the portable GPU kernel; the decode and encoder kernels do not yet, so a plan with use_lse runs on
+ * the portable kernel (the plan's fallback_reason says so). With O and lse of two calls over
+ * disjoint key sets of the same rows, r35a_merge_states gives the call over their union (see
+ * "Merging partial states" below).
+ *
  * ABI growth: every descriptor and args struct opens with struct_size, and a library accepts the
  * sizes of every earlier release: the struct as that release declared it is the prefix of today's,
  * and the fields past it take their defaults (documented at each field). 0.1.0 callers pass
- * sizes that end before the fields marked "since 0.2"; each struct's comment names that size.
- * r35a_*_desc_init write today's whole struct; on ELF systems a binary built against 0.1.0's
- * header keeps calling 0.1.0's version of them (symbol version R35A_0: it fills only 0.1.0's
- * struct and sets its size), while programs linked now get today's (R35A_0.2).
+ * sizes that end before the fields marked "since 0.2", 0.2.0 callers sizes that end before those
+ * marked "since 0.3"; each struct's comment names those sizes. r35a_*_desc_init write today's
+ * whole struct; on ELF systems a binary built against an earlier header keeps calling that
+ * release's version of them (symbol version R35A_0 for 0.1.0's, R35A_0.2 for 0.2.0's: each fills
+ * only its release's struct and sets its size), while programs linked now get today's (R35A_0.3).
  */
 #ifndef RDNA35ATTN_H
 #define RDNA35ATTN_H
@@ -289,7 +302,9 @@ R35A_API void r35a_plan_destroy(r35a_plan *plan);
 
 typedef struct r35a_paged_attention_desc {
     size_t struct_size;            /* sizeof(r35a_paged_attention_desc); 0.1.0's size,
-                                      offsetof(r35a_paged_attention_desc, use_sinks), is accepted */
+                                      offsetof(r35a_paged_attention_desc, use_sinks), and 0.2.0's,
+                                      offsetof(r35a_paged_attention_desc, lse_token_stride), are
+                                      accepted */
     r35a_dtype dtype;              /* of Q and O, and of K and V unless kv_dtype says otherwise:
                                       f16, bf16 (f32 on the reference); the 8-bit dtypes are
                                       R35A_ERR_INVALID_ARGUMENT here */
@@ -326,11 +341,19 @@ typedef struct r35a_paged_attention_desc {
     int32_t kv_scale_per_head;     /* 8-bit KV only: 0 = one float32 each in k_scale and v_scale
                                       (per tensor); 1 = [num_kv_heads] each (per kv head). Must be
                                       0 for a 16/32-bit KV cache */
+
+    /* Since 0.3 (default: the zeros of a 0.2.0 caller; r35a_paged_attention_desc_init writes
+     * use_lse 0 and the contiguous strides num_q_heads, 1). */
+    int64_t lse_token_stride;      /* float32 elements between tokens' LSE rows, >= 0 */
+    int64_t lse_head_stride;       /* float32 elements between heads' LSE, >= 0 */
+    int32_t use_lse;               /* 0 or 1; 1 requires args.lse and writes each row's LSE (see
+                                      "Softmax LSE" above); it runs on the portable kernel on GPUs */
 } r35a_paged_attention_desc;
 
 typedef struct r35a_paged_attention_args {
     size_t struct_size;            /* sizeof(r35a_paged_attention_args); 0.1.0's size,
-                                      offsetof(r35a_paged_attention_args, sinks), is accepted */
+                                      offsetof(r35a_paged_attention_args, sinks), and 0.2.0's,
+                                      offsetof(r35a_paged_attention_args, lse), are accepted */
     const void *q;                 /* query rows, dtype */
     const void *k_cache;           /* kv_dtype (dtype by default) */
     const void *v_cache;           /* kv_dtype (dtype by default) */
@@ -348,11 +371,15 @@ typedef struct r35a_paged_attention_args {
                                       (R35A_ERR_INVALID_DATA); on a GPU another value gives an
                                       unspecified output, never an out-of-bounds access */
     const float *v_scale;          /* likewise for V */
+    /* Since 0.3 (default NULL); where the tensors live. */
+    float *lse;                    /* use_lse: float32 LSE per row (desc's lse strides), else NULL;
+                                      may not alias the other buffers */
 } r35a_paged_attention_args;
 
 /* Fills *desc with a contiguous HND layout for the given shape: defaults strides, softmax_scale =
  * 1/sqrt(head_size), block_table_stride = ceil(max_seq_len / page_size), no window, no softcap,
- * no ALiBi, no sinks, kv_dtype 0 (= dtype). For an 8-bit KV cache set kv_dtype afterwards: the
+ * no ALiBi, no sinks, kv_dtype 0 (= dtype), no LSE (its strides contiguous: [num_tokens][num_q_heads]).
+ * For an 8-bit KV cache set kv_dtype afterwards: the
  * default strides count elements, so they stay right. */
 R35A_API void r35a_paged_attention_desc_init(r35a_paged_attention_desc *desc, r35a_dtype dtype,
                                              int32_t num_seqs, int32_t num_tokens,
@@ -397,7 +424,9 @@ R35A_API r35a_status r35a_paged_attention_run(r35a_context *context, const r35a_
 
 typedef struct r35a_varlen_attention_desc {
     size_t struct_size;            /* sizeof(r35a_varlen_attention_desc); 0.1.0's size,
-                                      offsetof(r35a_varlen_attention_desc, use_sinks), is accepted */
+                                      offsetof(r35a_varlen_attention_desc, use_sinks), and 0.2.0's,
+                                      offsetof(r35a_varlen_attention_desc, lse_token_stride), are
+                                      accepted */
     r35a_dtype dtype;              /* of Q, K, V and O alike: f16, bf16 (f32 on the reference) */
     int32_t num_segments;          /* >= 1; cu_seqlens has num_segments + 1 entries */
     int32_t num_tokens;            /* >= 0: = cu_seqlens[num_segments] */
@@ -415,19 +444,29 @@ typedef struct r35a_varlen_attention_desc {
     int64_t o_token_stride, o_head_stride;
     /* Since 0.2 (default 0). */
     int32_t use_sinks;             /* 0 or 1; 1 requires args.sinks ([num_q_heads] float32) */
+    /* Since 0.3 (default: the zeros of a 0.2.0 caller; r35a_varlen_attention_desc_init writes
+     * use_lse 0 and the contiguous strides num_q_heads, 1). */
+    int64_t lse_token_stride;      /* float32 elements between tokens' LSE rows, >= 0 */
+    int64_t lse_head_stride;       /* float32 elements between heads' LSE, >= 0 */
+    int32_t use_lse;               /* 0 or 1; 1 requires args.lse (see "Softmax LSE" above); it
+                                      runs on the portable kernel on GPUs */
 } r35a_varlen_attention_desc;
 
 typedef struct r35a_varlen_attention_args {
     size_t struct_size;            /* sizeof(r35a_varlen_attention_args); 0.1.0's size,
-                                      offsetof(r35a_varlen_attention_args, sinks), is accepted */
+                                      offsetof(r35a_varlen_attention_args, sinks), and 0.2.0's,
+                                      offsetof(r35a_varlen_attention_args, lse), are accepted */
     const void *q, *k, *v;         /* dtype */
     void *out;                     /* dtype; may not alias the inputs */
     const int32_t *cu_seqlens;     /* [num_segments + 1], non-decreasing, [0] = 0 */
     /* Since 0.2 (default NULL); where the tensors live. */
     const float *sinks;            /* [num_q_heads] raw sink logits when use_sinks, else NULL */
+    /* Since 0.3 (default NULL); where the tensors live. */
+    float *lse;                    /* use_lse: float32 LSE per row (desc's lse strides), else NULL */
 } r35a_varlen_attention_args;
 
-/* Fills *desc for separate contiguous [tokens][heads][D] Q, K, V and O buffers, non-causal. */
+/* Fills *desc for separate contiguous [tokens][heads][D] Q, K, V and O buffers, non-causal, no
+ * sinks, no LSE (its strides contiguous: [num_tokens][num_q_heads]). */
 R35A_API void r35a_varlen_attention_desc_init(r35a_varlen_attention_desc *desc, r35a_dtype dtype,
                                               int32_t num_segments, int32_t num_tokens,
                                               int32_t max_seqlen, int32_t num_q_heads,
@@ -440,6 +479,88 @@ R35A_API r35a_status r35a_varlen_attention_plan(r35a_context *context,
 R35A_API r35a_status r35a_varlen_attention_run(r35a_context *context, const r35a_plan *plan,
                                                const r35a_varlen_attention_args *args,
                                                void *workspace, size_t workspace_bytes, void *stream);
+
+/* ---------------------------------------------------------------------------------------------
+ * Merging partial states (since 0.3): N partial attention results of the same rows -> one.
+ *
+ * Part i of row (token t, head h) is (O_i, LSE_i): the output and the softmax LSE of one attention
+ * call over a subset of the row's keys (use_lse = 1 above). The merge writes
+ *     LSE = log sum_i exp(LSE_i),   O = sum_i w_i O_i,   w_i = exp(LSE_i - LSE),
+ * computed in fp32 against m = max_i LSE_i. A part whose LSE_i is -inf weighs nothing and its O_i
+ * is not read (it may hold anything); a row whose parts are all -inf gives O = 0 and LSE = -inf; a
+ * NaN or +inf LSE_i, or a NaN in a read O_i, makes the row NaN (never a plausible value).
+ *
+ * Layout: one strided tensor for all parts (graph-capture friendly: one pointer, no host array):
+ *     O_i of row (t, h) starts at parts_o + i * part_stride + t * part_token_stride + h * part_head_stride
+ *     LSE_i            is at   parts_lse[i * lse_part_stride + t * lse_token_stride + h * lse_head_stride]
+ * O vectors are contiguous (D elements). Partial O's have the op's dtype, as the attention ops write
+ * them (f16/bf16; f32 on the reference); LSEs are float32. The output O (dtype) and the optional
+ * output LSE (float32) use the out_* strides; they may not alias the parts.
+ *
+ * Sharding a paged call so that the shards merged equal the unsharded call (context parallelism,
+ * cascade attention). A shard is a paged call over a range of a sequence's pages: for key range
+ * [a, b) of sequence s (a a multiple of page_size), its block_table row is the unsharded row's
+ * entries a/page_size .. ceil(b/page_size)-1 and its seq_lens entry is b - a; each shard runs with
+ * use_lse = 1, into its own part. The shard sees key j' = j - a and places its M query tokens at
+ * positions (b - a) - M .. (b - a) - 1, so it reproduces the unsharded rows exactly when:
+ *   - the shard holding the sequence's last keys ends at b = L (the query tokens stay at the end,
+ *     so causality, the window and ALiBi are the unsharded ones there);
+ *   - every other shard is seen whole by every query row: decode (M = 1 per sequence), or, for
+ *     M > 1, one shard sequence per query token (the same block_table row and seq_len b - a,
+ *     M = 1 each: its keys all precede position L - M);
+ *   - windows: a shard other than the last one reproduces the window only when no row's window
+ *     starts inside it (pass window = 0 to the shards wholly inside every row's window and leave
+ *     out the shards wholly before it); a window edge inside an earlier shard is not expressible;
+ *   - ALiBi: in a shard ending at b < L, the logits of a query at unsharded position p are all
+ *     shifted by slopes[h] * (p + 1 - b) (decode: slopes[h] * (L - b)), so its O is exact and its
+ *     LSE is larger by exactly that: subtract it before merging;
+ *   - sinks belong to exactly one shard: pass use_sinks = 1 on one shard only; with ALiBi, on the
+ *     shard ending at L (the correction above would shift a sink logit it does not apply to).
+ * The API has no per-sequence key-position offset, which would express any shard of a causal,
+ * windowed or ALiBi call directly; the rules above are what the present fields express.
+ *
+ * On a GPU context the merge runs one launch of the portable merge kernel merge_states_<dtype>
+ * (grid {num_tokens, num_heads, 1}, from host-known values only: graph-capture safe; no workspace).
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct r35a_merge_states_desc {
+    size_t struct_size;            /* sizeof(r35a_merge_states_desc) */
+    r35a_dtype dtype;              /* of the partial O's and the output O: f16, bf16 (f32 on the
+                                      reference) */
+    int32_t num_parts;             /* N >= 1 */
+    int32_t num_tokens;            /* >= 0 */
+    int32_t num_heads;             /* >= 1 */
+    int32_t head_size;             /* 1 .. 1024 */
+    int32_t use_out_lse;           /* 0 or 1; 1 requires args.out_lse */
+    /* Strides in elements (dtype for O, float32 for LSE); each >= 0. */
+    int64_t part_stride, part_token_stride, part_head_stride;
+    int64_t lse_part_stride, lse_token_stride, lse_head_stride;
+    int64_t o_token_stride, o_head_stride;
+    int64_t out_lse_token_stride, out_lse_head_stride;
+} r35a_merge_states_desc;
+
+typedef struct r35a_merge_states_args {
+    size_t struct_size;            /* sizeof(r35a_merge_states_args) */
+    const void *parts_o;           /* dtype, [num_parts][num_tokens][num_heads][head_size] strided */
+    const float *parts_lse;        /* [num_parts][num_tokens][num_heads] strided */
+    void *out;                     /* dtype, [num_tokens][num_heads][head_size] strided */
+    float *out_lse;                /* use_out_lse: [num_tokens][num_heads] strided; else NULL */
+} r35a_merge_states_args;
+
+/* Fills *desc for contiguous parts [num_parts][num_tokens][num_heads][head_size], part LSEs
+ * [num_parts][num_tokens][num_heads], output [num_tokens][num_heads][head_size] and output LSE
+ * [num_tokens][num_heads], use_out_lse 0. Since 0.3. */
+R35A_API void r35a_merge_states_desc_init(r35a_merge_states_desc *desc, r35a_dtype dtype, int32_t num_parts,
+                                          int32_t num_tokens, int32_t num_heads, int32_t head_size);
+
+/* Validates desc and plans the merge. *plan is NULL on failure. Since 0.3. */
+R35A_API r35a_status r35a_merge_states_plan(r35a_context *context, const r35a_merge_states_desc *desc,
+                                            r35a_plan **plan);
+
+/* Runs a merge plan (workspace: none is needed, NULL and 0 are fine). Since 0.3. */
+R35A_API r35a_status r35a_merge_states_run(r35a_context *context, const r35a_plan *plan,
+                                           const r35a_merge_states_args *args, void *workspace,
+                                           size_t workspace_bytes, void *stream);
 
 #ifdef __cplusplus
 }

@@ -137,7 +137,8 @@ class GenericPagedArgs(ctypes.Structure):   # mirrors r35a_generic_paged_args
                 ("num_pages", ctypes.c_int32), ("max_seq_len", ctypes.c_int32), ("max_query_len", ctypes.c_int32),
                 ("window", ctypes.c_int32), ("min_query_len", ctypes.c_int32),
                 ("softmax_scale", ctypes.c_float), ("logit_softcap", ctypes.c_float),
-                ("kv_dtype", ctypes.c_int32), ("kv_scale_per_head", ctypes.c_int32)]
+                ("kv_dtype", ctypes.c_int32), ("kv_scale_per_head", ctypes.c_int32),
+                ("lse", ctypes.c_uint64), ("lse_token_stride", ctypes.c_int64), ("lse_head_stride", ctypes.c_int64)]
 
 
 class GenericVarlenArgs(ctypes.Structure):   # mirrors r35a_generic_varlen_args
@@ -149,7 +150,8 @@ class GenericVarlenArgs(ctypes.Structure):   # mirrors r35a_generic_varlen_args
                 ("o_token_stride", ctypes.c_int64), ("o_head_stride", ctypes.c_int64),
                 ("num_segments", ctypes.c_int32), ("num_tokens", ctypes.c_int32), ("num_q_heads", ctypes.c_int32),
                 ("num_kv_heads", ctypes.c_int32), ("head_size", ctypes.c_int32), ("causal", ctypes.c_int32),
-                ("max_seqlen", ctypes.c_int32), ("softmax_scale", ctypes.c_float), ("logit_softcap", ctypes.c_float)]
+                ("max_seqlen", ctypes.c_int32), ("softmax_scale", ctypes.c_float), ("logit_softcap", ctypes.c_float),
+                ("lse", ctypes.c_uint64), ("lse_token_stride", ctypes.c_int64), ("lse_head_stride", ctypes.c_int64)]
 
 
 C_STRUCTS = {"r35a_decode_args": DecodeArgs, "r35a_generic_paged_args": GenericPagedArgs,

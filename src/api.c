@@ -184,7 +184,11 @@ r35a_status r35a_plan_get_info(const r35a_plan *plan, r35a_plan_info *info)
 
 void r35a_plan_destroy(r35a_plan *plan) { free(plan); }
 
-static const char *op_name(r35a_op op) { return op == R35A_OP_PAGED ? "paged" : "varlen"; }
+/* "paged attention", "varlen attention", "merge states": what a plan was made for, in messages. */
+static const char *op_title(r35a_op op)
+{
+    return op == R35A_OP_MERGE ? "merge states" : op == R35A_OP_PAGED ? "paged attention" : "varlen attention";
+}
 
 static r35a_status plan_op(r35a_op op, r35a_context *context, const void *desc, r35a_plan **out)
 {
@@ -233,8 +237,8 @@ static r35a_status run_op(r35a_op op, r35a_context *context, const r35a_plan *pl
     if (!plan)
         return r35a_fail(R35A_ERR_NULL_POINTER, "plan: NULL");
     if (plan->op != op)
-        return r35a_fail(R35A_ERR_PLAN_MISMATCH, "plan: made for %s attention, run as %s attention",
-                         op_name(plan->op), op_name(op));
+        return r35a_fail(R35A_ERR_PLAN_MISMATCH, "plan: made for %s, run as %s", op_title(plan->op),
+                         op_title(op));
     if (plan->ctx != context)
         return r35a_fail(R35A_ERR_PLAN_MISMATCH, "plan: made by another context");
     if (workspace_bytes < plan->info.workspace_bytes)
@@ -278,28 +282,45 @@ r35a_status r35a_varlen_attention_run(r35a_context *context, const r35a_plan *pl
     return run_op(R35A_OP_VARLEN, context, plan, args, workspace, workspace_bytes, stream);
 }
 
+r35a_status r35a_merge_states_plan(r35a_context *context, const r35a_merge_states_desc *desc, r35a_plan **plan)
+{
+    return plan_op(R35A_OP_MERGE, context, desc, plan);
+}
+
+r35a_status r35a_merge_states_run(r35a_context *context, const r35a_plan *plan, const r35a_merge_states_args *args,
+                                  void *workspace, size_t workspace_bytes, void *stream)
+{
+    return run_op(R35A_OP_MERGE, context, plan, args, workspace, workspace_bytes, stream);
+}
+
 /* ---- descriptor defaults ----
- * Since 0.2 the descriptors are longer. A binary built against 0.1.0's header hands
- * r35a_*_desc_init a struct of 0.1.0's size, so writing today's size would overflow it. On ELF
- * platforms the library therefore keeps 0.1.0's functions under their symbol version R35A_0 (they
- * fill the 0.1.0 prefix and set struct_size to 0.1.0's size, which plan calls accept) and exports
- * today's under R35A_0.2 (src/rdna35attn.map), the version a newly linked binary binds to. Elsewhere
- * (no symbol versions) only today's exist, under the plain names. */
+ * The descriptors grew in 0.2 and again in 0.3. A binary built against an earlier header hands
+ * r35a_*_desc_init a struct of that release's size, so writing today's size would overflow it. On
+ * ELF platforms the library therefore keeps each earlier release's functions under its symbol
+ * version (R35A_0: 0.1.0's, R35A_0.2: 0.2.0's; each fills its release's prefix and sets struct_size
+ * to that size, which plan calls accept) and exports today's under R35A_0.3 (src/rdna35attn.map),
+ * the version a newly linked binary binds to. Elsewhere (no symbol versions) only today's exist,
+ * under the plain names. */
 
 #if defined(__ELF__)
-#define PAGED_DESC_INIT r35a_paged_attention_desc_init_v0_2
-#define VARLEN_DESC_INIT r35a_varlen_attention_desc_init_v0_2
-__asm__(".symver r35a_paged_attention_desc_init_v0_2, r35a_paged_attention_desc_init@@R35A_0.2");
-__asm__(".symver r35a_varlen_attention_desc_init_v0_2, r35a_varlen_attention_desc_init@@R35A_0.2");
+#define PAGED_DESC_INIT r35a_paged_attention_desc_init_v0_3
+#define VARLEN_DESC_INIT r35a_varlen_attention_desc_init_v0_3
+__asm__(".symver r35a_paged_attention_desc_init_v0_3, r35a_paged_attention_desc_init@@R35A_0.3");
+__asm__(".symver r35a_varlen_attention_desc_init_v0_3, r35a_varlen_attention_desc_init@@R35A_0.3");
+__asm__(".symver r35a_paged_attention_desc_init_v0_2, r35a_paged_attention_desc_init@R35A_0.2");
+__asm__(".symver r35a_varlen_attention_desc_init_v0_2, r35a_varlen_attention_desc_init@R35A_0.2");
 __asm__(".symver r35a_paged_attention_desc_init_v0_1, r35a_paged_attention_desc_init@R35A_0");
 __asm__(".symver r35a_varlen_attention_desc_init_v0_1, r35a_varlen_attention_desc_init@R35A_0");
-R35A_API void r35a_paged_attention_desc_init_v0_1(r35a_paged_attention_desc *desc, r35a_dtype dtype, int32_t num_seqs,
-                                                  int32_t num_tokens, int32_t max_query_len, int32_t max_seq_len,
-                                                  int32_t num_q_heads, int32_t num_kv_heads, int32_t head_size,
-                                                  int32_t page_size, int32_t num_pages);
-R35A_API void r35a_varlen_attention_desc_init_v0_1(r35a_varlen_attention_desc *desc, r35a_dtype dtype,
-                                                   int32_t num_segments, int32_t num_tokens, int32_t max_seqlen,
-                                                   int32_t num_q_heads, int32_t num_kv_heads, int32_t head_size);
+#define DECLARE_OLD_INITS(v)                                                                                         \
+    R35A_API void r35a_paged_attention_desc_init_##v(r35a_paged_attention_desc *desc, r35a_dtype dtype,               \
+                                                     int32_t num_seqs, int32_t num_tokens, int32_t max_query_len,     \
+                                                     int32_t max_seq_len, int32_t num_q_heads, int32_t num_kv_heads,  \
+                                                     int32_t head_size, int32_t page_size, int32_t num_pages);        \
+    R35A_API void r35a_varlen_attention_desc_init_##v(r35a_varlen_attention_desc *desc, r35a_dtype dtype,             \
+                                                      int32_t num_segments, int32_t num_tokens, int32_t max_seqlen,   \
+                                                      int32_t num_q_heads, int32_t num_kv_heads, int32_t head_size);
+DECLARE_OLD_INITS(v0_1)
+DECLARE_OLD_INITS(v0_2)
 R35A_API void PAGED_DESC_INIT(r35a_paged_attention_desc *desc, r35a_dtype dtype, int32_t num_seqs,
                               int32_t num_tokens, int32_t max_query_len, int32_t max_seq_len, int32_t num_q_heads,
                               int32_t num_kv_heads, int32_t head_size, int32_t page_size, int32_t num_pages);
@@ -343,7 +364,10 @@ static void fill_paged_desc(r35a_paged_attention_desc *desc, size_t size, r35a_d
     d.k_slot_stride = d.v_slot_stride = head_size;
     d.k_head_stride = d.v_head_stride = (int64_t)page_size * head_size;
     d.k_page_stride = d.v_page_stride = (int64_t)num_kv_heads * page_size * head_size;
-    /* the 0.2 fields' defaults are the zeros: no sinks, kv_dtype = dtype, per-tensor scales */
+    /* the 0.2 fields' defaults are the zeros: no sinks, kv_dtype = dtype, per-tensor scales; 0.3's:
+     * no LSE, contiguous [num_tokens][num_q_heads] LSE strides for a caller that turns it on */
+    d.lse_token_stride = num_q_heads;
+    d.lse_head_stride = 1;
     memcpy(desc, &d, size);
 }
 
@@ -357,6 +381,8 @@ static void fill_varlen_desc(r35a_varlen_attention_desc *desc, size_t size, r35a
     d.max_seqlen = max_seqlen;
     d.k_token_stride = d.v_token_stride = (int64_t)num_kv_heads * head_size;
     d.k_head_stride = d.v_head_stride = head_size;
+    d.lse_token_stride = num_q_heads;
+    d.lse_head_stride = 1;
     memcpy(desc, &d, size);
 }
 
@@ -378,22 +404,44 @@ void VARLEN_DESC_INIT(r35a_varlen_attention_desc *desc, r35a_dtype dtype, int32_
 }
 
 #if defined(__ELF__)
-void r35a_paged_attention_desc_init_v0_1(r35a_paged_attention_desc *desc, r35a_dtype dtype, int32_t num_seqs,
-                                         int32_t num_tokens, int32_t max_query_len, int32_t max_seq_len,
-                                         int32_t num_q_heads, int32_t num_kv_heads, int32_t head_size,
-                                         int32_t page_size, int32_t num_pages)
-{
-    if (desc)
-        fill_paged_desc(desc, R35A_PAGED_DESC_SIZE_0_1, dtype, num_seqs, num_tokens, max_query_len, max_seq_len,
-                        num_q_heads, num_kv_heads, head_size, page_size, num_pages);
-}
-
-void r35a_varlen_attention_desc_init_v0_1(r35a_varlen_attention_desc *desc, r35a_dtype dtype, int32_t num_segments,
-                                          int32_t num_tokens, int32_t max_seqlen, int32_t num_q_heads,
-                                          int32_t num_kv_heads, int32_t head_size)
-{
-    if (desc)
-        fill_varlen_desc(desc, R35A_VARLEN_DESC_SIZE_0_1, dtype, num_segments, num_tokens, max_seqlen, num_q_heads,
-                         num_kv_heads, head_size);
-}
+#define DEFINE_OLD_INITS(v, paged_size, varlen_size)                                                                 \
+    void r35a_paged_attention_desc_init_##v(r35a_paged_attention_desc *desc, r35a_dtype dtype, int32_t num_seqs,      \
+                                            int32_t num_tokens, int32_t max_query_len, int32_t max_seq_len,           \
+                                            int32_t num_q_heads, int32_t num_kv_heads, int32_t head_size,             \
+                                            int32_t page_size, int32_t num_pages)                                     \
+    {                                                                                                                 \
+        if (desc)                                                                                                     \
+            fill_paged_desc(desc, paged_size, dtype, num_seqs, num_tokens, max_query_len, max_seq_len, num_q_heads,   \
+                            num_kv_heads, head_size, page_size, num_pages);                                           \
+    }                                                                                                                 \
+    void r35a_varlen_attention_desc_init_##v(r35a_varlen_attention_desc *desc, r35a_dtype dtype,                      \
+                                             int32_t num_segments, int32_t num_tokens, int32_t max_seqlen,            \
+                                             int32_t num_q_heads, int32_t num_kv_heads, int32_t head_size)            \
+    {                                                                                                                 \
+        if (desc)                                                                                                     \
+            fill_varlen_desc(desc, varlen_size, dtype, num_segments, num_tokens, max_seqlen, num_q_heads,             \
+                             num_kv_heads, head_size);                                                                \
+    }
+DEFINE_OLD_INITS(v0_1, R35A_PAGED_DESC_SIZE_0_1, R35A_VARLEN_DESC_SIZE_0_1)
+DEFINE_OLD_INITS(v0_2, R35A_PAGED_DESC_SIZE_0_2, R35A_VARLEN_DESC_SIZE_0_2)
 #endif
+
+void r35a_merge_states_desc_init(r35a_merge_states_desc *desc, r35a_dtype dtype, int32_t num_parts,
+                                 int32_t num_tokens, int32_t num_heads, int32_t head_size)
+{
+    if (!desc)
+        return;
+    memset(desc, 0, sizeof *desc);
+    desc->struct_size = sizeof *desc;
+    desc->dtype = dtype;
+    desc->num_parts = num_parts;
+    desc->num_tokens = num_tokens;
+    desc->num_heads = num_heads;
+    desc->head_size = head_size;
+    desc->o_head_stride = desc->part_head_stride = head_size;
+    desc->o_token_stride = desc->part_token_stride = (int64_t)num_heads * head_size;
+    desc->part_stride = (int64_t)num_tokens * num_heads * head_size;
+    desc->lse_head_stride = desc->out_lse_head_stride = 1;
+    desc->lse_token_stride = desc->out_lse_token_stride = num_heads;
+    desc->lse_part_stride = (int64_t)num_tokens * num_heads;
+}

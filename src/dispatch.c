@@ -32,15 +32,20 @@ static r35a_status reference_run(const r35a_context *ctx, const r35a_plan *plan,
     (void)workspace;
     (void)workspace_bytes;
     (void)stream;
-    if (plan->op == R35A_OP_PAGED)
-        return r35a_reference_paged_attention(&plan->desc.paged, args);
-    return r35a_reference_varlen_attention(&plan->desc.varlen, args);
+    switch (plan->op) {
+    case R35A_OP_PAGED: return r35a_reference_paged_attention(&plan->desc.paged, args);
+    case R35A_OP_VARLEN: return r35a_reference_varlen_attention(&plan->desc.varlen, args);
+    case R35A_OP_MERGE: break;
+    }
+    return r35a_reference_merge_states(&plan->desc.merge, args);
 }
 
 static const r35a_impl reference_paged = {"reference", R35A_OP_PAGED, R35A_BACKEND_REFERENCE, reference_try_plan,
                                           reference_run};
 static const r35a_impl reference_varlen = {"reference", R35A_OP_VARLEN, R35A_BACKEND_REFERENCE, reference_try_plan,
                                            reference_run};
+static const r35a_impl reference_merge = {"reference", R35A_OP_MERGE, R35A_BACKEND_REFERENCE, reference_try_plan,
+                                          reference_run};
 
 /* ---- the ordered lists: tuned GPU variants, then the portable GPU kernel, then the reference ---- */
 
@@ -48,6 +53,7 @@ static const r35a_impl reference_varlen = {"reference", R35A_OP_VARLEN, R35A_BAC
 static const r35a_impl *const paged_impls[] = {&r35a_gpu_paged_tuned, &r35a_gpu_paged_generic, &reference_paged};
 static const r35a_impl *const varlen_impls[] = {&r35a_gpu_varlen_encoder, &r35a_gpu_varlen_generic,
                                                 &reference_varlen};
+static const r35a_impl *const merge_impls[] = {&r35a_gpu_merge_generic, &reference_merge};
 
 /* R35A_FORCE=<name> selects an entry by its name ("decode", "generic", "reference") or by the name
  * of one of its kernels ("decode_f16_d128_...", "generic_paged_..."), which the entry then uses. */
@@ -59,10 +65,16 @@ static bool answers_to(const r35a_impl *impl, const char *force)
 
 r35a_status r35a_dispatch(const r35a_context *ctx, r35a_op op, r35a_plan *plan)
 {
-    const r35a_impl *const *list = op == R35A_OP_PAGED ? paged_impls : varlen_impls;
-    size_t count = op == R35A_OP_PAGED ? sizeof paged_impls / sizeof *paged_impls
-                                       : sizeof varlen_impls / sizeof *varlen_impls;
-    const char *op_name = op == R35A_OP_PAGED ? "paged" : "varlen";
+    const r35a_impl *const *list = paged_impls;
+    size_t count = sizeof paged_impls / sizeof *paged_impls;
+    if (op == R35A_OP_VARLEN) {
+        list = varlen_impls;
+        count = sizeof varlen_impls / sizeof *varlen_impls;
+    } else if (op == R35A_OP_MERGE) {
+        list = merge_impls;
+        count = sizeof merge_impls / sizeof *merge_impls;
+    }
+    const char *op_name = r35a_op_name(op);
     const char *force = r35a_forced_impl();
     char declined[sizeof plan->info.fallback_reason] = "";
 
@@ -101,6 +113,8 @@ r35a_status r35a_dispatch(const r35a_context *ctx, r35a_op op, r35a_plan *plan)
     if (force)
         return r35a_fail(R35A_ERR_UNSUPPORTED, "R35A_FORCE=%s: no %s implementation of that name on the %s backend%s%s",
                          force, op_name, ctx->info.backend_name, declined[0] ? " accepts this call: " : "", declined);
-    return r35a_fail(R35A_ERR_UNSUPPORTED, "%s_attention_desc: no implementation of the %s backend serves it: %s",
-                     op_name, ctx->info.backend_name, declined);
+    return r35a_fail(R35A_ERR_UNSUPPORTED, "%s: no implementation of the %s backend serves it: %s",
+                     op == R35A_OP_MERGE ? "merge_states_desc" : op == R35A_OP_PAGED ? "paged_attention_desc"
+                                                                                       : "varlen_attention_desc",
+                     ctx->info.backend_name, declined);
 }

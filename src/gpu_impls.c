@@ -104,6 +104,13 @@ static bool generic_varlen_try_plan(const r35a_context *ctx, r35a_plan *plan, ch
            keep_launches(ctx, plan, &l, 1, reason, cap);
 }
 
+static bool generic_merge_try_plan(const r35a_context *ctx, r35a_plan *plan, char *reason, size_t cap)
+{
+    r35a_gpu_launch l;
+    return r35a_plan_generic_merge(&plan->desc.merge, tuning_of(ctx), forced_kernel("generic"), &l, reason, cap) &&
+           keep_launches(ctx, plan, &l, 1, reason, cap);
+}
+
 /* One launch for all segments (two with the tail split), shaped from host-known values only; nothing
  * is read back. */
 static bool encoder_try_plan(const r35a_context *ctx, r35a_plan *plan, char *reason, size_t cap)
@@ -177,7 +184,9 @@ static bool pointers_fit(const r35a_plan *plan, const void *args, const void *wo
  * from max_seqlen). */
 static bool nothing_to_launch(const r35a_plan *plan, const uint32_t grid[3])
 {
-    const int32_t num_tokens = plan->op == R35A_OP_PAGED ? plan->desc.paged.num_tokens : plan->desc.varlen.num_tokens;
+    const int32_t num_tokens = plan->op == R35A_OP_PAGED    ? plan->desc.paged.num_tokens
+                               : plan->op == R35A_OP_VARLEN ? plan->desc.varlen.num_tokens
+                                                            : plan->desc.merge.num_tokens;
     return num_tokens == 0 || grid[0] == 0 || grid[1] == 0 || grid[2] == 0;
 }
 
@@ -191,6 +200,7 @@ static r35a_status launch_one(const r35a_context *ctx, const r35a_plan *plan, co
         r35a_decode_args decode;
         r35a_generic_paged_args generic_paged;
         r35a_generic_varlen_args generic_varlen;
+        r35a_generic_merge_args generic_merge;
         r35a_encoder_args encoder;
     } ka;
     /* every kernel gets the bounds of its metadata checks from its fill function and the context's
@@ -204,6 +214,8 @@ static r35a_status launch_one(const r35a_context *ctx, const r35a_plan *plan, co
         if (plan->op == R35A_OP_PAGED) {
             r35a_fill_generic_paged_args(&plan->desc.paged, args, l->min_query_len, &ka.generic_paged);
             ka.generic_paged.error = runtime_of(ctx)->error_device;
+        } else if (plan->op == R35A_OP_MERGE) {
+            r35a_fill_generic_merge_args(&plan->desc.merge, args, &ka.generic_merge);   /* no metadata to check */
         } else {
             r35a_fill_generic_varlen_args(&plan->desc.varlen, args, &ka.generic_varlen);
             ka.generic_varlen.error = runtime_of(ctx)->error_device;
@@ -235,9 +247,9 @@ static r35a_status gpu_run(const r35a_context *ctx, const r35a_plan *plan, const
         /* Pointers are only known now; the portable kernel serves any alignment and needs no workspace. */
         if (!g->has_fallback)
             return r35a_fail(R35A_ERR_INVALID_ARGUMENT, "%s_attention_args: %s as %s needs, and no generic kernel "
-                             "serves the call", plan->op == R35A_OP_PAGED ? "paged" : "varlen", why,
+                             "serves the call", r35a_op_name(plan->op), why,
                              plan->info.implementation);
-        r35a_log("%s: %s cannot run: %s; running %s instead", plan->op == R35A_OP_PAGED ? "paged" : "varlen",
+        r35a_log("%s: %s cannot run: %s; running %s instead", r35a_op_name(plan->op),
                  plan->info.implementation, why, r35a_registry_name(g->fallback.family, g->fallback.kernel));
         launches = &g->fallback;
         n = 1;
@@ -257,3 +269,4 @@ const r35a_impl r35a_gpu_paged_generic = {"generic", R35A_OP_PAGED, R35A_BACKEND
 const r35a_impl r35a_gpu_varlen_generic = {"generic", R35A_OP_VARLEN, R35A_BACKEND_GPU, generic_varlen_try_plan,
                                            gpu_run};
 const r35a_impl r35a_gpu_varlen_encoder = {"encoder", R35A_OP_VARLEN, R35A_BACKEND_GPU, encoder_try_plan, gpu_run};
+const r35a_impl r35a_gpu_merge_generic = {"generic", R35A_OP_MERGE, R35A_BACKEND_GPU, generic_merge_try_plan, gpu_run};

@@ -13,7 +13,7 @@
 
 /* ---- operations and implementations ---- */
 
-typedef enum r35a_op { R35A_OP_PAGED = 1, R35A_OP_VARLEN = 2 } r35a_op;
+typedef enum r35a_op { R35A_OP_PAGED = 1, R35A_OP_VARLEN = 2, R35A_OP_MERGE = 3 } r35a_op;
 
 /* The runtime a GPU context's implementation entries launch through (gpu_impls.h). */
 typedef struct r35a_gpu_runtime r35a_gpu_runtime;
@@ -39,10 +39,11 @@ typedef struct r35a_impl {
                        void *workspace, size_t workspace_bytes, void *stream);
 } r35a_impl;
 
-/* A descriptor of either op. */
+/* A descriptor of any op. */
 typedef union r35a_op_desc {
     r35a_paged_attention_desc paged;
     r35a_varlen_attention_desc varlen;
+    r35a_merge_states_desc merge;
 } r35a_op_desc;
 
 struct r35a_plan {
@@ -62,6 +63,9 @@ r35a_status r35a_dispatch(const r35a_context *ctx, r35a_op op, r35a_plan *plan);
 #define R35A_PAGED_STRIDES(X)                                                                               \
     X(q_token_stride) X(q_head_stride) X(o_token_stride) X(o_head_stride) X(k_page_stride) X(k_head_stride) \
     X(k_slot_stride) X(v_page_stride) X(v_head_stride) X(v_slot_stride) X(block_table_stride)
+#define R35A_MERGE_STRIDES(X)                                                                               \
+    X(part_stride) X(part_token_stride) X(part_head_stride) X(lse_part_stride) X(lse_token_stride)           \
+    X(lse_head_stride) X(o_token_stride) X(o_head_stride) X(out_lse_token_stride) X(out_lse_head_stride)
 #define R35A_VARLEN_STRIDES(X)                                                                              \
     X(q_token_stride) X(q_head_stride) X(k_token_stride) X(k_head_stride) X(v_token_stride) X(v_head_stride) \
     X(o_token_stride) X(o_head_stride)
@@ -74,11 +78,18 @@ r35a_status r35a_dispatch(const r35a_context *ctx, r35a_op op, r35a_plan *plan);
 #define R35A_PAGED_ARGS_SIZE_0_1 offsetof(r35a_paged_attention_args, sinks)
 #define R35A_VARLEN_DESC_SIZE_0_1 offsetof(r35a_varlen_attention_desc, use_sinks)
 #define R35A_VARLEN_ARGS_SIZE_0_1 offsetof(r35a_varlen_attention_args, sinks)
+/* ... and of 0.2.0 (before the fields added in 0.3, which open with an int64 so that they start at
+ * 0.2.0's sizeof, its tail padding included: a 0.2.0 struct's padding never lands in a field). */
+#define R35A_PAGED_DESC_SIZE_0_2 offsetof(r35a_paged_attention_desc, lse_token_stride)
+#define R35A_PAGED_ARGS_SIZE_0_2 offsetof(r35a_paged_attention_args, lse)
+#define R35A_VARLEN_DESC_SIZE_0_2 offsetof(r35a_varlen_attention_desc, lse_token_stride)
+#define R35A_VARLEN_ARGS_SIZE_0_2 offsetof(r35a_varlen_attention_args, lse)
 
-/* Either op's run arguments. */
+/* Any op's run arguments. */
 typedef union r35a_op_args {
     r35a_paged_attention_args paged;
     r35a_varlen_attention_args varlen;
+    r35a_merge_states_args merge;
 } r35a_op_args;
 
 /* Copies the caller's descriptor or args of op, of today's size or an earlier release's, into
@@ -116,5 +127,12 @@ r35a_status r35a_reference_paged_attention(const r35a_paged_attention_desc *desc
                                            const r35a_paged_attention_args *args);
 r35a_status r35a_reference_varlen_attention(const r35a_varlen_attention_desc *desc,
                                             const r35a_varlen_attention_args *args);
+r35a_status r35a_reference_merge_states(const r35a_merge_states_desc *desc, const r35a_merge_states_args *args);
+
+/* The name of op in messages: "paged", "varlen", "merge". */
+static inline const char *r35a_op_name(r35a_op op)
+{
+    return op == R35A_OP_PAGED ? "paged" : op == R35A_OP_VARLEN ? "varlen" : "merge";
+}
 
 #endif

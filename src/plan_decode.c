@@ -107,6 +107,8 @@ bool r35a_plan_decode(const r35a_paged_attention_desc *d, const char *arch, int 
         r35a_text_append(reason, cap, ", ", "page_size %d is not a multiple of %d", (int)d->page_size,
                          R35A_DECODE_PAGE_MULTIPLE);
     check_decode_strides(d, reason, cap);
+    if (d->use_lse)
+        r35a_text_append(reason, cap, ", ", "LSE output: the decode kernels do not write it yet");
     if ((uint32_t)d->num_seqs > R35A_GRID_YZ_MAX)
         r35a_text_append(reason, cap, ", ", "num_seqs %d above the grid limit %u", (int)d->num_seqs, R35A_GRID_YZ_MAX);
 

@@ -123,6 +123,8 @@ bool r35a_plan_encoder(const r35a_varlen_attention_desc *d, const char *arch, in
         r35a_text_append(reason, cap, ", ", "logit softcap");
     if (d->use_sinks)
         r35a_text_append(reason, cap, ", ", "attention sinks");
+    if (d->use_lse)
+        r35a_text_append(reason, cap, ", ", "LSE output: the encoder kernels do not write it yet");
     check_encoder_strides(d, reason, cap);
     if ((uint32_t)d->num_q_heads > R35A_GRID_YZ_MAX)
         r35a_text_append(reason, cap, ", ", "num_q_heads %d above the grid limit %u", (int)d->num_q_heads, R35A_GRID_YZ_MAX);

@@ -11,7 +11,9 @@ static bool plan_generic(r35a_op op, r35a_dtype dtype, int32_t head_size, int32_
 {
     reason[0] = '\0';
     int forced;
-    const char *what = op == R35A_OP_PAGED ? "paged generic kernel" : "varlen generic kernel";
+    const char *what = op == R35A_OP_PAGED    ? "paged generic kernel"
+                       : op == R35A_OP_VARLEN ? "varlen generic kernel"
+                                              : "merge kernel";
     if (!r35a_registry_forced(R35A_GPU_GENERIC, what, arch, only, &forced, reason, cap))
         return false;
     if (forced >= 0 && r35a_generic_kernels[forced].op != op) {
@@ -37,8 +39,8 @@ static bool plan_generic(r35a_op op, r35a_dtype dtype, int32_t head_size, int32_
         if (largest > 0)
             r35a_text_append(reason, cap, ", ", "head_size %d above the largest built, %d", (int)head_size, (int)largest);
         else
-            r35a_text_append(reason, cap, ", ", "no %s %s kernel built for %s", op == R35A_OP_PAGED ? "paged" : "varlen",
-                       r35a_dtype_name(dtype), arch);
+            r35a_text_append(reason, cap, ", ", "no %s %s kernel built for %s", r35a_op_name(op), r35a_dtype_name(dtype),
+                             arch);
         return false;
     }
     if (!r35a_generic_tokens_fit_grid(num_tokens)) {
@@ -73,6 +75,13 @@ bool r35a_plan_generic_varlen(const r35a_varlen_attention_desc *d, const char *a
                         reason, cap);
 }
 
+bool r35a_plan_generic_merge(const r35a_merge_states_desc *d, const char *arch, const char *only, r35a_gpu_launch *out,
+                             char *reason, size_t cap)
+{
+    return plan_generic(R35A_OP_MERGE, d->dtype, d->head_size, d->num_tokens, d->num_heads, arch, only, out, reason,
+                        cap);
+}
+
 void r35a_fill_generic_paged_args(const r35a_paged_attention_desc *d, const r35a_paged_attention_args *a,
                                   int32_t min_query_len, r35a_generic_paged_args *out)
 {
@@ -94,6 +103,9 @@ void r35a_fill_generic_paged_args(const r35a_paged_attention_desc *d, const r35a
     out->max_query_len = d->max_query_len;
     out->window = d->window;
     out->min_query_len = min_query_len;
+    out->lse = d->use_lse ? a->lse : NULL;
+    out->lse_token_stride = d->lse_token_stride;
+    out->lse_head_stride = d->lse_head_stride;
     /* out->error: the context's record, set by the launch (gpu_impls.c) */
 }
 
@@ -108,5 +120,23 @@ void r35a_fill_generic_varlen_args(const r35a_varlen_attention_desc *d, const r3
     out->num_segments = d->num_segments;
     out->causal = d->causal;
     out->max_seqlen = d->max_seqlen;
+    out->lse = d->use_lse ? a->lse : NULL;
+    out->lse_token_stride = d->lse_token_stride;
+    out->lse_head_stride = d->lse_head_stride;
+}
+
+void r35a_fill_generic_merge_args(const r35a_merge_states_desc *d, const r35a_merge_states_args *a,
+                                  r35a_generic_merge_args *out)
+{
+    memset(out, 0, sizeof *out);
+    out->parts_o = a->parts_o;
+    out->parts_lse = a->parts_lse;
+    out->out = a->out;
+    out->out_lse = d->use_out_lse ? a->out_lse : NULL;
+    R35A_MERGE_STRIDES(R35A_COPY_FROM_DESC)
+    out->num_parts = d->num_parts;
+    out->num_tokens = d->num_tokens;
+    out->num_heads = d->num_heads;
+    out->head_size = d->head_size;
 }
 

@@ -33,6 +33,9 @@ bool r35a_plan_generic_paged(const r35a_paged_attention_desc *desc, const char *
                              r35a_gpu_launch *out, char *reason, size_t reason_len);
 bool r35a_plan_generic_varlen(const r35a_varlen_attention_desc *desc, const char *arch, const char *only,
                               r35a_gpu_launch *out, char *reason, size_t reason_len);
+/* The merge of partial states on merge_states_<dtype> (f16/bf16; grid {num_tokens, num_heads, 1}). */
+bool r35a_plan_generic_merge(const r35a_merge_states_desc *desc, const char *arch, const char *only,
+                             r35a_gpu_launch *out, char *reason, size_t reason_len);
 /* Non-causal varlen on the WMMA encoder kernels: one launch for all segments, its grid from
  * num_segments, max_seqlen and num_q_heads only (a 0 in grid: max_seqlen is 0, nothing to launch),
  * or two with the tail split (encoder_args.h: the variant and its tail kernel, or the tail kernel
@@ -77,6 +80,8 @@ void r35a_fill_generic_paged_args(const r35a_paged_attention_desc *desc, const r
                                   int32_t min_query_len, r35a_generic_paged_args *out);
 void r35a_fill_generic_varlen_args(const r35a_varlen_attention_desc *desc, const r35a_varlen_attention_args *args,
                                    r35a_generic_varlen_args *out);
+void r35a_fill_generic_merge_args(const r35a_merge_states_desc *desc, const r35a_merge_states_args *args,
+                                  r35a_generic_merge_args *out);
 void r35a_fill_encoder_args(const r35a_varlen_attention_desc *desc, const r35a_varlen_attention_args *args,
                             r35a_encoder_args *out);
 

@@ -12,7 +12,9 @@
  * max m, running sum l, accumulator acc). Each K/V vector is therefore loaded and converted once per
  * chunk instead of once per row.
  *
- * Attention sinks join a row's softmax after its last key (row_add_sink). An 8-bit KV cache is
+ * Attention sinks join a row's softmax after its last key (row_add_sink). The optional LSE output is
+ * max + log(sum) of the same state, sink included (row_store). The merge of partial states
+ * (r35a_reference_merge_states) sits at the end: it shares only the element conversions. An 8-bit KV cache is
  * dequantized while a block is converted: stored value (decoded fp8, or the int8 integer) x the kv
  * head's scale, in fp32, so the rest of the engine never knows.
  *
@@ -257,6 +259,7 @@ typedef struct attention_row {
     int32_t pos;     /* query position, for ALiBi */
     float slope;     /* ALiBi slope of the row's head */
     double sink;     /* the head's sink logit, -inf without sinks */
+    float *lse;      /* where the row's LSE goes, NULL when the call writes none */
     double max;      /* online softmax state: running max of the logits seen so far */
     double sum;      /* running sum of exp(logit - max) */
 } attention_row;
@@ -440,15 +443,19 @@ static void row_add_sink(const score_rule *rule, attention_row *row, float *acc)
  * plausible zeros. */
 static void row_store(const score_rule *rule, attention_row *row, float *acc)
 {
+    double lse = -INFINITY; /* a row that saw no key, whatever its sink */
     if (row->sum > 0.0 || isnan(row->sum)) {
         row_add_sink(rule, row, acc);
         float sum = (float)row->sum;
         for (int32_t d = 0; d < rule->head_size; d++)
             acc[d] /= sum;
+        lse = row->max + log(row->sum); /* NaN stays NaN */
     } else {
         memset(acc, 0, (size_t)rule->head_size * sizeof(float));
     }
     store_vector(rule->dtype, acc, rule->head_size, row->out);
+    if (row->lse)
+        *row->lse = (float)lse;
 }
 
 /* Runs a chunk of rows that share one kv source, from their queries to their outputs. */
@@ -498,6 +505,8 @@ typedef struct row_group {
     int64_t q_token_stride, q_head_stride, o_token_stride, o_head_stride;
     const float *alibi_slopes;        /* [num_q_heads] or NULL */
     const float *sinks;               /* [num_q_heads] or NULL */
+    float *lse;                       /* the LSE output, or NULL */
+    int64_t lse_token_stride, lse_head_stride;
     int32_t window;                   /* 0: none */
     bool causal;                      /* a row sees keys up to its own position; else the whole span */
     /* the (sequence or segment, kv head) being attended */
@@ -520,6 +529,7 @@ static void fill_row(const row_group *g, int64_t t, attention_row *row)
     row->sink = g->sinks ? (double)g->sinks[head] : -INFINITY;
     row->q = element_at(g->q, token * g->q_token_stride + head * g->q_head_stride, esize);
     row->out = (unsigned char *)g->out + (size_t)(token * g->o_token_stride + head * g->o_head_stride) * esize;
+    row->lse = g->lse ? g->lse + token * g->lse_token_stride + head * g->lse_head_stride : NULL;
 }
 
 /* The score rule and the row layout from either op's desc and args (their fields share names). */
@@ -530,7 +540,9 @@ static void fill_row(const row_group *g, int64_t t, attention_row *row)
     (row_group) { .dtype = (desc)->dtype, .group = (desc)->num_q_heads / (desc)->num_kv_heads, .q = (args)->q, \
                   .out = (args)->out, .q_token_stride = (desc)->q_token_stride,                            \
                   .q_head_stride = (desc)->q_head_stride, .o_token_stride = (desc)->o_token_stride,        \
-                  .o_head_stride = (desc)->o_head_stride, .sinks = (desc)->use_sinks ? (args)->sinks : NULL }
+                  .o_head_stride = (desc)->o_head_stride, .sinks = (desc)->use_sinks ? (args)->sinks : NULL, \
+                  .lse = (desc)->use_lse ? (args)->lse : NULL, .lse_token_stride = (desc)->lse_token_stride,  \
+                  .lse_head_stride = (desc)->lse_head_stride }
 
 /* Attends every row of g against src, ROW_CHUNK rows per pass over the keys. */
 static void attend_group(const score_rule *rule, const kv_source *src, const row_group *g, scratch *s)
@@ -630,5 +642,61 @@ r35a_status r35a_reference_varlen_attention(const r35a_varlen_attention_desc *de
         }
     }
     free(s.block);
+    return R35A_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Merging partial states: O = sum_i w_i O_i, LSE = log sum_i exp(LSE_i), w_i = exp(LSE_i - LSE),
+ * in double against m = max_i LSE_i. A -inf part is skipped (its O is never read); NaN propagates
+ * through m (nan_max) or through a read O_i.
+ * ------------------------------------------------------------------------------------------- */
+
+r35a_status r35a_reference_merge_states(const r35a_merge_states_desc *desc, const r35a_merge_states_args *args)
+{
+    const size_t d_count = (size_t)desc->head_size, esize = element_size(desc->dtype);
+    float *block = malloc(2 * d_count * sizeof(float) + d_count * sizeof(double));
+    if (!block)
+        return r35a_fail(R35A_ERR_OUT_OF_MEMORY, "reference merge states: cannot allocate scratch for head_size %d",
+                         (int)desc->head_size);
+    float *part = block, *out = block + d_count;
+    double *acc = (double *)(void *)(block + 2 * d_count);
+    for (int64_t t = 0; t < desc->num_tokens; t++) {
+        for (int64_t h = 0; h < desc->num_heads; h++) {
+            const float *lse = args->parts_lse + t * desc->lse_token_stride + h * desc->lse_head_stride;
+            double m = -INFINITY;
+            for (int64_t i = 0; i < desc->num_parts; i++)
+                m = nan_max(m, (double)lse[i * desc->lse_part_stride]);
+            double merged = -INFINITY;
+            memset(out, 0, d_count * sizeof(float));
+            if (m != -INFINITY) {
+                double sum = 0.0;
+                for (int64_t i = 0; i < desc->num_parts; i++)
+                    sum += exp((double)lse[i * desc->lse_part_stride] - m);
+                merged = m + log(sum);
+                for (size_t d = 0; d < d_count; d++)
+                    acc[d] = 0.0;
+                for (int64_t i = 0; i < desc->num_parts; i++) {
+                    double li = (double)lse[i * desc->lse_part_stride];
+                    if (li == -INFINITY)
+                        continue; /* weighs nothing: not read */
+                    double w = exp(li - m) / sum;
+                    load_vector(desc->dtype,
+                                element_at(args->parts_o,
+                                           i * desc->part_stride + t * desc->part_token_stride + h * desc->part_head_stride,
+                                           esize),
+                                desc->head_size, part);
+                    for (size_t d = 0; d < d_count; d++)
+                        acc[d] += w * (double)part[d];
+                }
+                for (size_t d = 0; d < d_count; d++)
+                    out[d] = (float)acc[d];
+            }
+            store_vector(desc->dtype, out, desc->head_size,
+                         (unsigned char *)args->out + (size_t)(t * desc->o_token_stride + h * desc->o_head_stride) * esize);
+            if (args->out_lse)
+                args->out_lse[t * desc->out_lse_token_stride + h * desc->out_lse_head_stride] = (float)merged;
+        }
+    }
+    free(block);
     return R35A_OK;
 }

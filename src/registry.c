@@ -31,8 +31,10 @@ const r35a_decode_variant r35a_decode_variants[] = {
 
 const r35a_generic_kernel r35a_generic_kernels[] = {
 #define R35A_GENERIC_KERNEL(arch, name, op, dtype, dmax) {#arch, #name, R35A_VOP_##op, R35A_VDTYPE_##dtype, dmax},
+#define R35A_GENERIC_MERGE_KERNEL(arch, name, dtype) {#arch, #name, R35A_OP_MERGE, R35A_VDTYPE_##dtype, 1024},
 #include "variants.def"
 #undef R35A_GENERIC_KERNEL
+#undef R35A_GENERIC_MERGE_KERNEL
     {NULL, NULL, R35A_OP_PAGED, R35A_DTYPE_F16, 0},
 };
 

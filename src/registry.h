@@ -25,9 +25,10 @@ typedef struct r35a_decode_variant {
 typedef struct r35a_generic_kernel {
     const char *arch;
     const char *name;
-    r35a_op op;                  /* R35A_OP_PAGED or R35A_OP_VARLEN */
+    r35a_op op;                  /* R35A_OP_PAGED, R35A_OP_VARLEN, or R35A_OP_MERGE (merge_states_<dtype>,
+                                    variants.def's R35A_GENERIC_MERGE_KERNEL rows) */
     r35a_dtype dtype;
-    int32_t dmax;                /* largest head size served */
+    int32_t dmax;                /* largest head size served (1024 for the merge: every head size) */
 } r35a_generic_kernel;
 
 /* Row counts (the same kernel name may appear in several tuning tables). */
@@ -40,8 +41,10 @@ enum {
 enum {
     R35A_NUM_GENERIC_KERNELS = 0
 #define R35A_GENERIC_KERNEL(arch, name, op, dtype, dmax) +1
+#define R35A_GENERIC_MERGE_KERNEL(arch, name, dtype) +1
 #include "variants.def"
 #undef R35A_GENERIC_KERNEL
+#undef R35A_GENERIC_MERGE_KERNEL
 };
 
 typedef struct r35a_encoder_variant {

@@ -38,17 +38,23 @@ size_t r35a_dtype_size(r35a_dtype dtype)
 
 /* ---- struct sizes: today's and the earlier releases' ---- */
 
-/* Copies the caller's struct of in_size bytes (today's full_size or 0.1.0's old_size) into full,
- * zeroing the rest: every field added since 0.1.0 has 0 / NULL as its default. */
-static r35a_status upgrade(const char *name, const void *in, size_t full_size, size_t old_size, void *full)
+/* Copies the caller's struct of in_size bytes (today's full_size or an earlier release's: 0.1.0's
+ * size_0_1, 0.2.0's size_0_2; 0 where the struct is newer than that release) into full, zeroing the
+ * rest: every field added since has 0 / NULL as its default. */
+static r35a_status upgrade(const char *name, const void *in, size_t full_size, size_t size_0_1, size_t size_0_2,
+                           void *full)
 {
     if (!in)
         return r35a_fail(R35A_ERR_NULL_POINTER, "%s: NULL", name);
     size_t in_size;
     memcpy(&in_size, in, sizeof in_size); /* struct_size opens every struct */
-    if (in_size != full_size && in_size != old_size)
-        return r35a_fail(R35A_ERR_STRUCT_SIZE, "%s.struct_size: %zu is neither %zu (this release) nor %zu (0.1.0)",
-                         name, in_size, full_size, old_size);
+    if (in_size != full_size && (size_0_1 == 0 || in_size != size_0_1) && (size_0_2 == 0 || in_size != size_0_2)) {
+        if (size_0_1 == 0)
+            return r35a_fail(R35A_ERR_STRUCT_SIZE, "%s.struct_size: %zu is not %zu", name, in_size, full_size);
+        return r35a_fail(R35A_ERR_STRUCT_SIZE,
+                         "%s.struct_size: %zu is neither %zu (this release), %zu (0.2.0) nor %zu (0.1.0)", name,
+                         in_size, full_size, size_0_2, size_0_1);
+    }
     memset(full, 0, full_size);
     memcpy(full, in, in_size);
     memcpy(full, &full_size, sizeof full_size);
@@ -57,16 +63,30 @@ static r35a_status upgrade(const char *name, const void *in, size_t full_size, s
 
 r35a_status r35a_upgrade_desc(r35a_op op, const void *desc, r35a_op_desc *full)
 {
-    if (op == R35A_OP_PAGED)
-        return upgrade("paged_attention_desc", desc, sizeof full->paged, R35A_PAGED_DESC_SIZE_0_1, &full->paged);
-    return upgrade("varlen_attention_desc", desc, sizeof full->varlen, R35A_VARLEN_DESC_SIZE_0_1, &full->varlen);
+    switch (op) {
+    case R35A_OP_PAGED:
+        return upgrade("paged_attention_desc", desc, sizeof full->paged, R35A_PAGED_DESC_SIZE_0_1,
+                       R35A_PAGED_DESC_SIZE_0_2, &full->paged);
+    case R35A_OP_VARLEN:
+        return upgrade("varlen_attention_desc", desc, sizeof full->varlen, R35A_VARLEN_DESC_SIZE_0_1,
+                       R35A_VARLEN_DESC_SIZE_0_2, &full->varlen);
+    case R35A_OP_MERGE: break;
+    }
+    return upgrade("merge_states_desc", desc, sizeof full->merge, 0, 0, &full->merge);
 }
 
 r35a_status r35a_upgrade_args(r35a_op op, const void *args, r35a_op_args *full)
 {
-    if (op == R35A_OP_PAGED)
-        return upgrade("paged_attention_args", args, sizeof full->paged, R35A_PAGED_ARGS_SIZE_0_1, &full->paged);
-    return upgrade("varlen_attention_args", args, sizeof full->varlen, R35A_VARLEN_ARGS_SIZE_0_1, &full->varlen);
+    switch (op) {
+    case R35A_OP_PAGED:
+        return upgrade("paged_attention_args", args, sizeof full->paged, R35A_PAGED_ARGS_SIZE_0_1,
+                       R35A_PAGED_ARGS_SIZE_0_2, &full->paged);
+    case R35A_OP_VARLEN:
+        return upgrade("varlen_attention_args", args, sizeof full->varlen, R35A_VARLEN_ARGS_SIZE_0_1,
+                       R35A_VARLEN_ARGS_SIZE_0_2, &full->varlen);
+    case R35A_OP_MERGE: break;
+    }
+    return upgrade("merge_states_args", args, sizeof full->merge, 0, 0, &full->merge);
 }
 
 #define PAGED "paged_attention_desc"
@@ -176,6 +196,22 @@ static r35a_status check_extent(const char *name, const extent_term *terms, int 
     return R35A_OK;
 }
 
+/* The LSE output of an attention op: its strides are >= 0 and its extent fits (checked whether or
+ * not use_lse is set, so a plan never carries strides a later use would overflow on). */
+static r35a_status check_lse_layout(const char *name, int32_t num_tokens, int32_t num_q_heads, int64_t token_stride,
+                                    int64_t head_stride)
+{
+    if (token_stride < 0)
+        return r35a_fail(R35A_ERR_INVALID_ARGUMENT, "%s.lse_token_stride: %lld is negative", name,
+                         (long long)token_stride);
+    if (head_stride < 0)
+        return r35a_fail(R35A_ERR_INVALID_ARGUMENT, "%s.lse_head_stride: %lld is negative", name,
+                         (long long)head_stride);
+    const extent_term lse[] = {{"lse_token_stride", num_tokens, token_stride},
+                               {"lse_head_stride", num_q_heads, head_stride}};
+    return check_extent(name, lse, 2, 1, sizeof(float));
+}
+
 #define TRY(expr)                                                                                      \
     do {                                                                                               \
         r35a_status st_ = (expr);                                                                      \
@@ -202,6 +238,7 @@ static r35a_status validate_paged_desc(const r35a_paged_attention_desc *d)
     TRY(check_scores(PAGED, d->softmax_scale, d->logit_softcap));
     TRY(check_flag(PAGED, "use_alibi", d->use_alibi));
     TRY(check_flag(PAGED, "use_sinks", d->use_sinks));
+    TRY(check_flag(PAGED, "use_lse", d->use_lse));
 
     int64_t pages_needed = ((int64_t)d->max_seq_len + d->page_size - 1) / d->page_size;
     if (d->block_table_stride < pages_needed)
@@ -235,6 +272,7 @@ static r35a_status validate_paged_desc(const r35a_paged_attention_desc *d)
     TRY(check_extent(PAGED, k, 3, d->head_size, kv_es));
     TRY(check_extent(PAGED, v, 3, d->head_size, kv_es));
     TRY(check_extent(PAGED, bt, 1, d->block_table_stride, sizeof(int32_t)));
+    TRY(check_lse_layout(PAGED, d->num_tokens, d->num_q_heads, d->lse_token_stride, d->lse_head_stride));
     return R35A_OK;
 }
 
@@ -252,6 +290,7 @@ static r35a_status validate_varlen_desc(const r35a_varlen_attention_desc *d)
     TRY(check_flag(VARLEN, "causal", d->causal));
     TRY(check_scores(VARLEN, d->softmax_scale, d->logit_softcap));
     TRY(check_flag(VARLEN, "use_sinks", d->use_sinks));
+    TRY(check_flag(VARLEN, "use_lse", d->use_lse));
     if ((int64_t)d->num_tokens > (int64_t)d->num_segments * d->max_seqlen)
         return r35a_fail(R35A_ERR_INVALID_ARGUMENT,
                          VARLEN ".num_tokens: %d exceeds num_segments %d x max_seqlen %d", (int)d->num_tokens,
@@ -274,6 +313,41 @@ static r35a_status validate_varlen_desc(const r35a_varlen_attention_desc *d)
     TRY(check_extent(VARLEN, k, 2, d->head_size, es));
     TRY(check_extent(VARLEN, v, 2, d->head_size, es));
     TRY(check_extent(VARLEN, o, 2, d->head_size, es));
+    TRY(check_lse_layout(VARLEN, d->num_tokens, d->num_q_heads, d->lse_token_stride, d->lse_head_stride));
+    return R35A_OK;
+}
+
+#define MERGE "merge_states_desc"
+
+static r35a_status validate_merge_desc(const r35a_merge_states_desc *d)
+{
+    if (d->struct_size != sizeof *d) /* r35a_upgrade_desc made it so */
+        return r35a_fail(R35A_ERR_INTERNAL, MERGE ".struct_size: %zu reached validation", d->struct_size);
+    TRY(check_common_dtype(MERGE, d->dtype));
+    REQUIRE_AT_LEAST(MERGE, "num_parts", d->num_parts, 1);
+    REQUIRE_AT_LEAST(MERGE, "num_tokens", d->num_tokens, 0);
+    REQUIRE_AT_LEAST(MERGE, "num_heads", d->num_heads, 1);
+    if (d->head_size < 1 || d->head_size > 1024)
+        return r35a_fail(R35A_ERR_INVALID_ARGUMENT, MERGE ".head_size: %d is outside 1..1024", (int)d->head_size);
+    TRY(check_flag(MERGE, "use_out_lse", d->use_out_lse));
+#define CHECK_MERGE_STRIDE(field) TRY(check_stride(MERGE, #field, d->field));
+    R35A_MERGE_STRIDES(CHECK_MERGE_STRIDE)
+#undef CHECK_MERGE_STRIDE
+    const size_t es = r35a_dtype_size(d->dtype);
+    const extent_term po[] = {{"part_stride", d->num_parts, d->part_stride},
+                              {"part_token_stride", d->num_tokens, d->part_token_stride},
+                              {"part_head_stride", d->num_heads, d->part_head_stride}};
+    const extent_term pl[] = {{"lse_part_stride", d->num_parts, d->lse_part_stride},
+                              {"lse_token_stride", d->num_tokens, d->lse_token_stride},
+                              {"lse_head_stride", d->num_heads, d->lse_head_stride}};
+    const extent_term o[] = {{"o_token_stride", d->num_tokens, d->o_token_stride},
+                             {"o_head_stride", d->num_heads, d->o_head_stride}};
+    const extent_term ol[] = {{"out_lse_token_stride", d->num_tokens, d->out_lse_token_stride},
+                              {"out_lse_head_stride", d->num_heads, d->out_lse_head_stride}};
+    TRY(check_extent(MERGE, po, 3, d->head_size, es));
+    TRY(check_extent(MERGE, pl, 3, 1, sizeof(float)));
+    TRY(check_extent(MERGE, o, 2, d->head_size, es));
+    TRY(check_extent(MERGE, ol, 2, 1, sizeof(float)));
     return R35A_OK;
 }
 
@@ -330,6 +404,7 @@ static r35a_status validate_paged_args(const r35a_paged_attention_desc *d, const
     snprintf(no_scales, sizeof no_scales, "the KV cache is %s, which has no scales", r35a_dtype_name(kv));
     TRY(check_optional(ARGS_PAGED, "k_scale", a->k_scale, r35a_dtype_is_kv8(kv), no_scales));
     TRY(check_optional(ARGS_PAGED, "v_scale", a->v_scale, r35a_dtype_is_kv8(kv), no_scales));
+    TRY(check_optional(ARGS_PAGED, "lse", a->lse, d->use_lse, PAGED ".use_lse is 0 (the plan writes no LSE)"));
     return R35A_OK;
 }
 
@@ -340,6 +415,23 @@ static r35a_status validate_varlen_args(const r35a_varlen_attention_desc *d, con
     const named_ptr required[] = {{"q", a->q}, {"k", a->k}, {"v", a->v}, {"out", a->out}, {"cu_seqlens", a->cu_seqlens}};
     TRY(check_args_common(ARGS_VARLEN, a->struct_size, sizeof *a, required, sizeof required / sizeof *required));
     TRY(check_optional(ARGS_VARLEN, "sinks", a->sinks, d->use_sinks, VARLEN ".use_sinks is 0"));
+    TRY(check_optional(ARGS_VARLEN, "lse", a->lse, d->use_lse, VARLEN ".use_lse is 0 (the plan writes no LSE)"));
+    return R35A_OK;
+}
+
+#define ARGS_MERGE "merge_states_args"
+
+static r35a_status validate_merge_args(const r35a_merge_states_desc *d, const r35a_merge_states_args *a)
+{
+    if (!a)
+        return r35a_fail(R35A_ERR_NULL_POINTER, ARGS_MERGE ": NULL");
+    const named_ptr required[] = {{"parts_o", a->parts_o}, {"parts_lse", a->parts_lse}, {"out", a->out}};
+    TRY(check_args_common(ARGS_MERGE, a->struct_size, sizeof *a, required, sizeof required / sizeof *required));
+    TRY(check_optional(ARGS_MERGE, "out_lse", a->out_lse, d->use_out_lse, MERGE ".use_out_lse is 0"));
+    if (a->out == a->parts_o || (const void *)a->out == (const void *)a->parts_lse ||
+        (a->out_lse && ((const void *)a->out_lse == a->parts_o || (const void *)a->out_lse == (const void *)a->parts_lse)))
+        return r35a_fail(R35A_ERR_INVALID_ARGUMENT, ARGS_MERGE ".%s: aliases the parts (the merge is not in place)",
+                         a->out == a->parts_o || (const void *)a->out == (const void *)a->parts_lse ? "out" : "out_lse");
     return R35A_OK;
 }
 
@@ -432,15 +524,24 @@ static r35a_status validate_varlen_data(const r35a_varlen_attention_desc *d, con
 
 r35a_status r35a_validate_desc(r35a_op op, const r35a_op_desc *desc)
 {
-    return op == R35A_OP_PAGED ? validate_paged_desc(&desc->paged) : validate_varlen_desc(&desc->varlen);
+    switch (op) {
+    case R35A_OP_PAGED: return validate_paged_desc(&desc->paged);
+    case R35A_OP_VARLEN: return validate_varlen_desc(&desc->varlen);
+    case R35A_OP_MERGE: break;
+    }
+    return validate_merge_desc(&desc->merge);
 }
 
 r35a_status r35a_validate_args(r35a_op op, const r35a_op_desc *desc, const r35a_op_args *args, bool host_data)
 {
-    if (op == R35A_OP_PAGED) {
+    switch (op) {
+    case R35A_OP_PAGED:
         TRY(validate_paged_args(&desc->paged, &args->paged));
         return host_data ? validate_paged_data(&desc->paged, &args->paged) : R35A_OK;
+    case R35A_OP_VARLEN:
+        TRY(validate_varlen_args(&desc->varlen, &args->varlen));
+        return host_data ? validate_varlen_data(&desc->varlen, &args->varlen) : R35A_OK;
+    case R35A_OP_MERGE: break;
     }
-    TRY(validate_varlen_args(&desc->varlen, &args->varlen));
-    return host_data ? validate_varlen_data(&desc->varlen, &args->varlen) : R35A_OK;
+    return validate_merge_args(&desc->merge, &args->merge);   /* no metadata: LSE values are data */
 }

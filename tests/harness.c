@@ -231,7 +231,7 @@ void paged_spec_describe(const paged_spec *s, char *buf, size_t len)
     char kl[48], vl[48];
     int n = snprintf(buf, len,
                      "paged %s hq=%d hkv=%d D=%d B=%d window=%d scale=%.9g softcap=%.9g alibi=%d "
-                     "sinks=%d(%g+-%g%s) kv=%s%s sizes=%s "
+                     "sinks=%d(%g+-%g%s) kv=%s%s lse=%d/%d sizes=%s "
                      "K=%s V=%s qpad=%d/%d opad=%d/%d bt_pad=%d extra_pages=%d slack=%d/%d "
                      "force_pages=%d shuffle=%d garbage=%d nan_fill=%d amp=%g/%g voff=%g qdrop=%d/%d seqs(L/M)=",
                      tu_dtype_name(s->dtype), (int)s->num_q_heads, (int)s->num_kv_heads,
@@ -239,7 +239,8 @@ void paged_spec_describe(const paged_spec *s, char *buf, size_t len)
                      (double)s->logit_softcap, (int)s->use_alibi, (int)s->use_sinks, s->sink_center,
                      s->sink_amp, s->sink_some_neg_inf ? ",-inf" : "",
                      s->kv_dtype ? tu_dtype_name(s->kv_dtype) : "=dtype",
-                     s->kv_scale_per_head ? "/per-head" : "", s->struct_sizes_0_1 ? "0.1" : "0.2",
+                     s->kv_scale_per_head ? "/per-head" : "", (int)s->use_lse, (int)s->lse_pad,
+                     s->struct_sizes_0_1 ? "0.1" : "0.3",
                      layout_name(&s->k_layout, kl, sizeof kl), layout_name(&s->v_layout, vl, sizeof vl),
                      (int)s->q_token_pad, (int)s->q_head_pad, (int)s->o_token_pad, (int)s->o_head_pad,
                      (int)s->bt_pad, (int)s->extra_pages, (int)s->max_query_len_slack,
@@ -252,6 +253,65 @@ void paged_spec_describe(const paged_spec *s, char *buf, size_t len)
         if (!append_whole(buf, len, item))
             break;
     }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* LSE outputs                                                                                  */
+
+/* Sets up the LSE buffers of a problem with `tokens` x `hq` rows (nothing when !use). */
+static void lse_init(h_lse *l, bool use, int32_t tokens, int32_t hq, int32_t pad)
+{
+    memset(l, 0, sizeof *l);
+    if (!use)
+        return;
+    l->token_stride = (int64_t)hq + pad;
+    l->elems = (size_t)tokens * (size_t)l->token_stride;
+    l->buf = tu_alloc(sizeof(float) * (l->elems ? l->elems : 1));
+    l->ref = calloc((size_t)tokens * (size_t)hq + 1, sizeof(double));
+}
+
+static void lse_free(h_lse *l)
+{
+    tu_free(l->buf);
+    free(l->ref);
+    memset(l, 0, sizeof *l);
+}
+
+bool h_lse_check(const h_lse *l, r35a_dtype dtype, int32_t tokens, int32_t hq, const char *label)
+{
+    const double tol = dtype == R35A_DTYPE_F32 ? H_LSE_TOL_F32 : H_LSE_TOL_16BIT;
+    int bad = 0;
+    double worst = 0.0;
+    for (int32_t t = 0; t < tokens; ++t) {
+        for (int32_t hh = 0; hh < l->token_stride; ++hh) {
+            const float got = l->buf[(size_t)t * (size_t)l->token_stride + (size_t)hh];
+            if (hh >= hq) { /* a gap: the library must not write it */
+                if (tu_first_unpoisoned(&got, sizeof got) != (size_t)-1) {
+                    if (bad++ < 5)
+                        printf("FAIL %s\n  LSE gap (token %d, slot %d) was written: %g\n", label, (int)t, (int)hh,
+                               (double)got);
+                }
+                continue;
+            }
+            const double ref = l->ref[(size_t)t * (size_t)hq + (size_t)hh];
+            bool ok;
+            if (ref == -INFINITY)
+                ok = got == -INFINITY;
+            else {
+                const double err = fabs((double)got - ref) / (fabs(ref) > 1.0 ? fabs(ref) : 1.0);
+                ok = isfinite(got) && err <= tol;
+                if (isfinite(got) && err > worst)
+                    worst = err;
+            }
+            if (!ok && bad++ < 5)
+                printf("FAIL %s\n  LSE (token %d, head %d): got %.9g, oracle %.9g (tolerance %g relative to max(1, |ref|))\n",
+                       label, (int)t, (int)hh, (double)got, ref, tol);
+        }
+    }
+    if (bad)
+        printf("  %d LSE mismatches; largest finite error %.3g (seed 0x%016llx)\n", bad, worst,
+               (unsigned long long)tu_seed());
+    return bad == 0;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -341,6 +401,7 @@ int paged_problem_oracle(paged_problem *p)
     o.seq_lens = p->seq_lens;
     o.query_start_loc = p->query_start_loc;
     o.block_table = p->block_table;
+    o.lse = p->lse.ref;
     const double t0 = now_seconds();
     const int orc = oracle_paged_attention(&o, p->ref);
     g_time_oracle += now_seconds() - t0;
@@ -550,6 +611,10 @@ int paged_problem_init(paged_problem *p, const paged_spec *spec, tu_rng *rng)
     if (s->struct_sizes_0_1) {
         d->struct_size = offsetof(r35a_paged_attention_desc, use_sinks);
     }
+    lse_init(&p->lse, s->use_lse && !s->struct_sizes_0_1, tokens, hq, s->lse_pad);
+    d->use_lse = p->lse.buf != NULL;
+    d->lse_token_stride = p->lse.buf ? p->lse.token_stride : hq;
+    d->lse_head_stride = 1;
 
     const size_t ref_elems = (size_t)tokens * (size_t)hq * (size_t)D;
     p->ref = calloc(ref_elems ? ref_elems : 1, sizeof(double));
@@ -576,6 +641,7 @@ void paged_problem_free(paged_problem *p)
     tu_free(p->k_scale);
     tu_free(p->v_scale);
     free(p->ref);
+    lse_free(&p->lse);
     memset(p, 0, sizeof *p);
 }
 
@@ -624,6 +690,10 @@ bool paged_problem_check(r35a_context *ctx, paged_problem *p, const r35a_plan *p
     void *dks = p->k_scale ? mem->upload(mem->user, p->k_scale, sizeof(float) * (size_t)p->n_scales) : NULL;
     void *dvs = p->v_scale ? mem->upload(mem->user, p->v_scale, sizeof(float) * (size_t)p->n_scales) : NULL;
     void *ws = info.workspace_bytes ? mem->alloc(mem->user, info.workspace_bytes) : NULL;
+    if (p->lse.buf)
+        tu_poison(p->lse.buf, sizeof(float) * (p->lse.elems ? p->lse.elems : 1));
+    void *dlse = p->lse.buf ? mem->upload(mem->user, p->lse.buf, sizeof(float) * (p->lse.elems ? p->lse.elems : 1))
+                            : NULL;
 
     r35a_paged_attention_args args;
     memset(&args, 0, sizeof args);
@@ -639,6 +709,7 @@ bool paged_problem_check(r35a_context *ctx, paged_problem *p, const r35a_plan *p
     args.sinks = dsinks;
     args.k_scale = dks;
     args.v_scale = dvs;
+    args.lse = dlse;
     if (s->struct_sizes_0_1) {
         args.struct_size = offsetof(r35a_paged_attention_args, sinks);
     }
@@ -661,6 +732,11 @@ bool paged_problem_check(r35a_context *ctx, paged_problem *p, const r35a_plan *p
     g_time_library += now_seconds() - t_run;
     if (ok) {
         mem->download(mem->user, p->out_alloc, dout, p->out_alloc_bytes);
+        if (dlse)
+            mem->download(mem->user, p->lse.buf, dlse, sizeof(float) * (p->lse.elems ? p->lse.elems : 1));
+    }
+    if (dlse) {
+        mem->release(mem->user, dlse, p->lse.buf);
     }
 
     mem->release(mem->user, dq, p->q);
@@ -709,6 +785,9 @@ bool paged_problem_check(r35a_context *ctx, paged_problem *p, const r35a_plan *p
     }
     tu_check_untouched(&c, p->out_alloc, p->out_mask, p->out_alloc_bytes);
     bool passed = tu_check_passed(&c);
+    if (p->lse.buf && !h_lse_check(&p->lse, dt, p->num_tokens, s->num_q_heads, label)) {
+        passed = false;
+    }
     if (paged_input_hash(p) != p->input_hash) {
         printf("FAIL %s\n  the call modified an input buffer (q, k, v or metadata)\n", label);
         passed = false;
@@ -795,13 +874,13 @@ void varlen_spec_describe(const varlen_spec *s, char *buf, size_t len)
 {
     int n = snprintf(buf, len,
                      "varlen %s hq=%d hkv=%d D=%d causal=%d scale=%.9g softcap=%.9g sinks=%d(%g+-%g) "
-                     "sizes=%s layout=%s "
+                     "lse=%d/%d sizes=%s layout=%s "
                      "token_pad=%d/%d/%d/%d head_pad=%d/%d/%d/%d slack=%d nan_fill=%d amp=%g/%g "
                      "k_growth=%g voff=%g segments=",
                      tu_dtype_name(s->dtype), (int)s->num_q_heads, (int)s->num_kv_heads,
                      (int)s->head_size, (int)s->causal, (double)s->softmax_scale,
                      (double)s->logit_softcap, (int)s->use_sinks, s->sink_center, s->sink_amp,
-                     s->struct_sizes_0_1 ? "0.1" : "0.2", s->layout == VARLEN_FUSED ? "fused" : "separate",
+                     (int)s->use_lse, (int)s->lse_pad, s->struct_sizes_0_1 ? "0.1" : "0.3", s->layout == VARLEN_FUSED ? "fused" : "separate",
                      (int)s->token_pad[0], (int)s->token_pad[1], (int)s->token_pad[2],
                      (int)s->token_pad[3], (int)s->head_pad[0], (int)s->head_pad[1],
                      (int)s->head_pad[2], (int)s->head_pad[3], (int)s->max_seqlen_slack,
@@ -860,6 +939,7 @@ int varlen_problem_oracle(varlen_problem *p)
     o.v_token_stride = d->v_token_stride;
     o.v_head_stride = d->v_head_stride;
     o.cu_seqlens = p->cu_seqlens;
+    o.lse = p->lse.ref;
     const double t0 = now_seconds();
     const int orc = oracle_varlen_attention(&o, p->ref);
     g_time_oracle += now_seconds() - t0;
@@ -907,6 +987,10 @@ int varlen_problem_init(varlen_problem *p, const varlen_spec *spec, tu_rng *rng)
     if (s->struct_sizes_0_1) {
         d->struct_size = offsetof(r35a_varlen_attention_desc, use_sinks);
     }
+    lse_init(&p->lse, s->use_lse && !s->struct_sizes_0_1, tokens, hq, s->lse_pad);
+    d->use_lse = p->lse.buf != NULL;
+    d->lse_token_stride = p->lse.buf ? p->lse.token_stride : hq;
+    d->lse_head_stride = 1;
     if (s->use_sinks) {
         p->sinks = make_sinks(hq, s->sink_center, s->sink_amp, false, rng);
     }
@@ -994,6 +1078,7 @@ void varlen_problem_free(varlen_problem *p)
     tu_free(p->cu_seqlens);
     tu_free(p->sinks);
     free(p->ref);
+    lse_free(&p->lse);
     memset(p, 0, sizeof *p);
 }
 
@@ -1040,6 +1125,10 @@ bool varlen_problem_check(r35a_context *ctx, varlen_problem *p, const r35a_plan 
     void *dcu = mem->upload(mem->user, p->cu_seqlens, sizeof(int32_t) * ((size_t)s->num_segments + 1));
     void *dsinks = p->sinks ? mem->upload(mem->user, p->sinks, sizeof(float) * (size_t)s->num_q_heads) : NULL;
     void *ws = info.workspace_bytes ? mem->alloc(mem->user, info.workspace_bytes) : NULL;
+    if (p->lse.buf)
+        tu_poison(p->lse.buf, sizeof(float) * (p->lse.elems ? p->lse.elems : 1));
+    void *dlse = p->lse.buf ? mem->upload(mem->user, p->lse.buf, sizeof(float) * (p->lse.elems ? p->lse.elems : 1))
+                            : NULL;
 
     r35a_varlen_attention_args args;
     memset(&args, 0, sizeof args);
@@ -1050,6 +1139,7 @@ bool varlen_problem_check(r35a_context *ctx, varlen_problem *p, const r35a_plan 
     args.out = (uint8_t *)dout + p->out_guard_bytes;
     args.cu_seqlens = dcu;
     args.sinks = dsinks;
+    args.lse = dlse;
     if (s->struct_sizes_0_1) {
         args.struct_size = offsetof(r35a_varlen_attention_args, sinks);
     }
@@ -1072,6 +1162,11 @@ bool varlen_problem_check(r35a_context *ctx, varlen_problem *p, const r35a_plan 
     g_time_library += now_seconds() - t_run;
     if (ok) {
         mem->download(mem->user, p->out_alloc, dout, p->out_alloc_bytes);
+        if (dlse)
+            mem->download(mem->user, p->lse.buf, dlse, sizeof(float) * (p->lse.elems ? p->lse.elems : 1));
+    }
+    if (dlse) {
+        mem->release(mem->user, dlse, p->lse.buf);
     }
     if (p->qkv) {
         mem->release(mem->user, dqkv, p->qkv);
@@ -1113,6 +1208,9 @@ bool varlen_problem_check(r35a_context *ctx, varlen_problem *p, const r35a_plan 
     }
     tu_check_untouched(&c, p->out_alloc, p->out_mask, p->out_alloc_bytes);
     bool passed = tu_check_passed(&c);
+    if (p->lse.buf && !h_lse_check(&p->lse, dt, p->num_tokens, s->num_q_heads, label)) {
+        passed = false;
+    }
     if (varlen_input_hash(p) != p->input_hash) {
         printf("FAIL %s\n  the call modified an input buffer (q, k, v or cu_seqlens)\n", label);
         passed = false;

@@ -83,6 +83,10 @@ typedef struct paged_spec {
     int32_t q_row_exp_drop, q_elem_exp_drop;
     bool defer_oracle;               /* init leaves ref zero: the caller runs paged_problem_oracle
                                         (after changing inputs, or only for a sample of cases) */
+    /* the LSE output (0.3): use_lse asks for it (today's struct sizes only), into a float buffer
+     * [tokens][hq + lse_pad] whose gaps must stay poisoned; checked against the oracle's */
+    bool use_lse;
+    int32_t lse_pad;
 } paged_spec;
 
 /* Defaults: one sequence L = 1, M = 1; HND; contiguous Q/O; f16; no window, softcap, ALiBi. */
@@ -100,6 +104,23 @@ double paged_spec_cache_elems(const paged_spec *s);
 double paged_spec_logit_std(const paged_spec *s);
 /* One-line description with every parameter (printed on failure for replay). */
 void paged_spec_describe(const paged_spec *s, char *buf, size_t len);
+
+/* An LSE output under test: buf[t * token_stride + h] (poisoned around the rows), and ref
+ * [tokens][hq] from the oracle. */
+typedef struct h_lse {
+    float *buf;
+    size_t elems;
+    int64_t token_stride;
+    double *ref;
+} h_lse;
+
+/* LSE tolerance: |got - ref| <= this x max(1, |ref|) (the LSE is a log: its absolute error is the
+ * relative error of the softmax denominator); -inf must be -inf, NaN never passes. */
+#define H_LSE_TOL_F32 1e-5
+#define H_LSE_TOL_16BIT 2e-4
+/* Checks lse against its reference for tokens x hq rows and that every element between rows is
+ * still poisoned; prints the first mismatches under label. true when it passes. */
+bool h_lse_check(const h_lse *lse, r35a_dtype dtype, int32_t tokens, int32_t hq, const char *label);
 
 typedef struct paged_problem {
     paged_spec spec;
@@ -119,6 +140,7 @@ typedef struct paged_problem {
     double *ref;                     /* oracle [num_tokens][hq][D] */
     double ref_max;
     uint64_t input_hash;
+    h_lse lse;                       /* spec.use_lse: the LSE output and the oracle's */
 } paged_problem;
 
 /* Builds the buffers from spec with values from rng and runs the oracle. 0 on success. */
@@ -167,6 +189,8 @@ typedef struct varlen_spec {
     double k_growth;           /* key amplitude grows along each segment: k_amp x (1 + k_growth x pos),
                                   pos 0 .. 1 (the running max keeps rising: online-softmax rescales) */
     bool defer_oracle;         /* as in paged_spec: varlen_problem_oracle runs it */
+    bool use_lse;              /* as in paged_spec */
+    int32_t lse_pad;
 } varlen_spec;
 
 void varlen_spec_init(varlen_spec *s, r35a_dtype dtype, int32_t hq, int32_t hkv, int32_t d);
@@ -190,6 +214,7 @@ typedef struct varlen_problem {
     double *ref;
     double ref_max;
     uint64_t input_hash;
+    h_lse lse;
 } varlen_problem;
 
 int varlen_problem_init(varlen_problem *p, const varlen_spec *spec, tu_rng *rng);

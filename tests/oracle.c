@@ -119,8 +119,9 @@ static double dot(const double *a, const double *b, int32_t n)
 /* One query row q against the keys kd[x], vd[x] (x = 0 .. n-1, each head_size doubles), the
  * materialized way: all logits and the sink, their max, exp, sum, then the weighted sum of V (the
  * sink has no value). The key of x is at position first_key + x; the query at position query_pos
- * (for ALiBi). sink is NULL without sinks. n = 0 gives zeros. */
-static void attend_row(const double *q, const double *kd, const double *vd, int32_t n,
+ * (for ALiBi). sink is NULL without sinks. n = 0 gives zeros. Returns the row's LSE, log(sum of
+ * exp(logit)) with the sink's term; -inf when n = 0 (the sink is not counted then). */
+static double attend_row(const double *q, const double *kd, const double *vd, int32_t n,
                        int32_t head_size, double scale, double softcap, const double *alibi_slope,
                        const double *sink, int32_t first_key, int32_t query_pos, double *logits,
                        double *out)
@@ -129,7 +130,7 @@ static void attend_row(const double *q, const double *kd, const double *vd, int3
         out[e] = 0.0;
     }
     if (n == 0) {
-        return;
+        return -INFINITY;
     }
     double max_logit = -INFINITY;
     for (int32_t x = 0; x < n; ++x) {
@@ -158,6 +159,7 @@ static void attend_row(const double *q, const double *kd, const double *vd, int3
             out[e] += w * v[e];
         }
     }
+    return max_logit + log(sum);
 }
 
 /* Scratch: decoded K and V of up to max_keys keys, their logits, one query vector. */
@@ -267,10 +269,14 @@ int oracle_paged_attention(const oracle_paged *p, double *out)
                     }
                     double slope = p->alibi_slopes ? (double)p->alibi_slopes[h] : 0.0;
                     double sink = p->sinks ? (double)p->sinks[h] : 0.0;
-                    attend_row(w.q, w.kd + x0 * (size_t)D, w.vd + x0 * (size_t)D, pos - lo + 1, D,
-                               p->softmax_scale, p->logit_softcap, p->alibi_slopes ? &slope : NULL,
-                               p->sinks ? &sink : NULL, lo, pos, w.logits,
-                               out + ((int64_t)t * p->num_q_heads + h) * D);
+                    const double lse =
+                        attend_row(w.q, w.kd + x0 * (size_t)D, w.vd + x0 * (size_t)D, pos - lo + 1, D,
+                                   p->softmax_scale, p->logit_softcap, p->alibi_slopes ? &slope : NULL,
+                                   p->sinks ? &sink : NULL, lo, pos, w.logits,
+                                   out + ((int64_t)t * p->num_q_heads + h) * D);
+                    if (p->lse) {
+                        p->lse[(int64_t)t * p->num_q_heads + h] = lse;
+                    }
                 }
             }
         }
@@ -334,9 +340,12 @@ int oracle_varlen_attention(const oracle_varlen *p, double *out)
                         break;
                     }
                     double sink = p->sinks ? (double)p->sinks[h] : 0.0;
-                    attend_row(w.q, w.kd, w.vd, n, D, p->softmax_scale, p->logit_softcap, NULL,
-                               p->sinks ? &sink : NULL, 0, i, w.logits,
-                               out + ((int64_t)t * p->num_q_heads + h) * D);
+                    const double lse = attend_row(w.q, w.kd, w.vd, n, D, p->softmax_scale, p->logit_softcap, NULL,
+                                                  p->sinks ? &sink : NULL, 0, i, w.logits,
+                                                  out + ((int64_t)t * p->num_q_heads + h) * D);
+                    if (p->lse) {
+                        p->lse[(int64_t)t * p->num_q_heads + h] = lse;
+                    }
                 }
             }
         }

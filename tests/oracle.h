@@ -2,7 +2,8 @@
  * oracle.h - an independent float64 oracle for paged and varlen attention.
  *
  * Written straight from the semantics in include/rdna35attn.h, with a materialized softmax per row
- * (all logits of the row in an array, the sink with them, then max, exp, sum, weighted sum of V).
+ * (all logits of the row in an array, the sink with them, then max, exp, sum, weighted sum of V;
+ * the LSE, on request, is max + log(sum)).
  * 8-bit KV caches are decoded by the oracle's own table (fp8 e4m3fn, int8) and scaled in float64. It takes its own
  * parameter structs rather than the library's descriptors and shares no code with src/. Slow and
  * obviously correct on purpose.
@@ -38,6 +39,9 @@ typedef struct oracle_paged {
     const int32_t *seq_lens;        /* [num_seqs] */
     const int32_t *query_start_loc; /* [num_seqs + 1] */
     const int32_t *block_table;     /* [num_seqs * block_table_stride] */
+    double *lse;                    /* NULL, or [num_tokens][num_q_heads]: each row's LSE (natural
+                                       log of its softmax denominator, sink included; -inf for a
+                                       row that sees no key) */
 } oracle_paged;
 
 typedef struct oracle_varlen {
@@ -56,6 +60,7 @@ typedef struct oracle_varlen {
     const void *v;
     int64_t v_token_stride, v_head_stride;
     const int32_t *cu_seqlens;      /* [num_segments + 1] */
+    double *lse;                    /* NULL, or [num_tokens][num_q_heads] (as oracle_paged.lse) */
 } oracle_varlen;
 
 /* Writes out[(t * num_q_heads + h) * head_size + e] for every query row. Returns 0, or -1 with a

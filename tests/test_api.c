@@ -187,20 +187,15 @@ typedef void (*paged_desc_init_fn)(r35a_paged_attention_desc *, r35a_dtype, int3
 typedef void (*varlen_desc_init_fn)(r35a_varlen_attention_desc *, r35a_dtype, int32_t, int32_t, int32_t, int32_t,
                                     int32_t, int32_t);
 
-static void test_desc_init_0_1_symbols(void **state)
+/* An earlier release's r35a_*_desc_init, as a binary built against it still calls them: they fill
+ * that release's struct only (old_paged / old_varlen bytes), set that size, agree with today's
+ * there, and what they produce plans. */
+static void check_old_desc_inits(const char *version, size_t old_paged, size_t old_varlen)
 {
-    (void)state;
-    void *paged_sym = dlvsym(RTLD_DEFAULT, "r35a_paged_attention_desc_init", "R35A_0");
-    void *varlen_sym = dlvsym(RTLD_DEFAULT, "r35a_varlen_attention_desc_init", "R35A_0");
-    if (!paged_sym || !varlen_sym) {
-        printf("test_api: no r35a_*_desc_init@R35A_0 in this process (no symbol versions); skipped\n");
-        skip();
-    }
-    /* the default version is today's */
-    assert_ptr_equal(dlsym(RTLD_DEFAULT, "r35a_paged_attention_desc_init"),
-                     dlvsym(RTLD_DEFAULT, "r35a_paged_attention_desc_init", "R35A_0.2"));
-    const size_t old_paged = offsetof(r35a_paged_attention_desc, use_sinks);
-    const size_t old_varlen = offsetof(r35a_varlen_attention_desc, use_sinks);
+    void *paged_sym = dlvsym(RTLD_DEFAULT, "r35a_paged_attention_desc_init", version);
+    void *varlen_sym = dlvsym(RTLD_DEFAULT, "r35a_varlen_attention_desc_init", version);
+    assert_non_null(paged_sym);
+    assert_non_null(varlen_sym);
     paged_desc_init_fn paged_init;
     varlen_desc_init_fn varlen_init;
     memcpy(&paged_init, &paged_sym, sizeof paged_init);
@@ -212,7 +207,7 @@ static void test_desc_init_0_1_symbols(void **state)
     assert_int_equal(d.struct_size, old_paged);
     const unsigned char *tail = (const unsigned char *)&d + old_paged;
     for (size_t i = 0; i < sizeof d - old_paged; ++i) {
-        assert_int_equal(tail[i], 0xAB); /* nothing past 0.1.0's struct written */
+        assert_int_equal(tail[i], 0xAB); /* nothing past the old struct written */
     }
     r35a_paged_attention_desc_init(&today, R35A_DTYPE_F16, 3, 6, 4, 4096, 16, 2, 256, 544, 40);
     assert_memory_equal((const char *)&d + sizeof d.struct_size, (const char *)&today + sizeof today.struct_size,
@@ -230,7 +225,7 @@ static void test_desc_init_0_1_symbols(void **state)
     assert_memory_equal((const char *)&v + sizeof v.struct_size, (const char *)&vtoday + sizeof vtoday.struct_size,
                         old_varlen - sizeof v.struct_size);
 
-    /* what they produce plans (the garbage past 0.1.0's size is not read) */
+    /* what they produce plans (the garbage past the old size is not read) */
     r35a_context_options opt;
     r35a_context_options_init(&opt);
     opt.backend = R35A_BACKEND_REFERENCE;
@@ -242,6 +237,26 @@ static void test_desc_init_0_1_symbols(void **state)
     assert_int_equal(r35a_varlen_attention_plan(ctx, &v, &plan), R35A_OK);
     r35a_plan_destroy(plan);
     r35a_context_destroy(ctx);
+}
+
+static void test_desc_init_old_symbols(void **state)
+{
+    (void)state;
+    if (!dlvsym(RTLD_DEFAULT, "r35a_paged_attention_desc_init", "R35A_0")) {
+        printf("test_api: no r35a_*_desc_init@R35A_0 in this process (no symbol versions); skipped\n");
+        skip();
+    }
+    /* the default version is today's */
+    assert_ptr_equal(dlsym(RTLD_DEFAULT, "r35a_paged_attention_desc_init"),
+                     dlvsym(RTLD_DEFAULT, "r35a_paged_attention_desc_init", "R35A_0.3"));
+    assert_ptr_equal(dlsym(RTLD_DEFAULT, "r35a_varlen_attention_desc_init"),
+                     dlvsym(RTLD_DEFAULT, "r35a_varlen_attention_desc_init", "R35A_0.3"));
+    /* 0.1.0's: up to the sink fields; 0.2.0's: up to the LSE fields (0.2.0's sizeof, tail padding
+     * included: the 0.3 fields open with an int64) */
+    check_old_desc_inits("R35A_0", offsetof(r35a_paged_attention_desc, use_sinks),
+                         offsetof(r35a_varlen_attention_desc, use_sinks));
+    check_old_desc_inits("R35A_0.2", offsetof(r35a_paged_attention_desc, lse_token_stride),
+                         offsetof(r35a_varlen_attention_desc, lse_token_stride));
 }
 
 static void test_varlen_desc_init(void **state)
@@ -260,6 +275,9 @@ static void test_varlen_desc_init(void **state)
     assert_int_equal(d.head_size, 80);
     assert_int_equal(d.causal, 0);
     assert_int_equal(d.use_sinks, 0);
+    assert_int_equal(d.use_lse, 0);
+    assert_int_equal(d.lse_token_stride, 16);
+    assert_int_equal(d.lse_head_stride, 1);
     assert_true(fabs((double)d.softmax_scale * sqrt(80.0) - 1.0) <= 0x1p-23);
     assert_true(d.logit_softcap == 0.0f);
     assert_int_equal(d.q_token_stride, 16 * 80);
@@ -390,7 +408,7 @@ int main(void)
         cmocka_unit_test(test_status_strings),
         cmocka_unit_test(test_context_options_and_info),
         cmocka_unit_test(test_paged_desc_init),
-        cmocka_unit_test(test_desc_init_0_1_symbols),
+        cmocka_unit_test(test_desc_init_old_symbols),
         cmocka_unit_test(test_varlen_desc_init),
         cmocka_unit_test(test_detail_thread_local),
         cmocka_unit_test(test_threads),

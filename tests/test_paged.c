@@ -68,6 +68,11 @@ static void random_kv_layout(kv_layout *l, tu_rng *rng)
 /* Layout, strides, block table and value distributions at random. */
 static void random_extras(paged_spec *s, tu_rng *rng)
 {
+    /* the LSE output (0.3) on a share of every group's cases: the oracle's LSE, gaps poisoned */
+    if (tu_chance(rng, 0.35)) {
+        s->use_lse = true;
+        s->lse_pad = tu_chance(rng, 0.5) ? tu_range(rng, 1, 3) : 0;
+    }
     random_kv_layout(&s->k_layout, rng);
     if (tu_chance(rng, 0.7)) {
         s->v_layout = s->k_layout;

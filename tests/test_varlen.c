@@ -30,6 +30,11 @@ static r35a_dtype random_dtype(tu_rng *rng)
 /* Layout, strides and value distributions at random (fused only where set by the caller). */
 static void random_extras(varlen_spec *s, tu_rng *rng)
 {
+    /* the LSE output (0.3) on a share of every group's cases: the oracle's LSE, gaps poisoned */
+    if (tu_chance(rng, 0.35)) {
+        s->use_lse = true;
+        s->lse_pad = tu_chance(rng, 0.5) ? tu_range(rng, 1, 3) : 0;
+    }
     if (tu_chance(rng, 0.35)) {
         for (int k = 0; k < 4; ++k) {
             s->token_pad[k] = tu_range(rng, 0, 20);

@@ -6,6 +6,8 @@ the macros they need before including it (the others default to nothing):
 
     R35A_DECODE_VARIANT(arch, name, dtype, kv, head_size, rows, kw, dw, rw, waves, layer, pipe, stages, q)
     R35A_GENERIC_KERNEL(arch, name, op, dtype, dmax)
+    R35A_GENERIC_MERGE_KERNEL(arch, name, dtype)   the portable family's merge of partial states
+                                        (merge_states_<dtype>, kernels/generic/generic.hip; any head size)
     R35A_ENCODER_VARIANT(arch, name, dtype, head_size, rows, kb, nw, waves, maxlen)
     R35A_ENCODER_TAIL(arch, name, variant, dtype, head_size, rows, kb, nw, waves)   the tail kernel
                                         (<variant>_tail) of a maxlen 0 variant of an NVIDIA table (has_tail)
@@ -20,6 +22,7 @@ that table runs those kernels (a gfx1100 runs gfx1151's rows).
 Tables: every variants/<arch>[_<part>].tsv (arch e.g. gfx1151 or sm_90; part a word, e.g. encoder). A row's
 first cell is its kind, which fixes its columns:
     decode, generic_paged, generic_varlen:  kind dtype head rows kw dw rw waves kv layer pipe q
+    merge_states:                           kind dtype, every other cell '-'
     encoder:                                kind dtype head heads rows kb nw waves maxlen
 (encoder rows naming the same kernel parameters share one kernel; their `heads` cells, the served
 head counts, are validated here and read by the encoder's own tools from the table; a (dtype, head,
@@ -160,6 +163,12 @@ def parse_table(path):
             row = dict(zip(cols, (c.strip() for c in cells)))
             if row["dtype"] not in DTYPES:
                 raise TableError(f"{where}: dtype '{row['dtype']}' is not one of {', '.join(DTYPES)}")
+            if row["kind"] == "merge_states":
+                if any(row[k] != "-" for k in COLUMNS[2:]):
+                    raise TableError(f"{where}: merge_states takes a dtype only (write '-' in the other cells)")
+                entries.append(dict(kind="merge", arch=arch, name=f"merge_states_{row['dtype']}{suffix}",
+                                    dtype=row["dtype"], where=where))
+                continue
             head = _int("head", row["head"], where)
             if row["kind"] == "decode":
                 rows, kw, dw, rw, waves = (_int(k, row[k], where) for k in ("rows", "kw", "dw", "rw", "waves"))
@@ -299,6 +308,8 @@ def macro_lines(e):
                 f"{e['stages']}, {e['q']})"]
     if e["kind"] == "generic":
         return [f"R35A_GENERIC_KERNEL({e['arch']}, {e['name']}, {e['op']}, {e['dtype']}, {e['head']})"]
+    if e["kind"] == "merge":
+        return [f"R35A_GENERIC_MERGE_KERNEL({e['arch']}, {e['name']}, {e['dtype']})"]
     if e["kind"] == "encoder":
         lines = [f"R35A_ENCODER_VARIANT({e['arch']}, {e['name']}, {e['dtype']}, {e['head']}, "
                  f"{e['rows']}, {e['kb']}, {e['nw']}, {e['waves']}, {e['maxlen']})"]
@@ -323,6 +334,7 @@ def macro_lines(e):
 # cores need more, smaller units.
 UNIT_MACRO = {"decode": "R35A_DECODE_VARIANT_LIST", "encoder": "R35A_ENCODER_VARIANT_LIST",
               "generic": "R35A_GENERIC_KERNEL_LIST"}
+FAMILY_OF_KIND = {"decode": "decode", "encoder": "encoder", "generic": "generic", "merge": "generic"}
 
 
 def unit_group(e):
@@ -338,8 +350,8 @@ def units(entries, tuning):
     """{(family, group): [entries]} of one tuning table, in table order; decode gets its merge unit."""
     out = {}
     for e in entries:
-        if e["arch"] == tuning and e["kind"] in UNIT_MACRO:
-            out.setdefault((e["kind"], unit_group(e)), []).append(e)
+        if e["arch"] == tuning and e["kind"] in FAMILY_OF_KIND:
+            out.setdefault((FAMILY_OF_KIND[e["kind"]], unit_group(e)), []).append(e)
     if any(f == "decode" for f, _ in out):
         out[("decode", "merge")] = []
     return out
@@ -390,6 +402,10 @@ def render(tables, entries, archs):
            "#define R35A_GENERIC_KERNEL(arch, name, op, dtype, dmax)",
            "#define R35A_DEF_UNDEF_GENERIC_",
            "#endif",
+           "#ifndef R35A_GENERIC_MERGE_KERNEL",
+           "#define R35A_GENERIC_MERGE_KERNEL(arch, name, dtype)",
+           "#define R35A_DEF_UNDEF_MERGE_",
+           "#endif",
            "#ifndef R35A_ENCODER_VARIANT",
            "#define R35A_ENCODER_VARIANT(arch, name, dtype, head_size, rows, kb, nw, waves, maxlen)",
            "#define R35A_DEF_UNDEF_ENCODER_",
@@ -433,6 +449,9 @@ def render(tables, entries, archs):
         for e in mine:
             if e["kind"] == "generic":
                 out += macro_lines(e)
+        for e in mine:
+            if e["kind"] == "merge":
+                out += macro_lines(e)
         if any(e["kind"] == "encoder" for e in mine):
             out.append("")
             for e in mine:
@@ -451,6 +470,10 @@ def render(tables, entries, archs):
             "#ifdef R35A_DEF_UNDEF_GENERIC_",
             "#undef R35A_GENERIC_KERNEL",
             "#undef R35A_DEF_UNDEF_GENERIC_",
+            "#endif",
+            "#ifdef R35A_DEF_UNDEF_MERGE_",
+            "#undef R35A_GENERIC_MERGE_KERNEL",
+            "#undef R35A_DEF_UNDEF_MERGE_",
             "#endif",
             "#ifdef R35A_DEF_UNDEF_ENCODER_",
             "#undef R35A_ENCODER_VARIANT",

@@ -7,7 +7,11 @@
  *     chunked prefill), skipping sequences a decode kernel of the same call serves
  *     (M <= min_query_len);
  *   - varlen attention over packed segments, causal or not, GQA, sinks, arbitrary token/head
- *     strides (a fused qkv buffer is read in place).
+ *     strides (a fused qkv buffer is read in place);
+ *   - both with the row's softmax LSE as an optional output (natural log, sink included; -inf for
+ *     a row that sees no key, NaN for a NaN row), written by the merge at the end of the row;
+ *   - merge_states_<dtype>: N partial (O, LSE) states of the same rows -> (O, LSE), one workgroup
+ *     per row like the attention kernels.
  *
  * One workgroup of 4 waves per (query token, query head) row. The waves take keys round-robin,
  * each with its own online softmax (base 2); a key's logit is a dot product over the head split
@@ -38,6 +42,19 @@ namespace r35a {
 
 constexpr int GEN_WAVES = R35A_GENERIC_THREADS / R35A_WAVE;
 constexpr float LOG2E_F = 1.4426950408889634f;
+constexpr float LN2_F = 0.6931471805599453f;
+
+/* log2(x) in one instruction (v_log_f32 / MUFU.LG2); used on sums >= 1 only, so no denormal
+ * handling is needed. */
+R35A_DEV float log2_fast(float x) {
+#if defined(R35A_TARGET_AMDGCN)
+    return __builtin_amdgcn_logf(x);
+#else
+    float r;
+    asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+    return r;
+#endif
+}
 
 /* max(a, b) that is NaN when either is (the reference's rule; v_max_f32 / fmaxf return the other
  * operand). */
@@ -46,8 +63,14 @@ R35A_DEV float max_keep_nan(float a, float b) { return (a > b || a != a) ? a : b
 /* Writes the row (D elements) as NaN: the output of a row whose metadata is bad. Every thread of the
  * workgroup takes part (the decision is uniform). */
 template <class E>
-R35A_DEV void store_nan_row(u16 *orow, int D) {
+R35A_DEV void store_nan_row(u16 *orow, float *lse, int D) {
     for (int d = thread_x(); d < D; d += R35A_GENERIC_THREADS) store_u16(orow + d, E::from_f32(quiet_nan()));
+    if (lse && thread_x() == 0) store_f32(lse, quiet_nan());
+}
+
+/* Where row (t, h)'s LSE goes: NULL when the call writes none. */
+R35A_DEV float *lse_slot(float *lse, i64 token_stride, i64 head_stride, int t, int h) {
+    return lse ? lse + (i64)t * token_stride + (i64)h * head_stride : nullptr;
 }
 
 /* Logit post-processing shared by both ops: softcap then ALiBi, then base 2. The sink (base 2,
@@ -89,12 +112,13 @@ struct merge_lds {
 };
 
 /* Online softmax of one row over keys [lo, hi] given by key_at(j) -> (K row, V row) byte
- * addresses, and the normalized result (times v_scale) written to orow. DPL = elements per lane =
+ * addresses, and the normalized result (times v_scale) written to orow, its LSE to *lse when lse
+ * is set. DPL = elements per lane =
  * dmax / 32. key_at returns false for a key whose page is not in the cache (it then gives
  * addresses inside the cache, page 0): the row is then written as NaN and attend_row returns true
  * in wave 0 (the caller records it). */
 template <class E, class KV, int DPL, class KeyAt>
-R35A_DEV bool attend_row(merge_lds<DPL> &lds, const u16 *qrow, u16 *orow, int D, int lo, int hi,
+R35A_DEV bool attend_row(merge_lds<DPL> &lds, const u16 *qrow, u16 *orow, float *lse, int D, int lo, int hi,
                          const logit_rule &rule, float v_scale, KeyAt key_at) {
     const int lane = lane_id(), w = wave_id();
     constexpr int CH = DPL > 16 ? 8 : DPL;
@@ -181,6 +205,9 @@ R35A_DEV bool attend_row(merge_lds<DPL> &lds, const u16 *qrow, u16 *orow, int D,
     /* lsum >= 1 when seen: the largest logit (or the sink above it) contributes exp2(0); a NaN
      * anywhere (non-finite logits, a poisoned row) makes it NaN */
     const float inv = poisoned ? quiet_nan() : seen ? rcp_fast(lsum) * v_scale : 0.f;
+    /* the LSE in natural-log logit units: (mu + log2 lsum) / log2(e); NaN when mu or lsum is */
+    if (lse && lane == 0)
+        store_f32(lse, poisoned ? quiet_nan() : seen ? (mu + log2_fast(lsum)) * LN2_F : neg_inf());
     /* (kept rolled: unrolled, the wide kernel would read all 4 x DPL partials into registers) */
 R35A_NO_UNROLL
     for (int i = 0; i < DPL; ++i) {
@@ -233,12 +260,13 @@ R35A_DEV void generic_paged(const r35a_generic_paged_args &a) {
     const int q0 = a.query_start_loc[s], q1 = a.query_start_loc[s + 1];
     const int L = a.seq_lens[s];
     u16 *orow = (u16 *)a.out + (i64)t * a.o_token_stride + (i64)h * a.o_head_stride;
+    float *lse = lse_slot(a.lse, a.lse_token_stride, a.lse_head_stride, t, h);
     /* the row must lie in its sequence's range (a query_start_loc that is not non-decreasing can
      * give a token no owner) and the sequence's metadata must hold: else NaN, recorded */
     u32 code = r35a_paged_sequence_error(s, a.num_seqs, q0, q1, L, a.num_tokens, a.max_query_len, a.max_seq_len);
     if (code == R35A_DEVICE_ERROR_NONE && !(q0 <= t && t < q1)) code = R35A_DEVICE_ERROR_QUERY_START_LOC;
     if (code != R35A_DEVICE_ERROR_NONE) {
-        store_nan_row<E>(orow, a.head_size);
+        store_nan_row<E>(orow, lse, a.head_size);
         if (thread_x() == 0 && h == 0) report_bad_data(a.error, code, (u32)s);
         return;
     }
@@ -266,7 +294,7 @@ R35A_DEV void generic_paged(const r35a_generic_paged_args &a) {
         using KV = decltype(kv);
         const char *kh = (const char *)a.k_cache + (i64)g * a.k_head_stride * KV::bytes;
         const char *vh = (const char *)a.v_cache + (i64)g * a.v_head_stride * KV::bytes;
-        return attend_row<E, KV>(lds, qrow, orow, a.head_size, lo, hi, rule, v_scale,
+        return attend_row<E, KV>(lds, qrow, orow, lse, a.head_size, lo, hi, rule, v_scale,
                                  [&](int j, const void *&kr, const void *&vr) {
             const int pi = j / B, slot = j - pi * B;
             const i64 entry = load_i32_uniform(bt + pi);   /* pi < ceil(L / B) <= block_table_stride */
@@ -302,11 +330,12 @@ R35A_DEV void generic_varlen(const r35a_generic_varlen_args &a) {
     const int s = find_owner(a.cu_seqlens, a.num_segments, t);
     const int t0 = a.cu_seqlens[s], t1 = a.cu_seqlens[s + 1];
     u16 *orow = (u16 *)a.out + (i64)t * a.o_token_stride + (i64)h * a.o_head_stride;
+    float *lse = lse_slot(a.lse, a.lse_token_stride, a.lse_head_stride, t, h);
     /* keys are read at tokens t0 .. t1-1: the segment must lie in 0..num_tokens and hold the row */
     u32 code = r35a_varlen_segment_error(s, a.num_segments, t0, t1, a.num_tokens, a.max_seqlen);
     if (code == R35A_DEVICE_ERROR_NONE && !(t0 <= t && t < t1)) code = R35A_DEVICE_ERROR_CU_SEQLENS;
     if (code != R35A_DEVICE_ERROR_NONE) {
-        store_nan_row<E>(orow, a.head_size);
+        store_nan_row<E>(orow, lse, a.head_size);
         if (thread_x() == 0 && h == 0) report_bad_data(a.error, code, (u32)s);
         return;
     }
@@ -323,12 +352,48 @@ R35A_DEV void generic_varlen(const r35a_generic_varlen_args &a) {
     const u16 *qrow = (const u16 *)a.q + (i64)t * a.q_token_stride + (i64)h * a.q_head_stride;
     const u16 *kh = (const u16 *)a.k + (i64)t0 * a.k_token_stride + (i64)g * a.k_head_stride;
     const u16 *vh = (const u16 *)a.v + (i64)t0 * a.v_token_stride + (i64)g * a.v_head_stride;
-    attend_row<E, kv_as_q<E>>(lds, qrow, orow, a.head_size, 0, hi, rule, 1.f,
+    attend_row<E, kv_as_q<E>>(lds, qrow, orow, lse, a.head_size, 0, hi, rule, 1.f,
                               [&](int j, const void *&kr, const void *&vr) {
         kr = kh + (i64)j * a.k_token_stride;
         vr = vh + (i64)j * a.v_token_stride;
         return true;
     });
+}
+
+/* merge_states: row (t, h) of N partial states. Every thread computes the row's max m and sum
+ * sum_i exp(LSE_i - m) from the N LSEs (the same addresses: one cached load each), then its share
+ * of the D elements. A -inf part is skipped uniformly (its O never read); NaN in m, in the sum or
+ * in a read O element carries through to the output. */
+template <class E>
+R35A_DEV void merge_states(const r35a_generic_merge_args &a) {
+    const int t = block_x(), h = block_y();
+    const float *lse = a.parts_lse + (i64)t * a.lse_token_stride + (i64)h * a.lse_head_stride;
+    const u16 *part = (const u16 *)a.parts_o + (i64)t * a.part_token_stride + (i64)h * a.part_head_stride;
+    u16 *orow = (u16 *)a.out + (i64)t * a.o_token_stride + (i64)h * a.o_head_stride;
+    float m = neg_inf();
+    for (int i = 0; i < a.num_parts; ++i) m = max_keep_nan(m, load_f32(lse + (i64)i * a.lse_part_stride));
+    const bool any = m != neg_inf();
+    float sum = 0.f;
+    if (any)
+        for (int i = 0; i < a.num_parts; ++i) sum += exp2_fast((load_f32(lse + (i64)i * a.lse_part_stride) - m) * LOG2E_F);
+    /* sum >= 1 when any part counts (the largest contributes exp(0)) */
+    const float inv = any ? rcp_fast(sum) : 0.f;
+    if (a.out_lse && thread_x() == 0)
+        store_f32(a.out_lse + (i64)t * a.out_lse_token_stride + (i64)h * a.out_lse_head_stride,
+                  any ? m + log2_fast(sum) * LN2_F : neg_inf());
+    for (int d = thread_x(); d < a.head_size; d += R35A_GENERIC_THREADS) {
+        float o = 0.f;
+        if (any) {
+R35A_NO_UNROLL
+            for (int i = 0; i < a.num_parts; ++i) {
+                const float li = load_f32(lse + (i64)i * a.lse_part_stride);
+                if (li == neg_inf()) continue;                      /* uniform: weighs nothing */
+                const float w = exp2_fast((li - m) * LOG2E_F) * inv;
+                o = __builtin_fmaf(w, E::to_f32(load_u16(part + (i64)i * a.part_stride + d)), o);
+            }
+        }
+        store_u16(orow + d, E::from_f32(o));
+    }
 }
 
 } /* namespace r35a */
@@ -341,6 +406,9 @@ R35A_DEV void generic_varlen(const r35a_generic_varlen_args &a) {
     void name(r35a_generic_##op##_args a) {                                                            \
         r35a::generic_##op<r35a::dtype##_t, dmax>(a);                                                  \
     }
+#define R35A_GENERIC_MERGE_KERNEL(arch, name, dtype)                                                   \
+    R35A_KERNEL R35A_KERNEL_BOUNDS_VGPRS(R35A_GENERIC_THREADS, 128)                                 \
+    void name(r35a_generic_merge_args a) { r35a::merge_states<r35a::dtype##_t>(a); }
 /* R35A_GENERIC_KERNEL_LIST: a compile unit's list of entries instead of variants/variants.def. */
 #ifdef R35A_GENERIC_KERNEL_LIST
 #include R35A_GENERIC_KERNEL_LIST
@@ -348,3 +416,4 @@ R35A_DEV void generic_varlen(const r35a_generic_varlen_args &a) {
 #include "variants.def"
 #endif
 #undef R35A_GENERIC_KERNEL
+#undef R35A_GENERIC_MERGE_KERNEL

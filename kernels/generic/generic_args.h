@@ -7,6 +7,11 @@
  * dtype is a run-time argument: one paged kernel per (Q/O dtype, dmax) serves every KV dtype.
  *
  * Kernels: generic_paged_<dtype>_dmax<N>, generic_varlen_<dtype>_dmax<N>   (R35A_GENERIC_KERNEL)
+ *          merge_states_<dtype>: the merge of partial (O, LSE) states       (R35A_GENERIC_MERGE_KERNEL)
+ *
+ * Both attention kernels write the row's softmax LSE (natural log, sink included, -inf for a row
+ * that sees no key, NaN for a NaN row) when their lse pointer is set; the merge kernel has the same
+ * grid with num_heads for num_q_heads.
  *
  * One workgroup of R35A_GENERIC_THREADS threads per (query token, query head):
  *     grid = { num_tokens, num_q_heads, 1 }.
@@ -60,6 +65,8 @@ typedef struct r35a_generic_paged_args {
     float logit_softcap;             /* 0 = off */
     int32_t kv_dtype;                /* R35A_GENERIC_KV_* */
     int32_t kv_scale_per_head;       /* 8-bit KV: scales indexed by kv head (1) or not (0) */
+    float *lse;                      /* float32 LSE per row, or NULL (none written) */
+    int64_t lse_token_stride, lse_head_stride;
 } r35a_generic_paged_args;
 
 typedef struct r35a_generic_varlen_args {
@@ -81,7 +88,26 @@ typedef struct r35a_generic_varlen_args {
     int32_t max_seqlen;              /* bound on every segment's length, checked on the device */
     float softmax_scale;
     float logit_softcap;
+    float *lse;                      /* float32 LSE per row, or NULL (none written) */
+    int64_t lse_token_stride, lse_head_stride;
 } r35a_generic_varlen_args;
+
+/* merge_states_<dtype>: one workgroup per (token, head) row, like the attention kernels. Parts whose
+ * LSE is -inf are not read. Strides in elements (dtype for O, float32 for LSE). */
+typedef struct r35a_generic_merge_args {
+    const void *parts_o;             /* [num_parts][num_tokens][num_heads][head_size], dtype */
+    const float *parts_lse;          /* [num_parts][num_tokens][num_heads] */
+    void *out;                       /* [num_tokens][num_heads][head_size], dtype */
+    float *out_lse;                  /* [num_tokens][num_heads], or NULL */
+    int64_t part_stride, part_token_stride, part_head_stride;
+    int64_t lse_part_stride, lse_token_stride, lse_head_stride;
+    int64_t o_token_stride, o_head_stride;
+    int64_t out_lse_token_stride, out_lse_head_stride;
+    int32_t num_parts;
+    int32_t num_tokens;
+    int32_t num_heads;
+    int32_t head_size;
+} r35a_generic_merge_args;
 
 R35A_HD void r35a_generic_grid(int32_t num_tokens, int32_t num_q_heads, uint32_t grid[3]) {
     grid[0] = (uint32_t)num_tokens;

@@ -23,9 +23,9 @@ The library is found through $R35A_LIBRARY, next to this package, in the build t
 checkout (build/librdna35attn.so), or on the loader's search path.
 """
 
-from .api import (Backend, Context, ContextInfo, DType, PagedAttentionDesc, PagedAttentionPlan, PlanInfo,
-                  VarlenAttentionDesc, VarlenAttentionPlan, default_context, library_path, paged_attention,
-                  resolve_dtype, varlen_attention, version)
+from .api import (Backend, Context, ContextInfo, DType, MergeStatesDesc, MergeStatesPlan, PagedAttentionDesc,
+                  PagedAttentionPlan, PlanInfo, VarlenAttentionDesc, VarlenAttentionPlan, default_context,
+                  library_path, merge_states, paged_attention, resolve_dtype, varlen_attention, version)
 from .errors import (BackendUnavailableError, DeviceError, InternalError, InvalidArgumentError, InvalidDataError,
                      LibraryNotFoundError, NullPointerError, OutOfMemoryError, PlanMismatchError, R35AError,
                      SizeOverflowError, StructSizeError, UnknownDtypeError, UnsupportedError,
@@ -36,7 +36,7 @@ __version__ = "0.2.0"
 __all__ = [
     "Backend", "Context", "ContextInfo", "DType", "PagedAttentionDesc", "PagedAttentionPlan", "PlanInfo",
     "VarlenAttentionDesc", "VarlenAttentionPlan", "default_context", "library_path", "paged_attention",
-    "resolve_dtype", "varlen_attention", "version",
+    "resolve_dtype", "varlen_attention", "version", "MergeStatesDesc", "MergeStatesPlan", "merge_states",
     "R35AError", "NullPointerError", "InvalidArgumentError", "StructSizeError", "UnknownDtypeError",
     "SizeOverflowError", "UnsupportedError", "BackendUnavailableError", "WorkspaceTooSmallError",
     "OutOfMemoryError", "DeviceError", "InvalidDataError", "PlanMismatchError", "InternalError",

@@ -66,7 +66,9 @@ class PagedDescC(ctypes.Structure):
                 + [("window", ctypes.c_int32), ("softmax_scale", ctypes.c_float),
                    ("logit_softcap", ctypes.c_float), ("use_alibi", ctypes.c_int32)]
                 + [(name, ctypes.c_int64) for name in PAGED_STRIDE_FIELDS]
-                + [("use_sinks", ctypes.c_int32), ("kv_dtype", c_enum), ("kv_scale_per_head", ctypes.c_int32)])
+                + [("use_sinks", ctypes.c_int32), ("kv_dtype", c_enum), ("kv_scale_per_head", ctypes.c_int32)]
+                + [("lse_token_stride", ctypes.c_int64), ("lse_head_stride", ctypes.c_int64),
+                   ("use_lse", ctypes.c_int32)])
 
 
 class PagedArgsC(ctypes.Structure):
@@ -83,6 +85,7 @@ class PagedArgsC(ctypes.Structure):
         ("sinks", ctypes.c_void_p),
         ("k_scale", ctypes.c_void_p),
         ("v_scale", ctypes.c_void_p),
+        ("lse", ctypes.c_void_p),
     ]
 
 
@@ -97,7 +100,9 @@ class VarlenDescC(ctypes.Structure):
                 + [(name, ctypes.c_int32) for name in VARLEN_INT_FIELDS]
                 + [("softmax_scale", ctypes.c_float), ("logit_softcap", ctypes.c_float)]
                 + [(name, ctypes.c_int64) for name in VARLEN_STRIDE_FIELDS]
-                + [("use_sinks", ctypes.c_int32)])
+                + [("use_sinks", ctypes.c_int32)]
+                + [("lse_token_stride", ctypes.c_int64), ("lse_head_stride", ctypes.c_int64),
+                   ("use_lse", ctypes.c_int32)])
 
 
 class VarlenArgsC(ctypes.Structure):
@@ -109,6 +114,29 @@ class VarlenArgsC(ctypes.Structure):
         ("out", ctypes.c_void_p),
         ("cu_seqlens", ctypes.c_void_p),
         ("sinks", ctypes.c_void_p),
+        ("lse", ctypes.c_void_p),
+    ]
+
+
+MERGE_INT_FIELDS = ("num_parts", "num_tokens", "num_heads", "head_size", "use_out_lse")
+MERGE_STRIDE_FIELDS = ("part_stride", "part_token_stride", "part_head_stride",
+                       "lse_part_stride", "lse_token_stride", "lse_head_stride",
+                       "o_token_stride", "o_head_stride", "out_lse_token_stride", "out_lse_head_stride")
+
+
+class MergeDescC(ctypes.Structure):
+    _fields_ = ([("struct_size", ctypes.c_size_t), ("dtype", c_enum)]
+                + [(name, ctypes.c_int32) for name in MERGE_INT_FIELDS]
+                + [(name, ctypes.c_int64) for name in MERGE_STRIDE_FIELDS])
+
+
+class MergeArgsC(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("parts_o", ctypes.c_void_p),
+        ("parts_lse", ctypes.c_void_p),
+        ("out", ctypes.c_void_p),
+        ("out_lse", ctypes.c_void_p),
     ]
 
 
@@ -120,6 +148,8 @@ STRUCTS = {
     "r35a_paged_attention_args": PagedArgsC,
     "r35a_varlen_attention_desc": VarlenDescC,
     "r35a_varlen_attention_args": VarlenArgsC,
+    "r35a_merge_states_desc": MergeDescC,
+    "r35a_merge_states_args": MergeArgsC,
 }
 
 # ---- function prototypes ----------------------------------------------------------------------
@@ -146,6 +176,10 @@ _PROTOTYPES = {
     "r35a_varlen_attention_plan": (_status, [ctypes.c_void_p, _P(VarlenDescC), _P(ctypes.c_void_p)]),
     "r35a_varlen_attention_run": (_status, [ctypes.c_void_p, ctypes.c_void_p, _P(VarlenArgsC),
                                             ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]),
+    "r35a_merge_states_desc_init": (None, [_P(MergeDescC), c_enum] + [ctypes.c_int32] * 4),
+    "r35a_merge_states_plan": (_status, [ctypes.c_void_p, _P(MergeDescC), _P(ctypes.c_void_p)]),
+    "r35a_merge_states_run": (_status, [ctypes.c_void_p, ctypes.c_void_p, _P(MergeArgsC),
+                                        ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]),
 }
 
 # ---- finding the library ----------------------------------------------------------------------

@@ -10,9 +10,9 @@ from collections import namedtuple
 
 from . import _buffers
 from ._buffers import DEVICE, HOST
-from ._lib import (PAGED_INT_FIELDS, PAGED_STRIDE_FIELDS, VARLEN_INT_FIELDS, VARLEN_STRIDE_FIELDS,
-                   ContextInfoC, ContextOptions, PagedArgsC, PagedDescC, PlanInfoC, VarlenArgsC,
-                   VarlenDescC, load)
+from ._lib import (MERGE_INT_FIELDS, MERGE_STRIDE_FIELDS, PAGED_INT_FIELDS, PAGED_STRIDE_FIELDS,
+                   VARLEN_INT_FIELDS, VARLEN_STRIDE_FIELDS, ContextInfoC, ContextOptions, MergeArgsC, MergeDescC,
+                   PagedArgsC, PagedDescC, PlanInfoC, VarlenArgsC, VarlenDescC, load)
 from .errors import SizeOverflowError, UnknownDtypeError, WorkspaceTooSmallError, error_for_status, invalid
 
 
@@ -176,8 +176,8 @@ class PagedAttentionDesc(_Desc):
     _C = PagedDescC
     _NAME = "paged_attention_desc"
     _DTYPES = ("dtype", "kv_dtype")
-    _INT32 = PAGED_INT_FIELDS + ("window", "use_alibi", "use_sinks", "kv_scale_per_head")
-    _INT64 = PAGED_STRIDE_FIELDS
+    _INT32 = PAGED_INT_FIELDS + ("window", "use_alibi", "use_sinks", "kv_scale_per_head", "use_lse")
+    _INT64 = PAGED_STRIDE_FIELDS + ("lse_token_stride", "lse_head_stride")
     _FLOAT = ("softmax_scale", "logit_softcap")
 
     def __init__(self, dtype, num_seqs, num_tokens, max_query_len, max_seq_len, num_q_heads, num_kv_heads,
@@ -193,7 +193,7 @@ class PagedAttentionDesc(_Desc):
     @classmethod
     def for_tensors(cls, q, k_cache, v_cache, out, block_table, *, max_seq_len, max_query_len, dtype=None,
                     kv_layout="HND", window=0, softmax_scale=None, logit_softcap=0.0, use_alibi=False,
-                    use_sinks=False, kv_dtype=None, kv_scale_per_head=False):
+                    use_sinks=False, kv_dtype=None, kv_scale_per_head=False, lse=None):
         """A descriptor whose shape and strides are those of the given buffers (numpy arrays,
         tensors, __cuda_array_interface__ objects; only their shapes, strides and dtypes are read).
 
@@ -205,7 +205,8 @@ class PagedAttentionDesc(_Desc):
         8-bit KV caches: kv_dtype "fp8_e4m3" (torch.float8_e4m3fn caches are recognized; numpy has no
         fp8, so pass uint8 arrays and say kv_dtype="fp8_e4m3") or "int8" (int8 arrays are
         recognized); kv_scale_per_head chooses [num_kv_heads] scales over one per tensor. use_sinks:
-        run() then takes sinks ([num_q_heads] float32)."""
+        run() then takes sinks ([num_q_heads] float32). lse: a float32 [num_tokens, num_q_heads]
+        buffer (any strides) turns the LSE output on (use_lse=1, its strides); run() then takes it."""
         bufs = {name: _shaped(name, obj) for name, obj in
                 (("q", q), ("k_cache", k_cache), ("v_cache", v_cache), ("out", out), ("block_table", block_table))}
         dtype = _tensor_dtype([bufs[n] for n in ("q", "out")], dtype)
@@ -256,6 +257,7 @@ class PagedAttentionDesc(_Desc):
         desc.use_sinks = 1 if use_sinks else 0
         desc.kv_dtype = kv_dtype
         desc.kv_scale_per_head = 1 if kv_scale_per_head else 0
+        _set_lse_layout(desc, lse, num_tokens, num_q_heads)
         return desc
 
 
@@ -265,8 +267,8 @@ class VarlenAttentionDesc(_Desc):
 
     _C = VarlenDescC
     _NAME = "varlen_attention_desc"
-    _INT32 = VARLEN_INT_FIELDS + ("use_sinks",)
-    _INT64 = VARLEN_STRIDE_FIELDS
+    _INT32 = VARLEN_INT_FIELDS + ("use_sinks", "use_lse")
+    _INT64 = VARLEN_STRIDE_FIELDS + ("lse_token_stride", "lse_head_stride")
     _FLOAT = ("softmax_scale", "logit_softcap")
 
     def __init__(self, dtype, num_segments, num_tokens, max_seqlen, num_q_heads, num_kv_heads, head_size,
@@ -280,12 +282,13 @@ class VarlenAttentionDesc(_Desc):
 
     @classmethod
     def for_tensors(cls, q, k, v, out, cu_seqlens, *, max_seqlen, causal=False, dtype=None,
-                    softmax_scale=None, logit_softcap=0.0, use_sinks=False):
+                    softmax_scale=None, logit_softcap=0.0, use_sinks=False, lse=None):
         """A descriptor for q, out: [num_tokens, num_q_heads, head_size] and k, v: [num_tokens,
         num_kv_heads, head_size], any strides with contiguous head vectors (so a fused qkv buffer
         [tokens, 3, heads, D] is passed as qkv[:, 0], qkv[:, 1], qkv[:, 2]). cu_seqlens (int32,
         num_segments + 1 entries) gives the number of segments; max_seqlen bounds their lengths.
-        use_sinks: run() then takes sinks ([num_q_heads] float32)."""
+        use_sinks: run() then takes sinks ([num_q_heads] float32). lse: as in
+        PagedAttentionDesc.for_tensors()."""
         bufs = {name: _shaped(name, obj) for name, obj in
                 (("q", q), ("k", k), ("v", v), ("out", out), ("cu_seqlens", cu_seqlens))}
         dtype = _tensor_dtype([bufs[n] for n in ("q", "k", "v", "out")], dtype)
@@ -313,7 +316,71 @@ class VarlenAttentionDesc(_Desc):
             desc.softmax_scale = softmax_scale
         desc.logit_softcap = logit_softcap
         desc.use_sinks = 1 if use_sinks else 0
+        _set_lse_layout(desc, lse, num_tokens, num_q_heads)
         return desc
+
+
+class MergeStatesDesc(_Desc):
+    """r35a_merge_states_desc: N partial (O, LSE) states of the same rows merged into one. The
+    constructor is r35a_merge_states_desc_init (contiguous parts [num_parts, num_tokens, num_heads,
+    head_size], part LSEs [num_parts, num_tokens, num_heads], output [num_tokens, num_heads,
+    head_size], use_out_lse 0); keyword arguments override fields. Partial O's have the op's dtype."""
+
+    _C = MergeDescC
+    _NAME = "merge_states_desc"
+    _INT32 = MERGE_INT_FIELDS
+    _INT64 = MERGE_STRIDE_FIELDS
+
+    def __init__(self, dtype, num_parts, num_tokens, num_heads, head_size, **fields):
+        c = MergeDescC()
+        args = _int32_args(self._NAME, MERGE_INT_FIELDS[:4], (num_parts, num_tokens, num_heads, head_size))
+        load().r35a_merge_states_desc_init(ctypes.byref(c), int(resolve_dtype(dtype)), *args)
+        super().__init__(**self._from_c(c).fields())
+        super().__init__(**fields)
+
+    @classmethod
+    def for_tensors(cls, parts_o, parts_lse, out, out_lse=None, *, dtype=None):
+        """A descriptor for parts_o [num_parts, num_tokens, num_heads, head_size] (dtype),
+        parts_lse float32 [num_parts, num_tokens, num_heads], out [num_tokens, num_heads, head_size]
+        and, optionally, out_lse float32 [num_tokens, num_heads]; any strides with contiguous head
+        vectors (a stack of attention outputs, or views of them, works as it is)."""
+        bufs = {name: _shaped(name, obj) for name, obj in
+                (("parts_o", parts_o), ("parts_lse", parts_lse), ("out", out))}
+        dtype = _tensor_dtype([bufs["parts_o"], bufs["out"]], dtype)
+        pb, lb, ob = bufs["parts_o"], bufs["parts_lse"], bufs["out"]
+        _require_ndim(pb, 4, "[num_parts, num_tokens, num_heads, head_size]")
+        num_parts, num_tokens, num_heads, head_size = pb.shape
+        _require_shape(lb, (num_parts, num_tokens, num_heads), "parts_o.shape[:3]")
+        _require_shape(ob, (num_tokens, num_heads, head_size), "parts_o.shape[1:]")
+        for b in (pb, ob):
+            _require_unit_last_stride(b)
+        if lb.dtype is not None and lb.dtype != "float32":
+            raise invalid("parts_lse.dtype: %s, expected float32" % lb.dtype)
+        desc = cls(dtype, num_parts, num_tokens, num_heads, head_size)
+        desc.part_stride, desc.part_token_stride, desc.part_head_stride = _used_strides(pb)[:3]
+        desc.lse_part_stride, desc.lse_token_stride, desc.lse_head_stride = _used_strides(lb)
+        desc.o_token_stride, desc.o_head_stride = _used_strides(ob)[:2]
+        if out_lse is not None:
+            lob = _shaped("out_lse", out_lse)
+            _require_shape(lob, (num_tokens, num_heads), "(num_tokens, num_heads)")
+            if lob.dtype is not None and lob.dtype != "float32":
+                raise invalid("out_lse.dtype: %s, expected float32" % lob.dtype)
+            desc.use_out_lse = 1
+            desc.out_lse_token_stride, desc.out_lse_head_stride = _used_strides(lob)
+        return desc
+
+
+def _set_lse_layout(desc, lse, num_tokens, num_q_heads):
+    """use_lse and the LSE strides of an attention descriptor from the lse buffer (None: off)."""
+    if lse is None:
+        desc.use_lse = 0
+        return
+    lb = _shaped("lse", lse)
+    _require_shape(lb, (num_tokens, num_q_heads), "(num_tokens, num_q_heads)")
+    if lb.dtype is not None and lb.dtype != "float32":
+        raise invalid("lse.dtype: %s, expected float32" % lb.dtype)
+    desc.use_lse = 1
+    desc.lse_token_stride, desc.lse_head_stride = _used_strides(lb)
 
 
 # ---- buffer checks ----------------------------------------------------------------------------
@@ -444,6 +511,33 @@ class _Checker:
         if writeable and not buf.writeable:
             raise invalid("%s: read-only buffer" % name)
         return buf
+
+    def float32_tensor(self, name, obj, shape, strides, shape_names, stride_names, writeable=False):
+        """A float32 tensor of the plan's shape and strides (LSE inputs and outputs)."""
+        buf = self.buffer(name, obj)
+        if not buf.checked:
+            return buf
+        if buf.dtype != "float32":
+            raise invalid("%s.dtype: %s, expected float32" % (name, buf.dtype))
+        if len(buf.shape) != len(shape) or not _same_layout(buf.shape, buf.strides, shape, strides):
+            field = "shape" if tuple(buf.shape) != tuple(shape) else "strides"
+            raise invalid("%s.%s: shape %s strides %s, but the plan has (%s) = %s with strides (%s) = %s"
+                          % (name, field, buf.shape, buf.strides, ", ".join(shape_names), tuple(shape),
+                             ", ".join(stride_names), tuple(strides)))
+        if writeable and not buf.writeable:
+            raise invalid("%s: read-only buffer" % name)
+        return buf
+
+    def lse_output(self, obj, flag, num_tokens, num_heads, token_stride, head_stride, name="lse", flag_name="use_lse"):
+        """The optional float32 LSE output: given exactly when the plan's flag is set."""
+        if bool(flag) != (obj is not None):
+            raise invalid("%s: %s, but the plan has %s=%d" % (name, "given" if obj is not None else "None", flag_name,
+                                                              flag))
+        if obj is None:
+            return None
+        return self.float32_tensor(name, obj, (num_tokens, num_heads), (token_stride, head_stride),
+                                   ("num_tokens", "num_heads"), (name + "_token_stride", name + "_head_stride"),
+                                   writeable=True)
 
     def cache(self, name, obj, axes, head_size):
         """A paged cache: 4-D, its first three axes in any order (HND, NHD, ...), head vectors last."""
@@ -592,13 +686,16 @@ class Context:
         _check_status(self._lib, self._lib.r35a_context_check_device(self.handle))
 
     def plan(self, desc):
-        """A plan for a PagedAttentionDesc or VarlenAttentionDesc."""
+        """A plan for a PagedAttentionDesc, VarlenAttentionDesc or MergeStatesDesc."""
         if isinstance(desc, PagedAttentionDesc):
             plan = PagedAttentionPlan(self, desc)
         elif isinstance(desc, VarlenAttentionDesc):
             plan = VarlenAttentionPlan(self, desc)
+        elif isinstance(desc, MergeStatesDesc):
+            plan = MergeStatesPlan(self, desc)
         else:
-            raise invalid("desc: %s is not a PagedAttentionDesc or VarlenAttentionDesc" % type(desc).__name__)
+            raise invalid("desc: %s is not a PagedAttentionDesc, VarlenAttentionDesc or MergeStatesDesc"
+                          % type(desc).__name__)
         self._plans.add(plan)
         return plan
 
@@ -685,9 +782,12 @@ class PagedAttentionPlan(_Plan):
     _PLAN_FN = "r35a_paged_attention_plan"
 
     def run(self, q, k_cache, v_cache, out, seq_lens, query_start_loc, block_table, alibi_slopes=None,
-            workspace=None, workspace_bytes=None, stream=None, sinks=None, k_scale=None, v_scale=None):
+            workspace=None, workspace_bytes=None, stream=None, sinks=None, k_scale=None, v_scale=None, lse=None):
         """Checks every buffer against the plan, then runs it; returns out. GPU runs are asynchronous:
         keep the buffers alive until the stream is synchronized.
+
+        lse: float32 [num_tokens, num_q_heads] (the plan's strides), required by a plan with
+        use_lse=1: each row's natural-log softmax LSE (rdna35attn.h "Softmax LSE").
 
         sinks: [num_q_heads] float32 raw sink logits, required by a plan with use_sinks=1.
         k_scale, v_scale: float32 scales of an 8-bit KV cache, (1,) per tensor or (num_kv_heads,) per
@@ -731,10 +831,13 @@ class PagedAttentionPlan(_Plan):
                 raise invalid("%s: None, but the plan's KV cache is %s" % (name, DType(d.kv_dtype).name.lower()))
             if not eight_bit and buf is not None:
                 raise invalid("%s: given, but the plan's KV cache is not 8-bit (kv_dtype fp8_e4m3 or int8)" % name)
-        _no_overlap(ob, (qb, kb, vb, sb, qsb, btb, ab, sinkb, ksb, vsb))
+        lb = check.lse_output(lse, d.use_lse, d.num_tokens, d.num_q_heads, d.lse_token_stride, d.lse_head_stride)
+        _no_overlap(ob, (qb, kb, vb, sb, qsb, btb, ab, sinkb, ksb, vsb, lb))
+        if lb is not None:
+            _no_overlap(lb, (qb, kb, vb, sb, qsb, btb, ab, sinkb, ksb, vsb, ob))
         ptr = lambda buf: buf.ptr if buf is not None else None  # noqa: E731
         args = PagedArgsC(ctypes.sizeof(PagedArgsC), qb.ptr, kb.ptr, vb.ptr, ob.ptr, sb.ptr, qsb.ptr, btb.ptr,
-                          ptr(ab), ptr(sinkb), ptr(ksb), ptr(vsb))
+                          ptr(ab), ptr(sinkb), ptr(ksb), ptr(vsb), ptr(lb))
         self._call(self._lib.r35a_paged_attention_run, args, workspace, workspace_bytes, stream)
         return out
 
@@ -744,9 +847,11 @@ class VarlenAttentionPlan(_Plan):
 
     _PLAN_FN = "r35a_varlen_attention_plan"
 
-    def run(self, q, k, v, out, cu_seqlens, workspace=None, workspace_bytes=None, stream=None, sinks=None):
+    def run(self, q, k, v, out, cu_seqlens, workspace=None, workspace_bytes=None, stream=None, sinks=None,
+            lse=None):
         """Checks every buffer against the plan, then runs it; returns out. sinks: [num_q_heads]
-        float32 raw sink logits, required by a plan with use_sinks=1."""
+        float32 raw sink logits, required by a plan with use_sinks=1. lse: float32 [num_tokens,
+        num_q_heads], required by a plan with use_lse=1."""
         d, check = self._c_desc, self._checker
         bufs = []
         for name, obj, heads, prefix in (("q", q, "num_q_heads", "q"), ("k", k, "num_kv_heads", "k"),
@@ -761,10 +866,43 @@ class VarlenAttentionPlan(_Plan):
         if bool(d.use_sinks) != (sinkb is not None):
             raise invalid("sinks: %s, but the plan has use_sinks=%d" % ("given" if sinkb is not None else "None",
                                                                         d.use_sinks))
-        _no_overlap(ob, (qb, kb, vb, cb, sinkb))
+        lb = check.lse_output(lse, d.use_lse, d.num_tokens, d.num_q_heads, d.lse_token_stride, d.lse_head_stride)
+        _no_overlap(ob, (qb, kb, vb, cb, sinkb, lb))
+        if lb is not None:
+            _no_overlap(lb, (qb, kb, vb, cb, sinkb, ob))
         args = VarlenArgsC(ctypes.sizeof(VarlenArgsC), qb.ptr, kb.ptr, vb.ptr, ob.ptr, cb.ptr,
-                           sinkb.ptr if sinkb is not None else None)
+                           sinkb.ptr if sinkb is not None else None, lb.ptr if lb is not None else None)
         self._call(self._lib.r35a_varlen_attention_run, args, workspace, workspace_bytes, stream)
+        return out
+
+
+class MergeStatesPlan(_Plan):
+    """A plan of r35a_merge_states_plan(); run() as often as wanted."""
+
+    _PLAN_FN = "r35a_merge_states_plan"
+
+    def run(self, parts_o, parts_lse, out, out_lse=None, stream=None):
+        """Checks every buffer against the plan, then merges; returns out. out_lse (float32
+        [num_tokens, num_heads]) is required by a plan with use_out_lse=1."""
+        d, check = self._c_desc, self._checker
+        pb = check.tensor("parts_o", parts_o, (d.num_parts, d.num_tokens, d.num_heads, d.head_size),
+                          (d.part_stride, d.part_token_stride, d.part_head_stride, 1),
+                          ("num_parts", "num_tokens", "num_heads", "head_size"),
+                          ("part_stride", "part_token_stride", "part_head_stride", "1"))
+        lb = check.float32_tensor("parts_lse", parts_lse, (d.num_parts, d.num_tokens, d.num_heads),
+                                  (d.lse_part_stride, d.lse_token_stride, d.lse_head_stride),
+                                  ("num_parts", "num_tokens", "num_heads"),
+                                  ("lse_part_stride", "lse_token_stride", "lse_head_stride"))
+        ob = check.tensor("out", out, (d.num_tokens, d.num_heads, d.head_size), (d.o_token_stride, d.o_head_stride, 1),
+                          ("num_tokens", "num_heads", "head_size"), ("o_token_stride", "o_head_stride", "1"),
+                          writeable=True)
+        olb = check.lse_output(out_lse, d.use_out_lse, d.num_tokens, d.num_heads, d.out_lse_token_stride,
+                               d.out_lse_head_stride, name="out_lse", flag_name="use_out_lse")
+        _no_overlap(ob, (pb, lb, olb))
+        if olb is not None:
+            _no_overlap(olb, (pb, lb, ob))
+        args = MergeArgsC(ctypes.sizeof(MergeArgsC), pb.ptr, lb.ptr, ob.ptr, olb.ptr if olb is not None else None)
+        self._call(self._lib.r35a_merge_states_run, args, None, None, stream)
         return out
 
 
@@ -799,16 +937,19 @@ def _host_max(name, array, fn):
 
 def paged_attention(q, k_cache, v_cache, seq_lens, query_start_loc, block_table, *, out=None, max_seq_len=None,
                     max_query_len=None, context=None, alibi_slopes=None, sinks=None, k_scale=None, v_scale=None,
-                    workspace=None, stream=None, **desc_args):
+                    workspace=None, stream=None, lse=None, return_lse=False, **desc_args):
     """Plans and runs one paged attention call; returns out (allocated like q for numpy inputs).
 
     context: by default a reference context for host arrays and a GPU context for device buffers.
     max_seq_len / max_query_len default to the bounds of numpy seq_lens / query_start_loc. sinks
     ([num_q_heads] float32) turns sinks on; k_scale / v_scale are an 8-bit cache's float32 scales,
-    per kv head when they hold num_kv_heads > 1 values. Other keywords (dtype, kv_dtype, kv_layout,
-    window, softmax_scale, logit_softcap) go to PagedAttentionDesc.for_tensors()."""
+    per kv head when they hold num_kv_heads > 1 values. lse (float32 [num_tokens, num_q_heads]) or
+    return_lse=True (allocates it for numpy inputs) also writes each row's softmax LSE and returns
+    (out, lse). Other keywords (dtype, kv_dtype, kv_layout, window, softmax_scale, logit_softcap) go
+    to PagedAttentionDesc.for_tensors()."""
     if out is None:
         out = _empty_like("q", q)
+    lse = _lse_for(q, lse, return_lse)
     if max_seq_len is None:
         max_seq_len = _host_max("seq_lens", seq_lens, lambda a: a.max())
     if max_query_len is None:
@@ -820,25 +961,62 @@ def paged_attention(q, k_cache, v_cache, seq_lens, query_start_loc, block_table,
         desc_args["kv_scale_per_head"] = scale.checked and len(scale.shape) == 1 and scale.shape[0] > 1
     with ctx.plan(PagedAttentionDesc.for_tensors(q, k_cache, v_cache, out, block_table, max_seq_len=max_seq_len,
                                                  max_query_len=max_query_len, use_alibi=alibi_slopes is not None,
-                                                 use_sinks=sinks is not None, **desc_args)) as plan:
-        return plan.run(q, k_cache, v_cache, out, seq_lens, query_start_loc, block_table, alibi_slopes,
-                        workspace=workspace, stream=stream, sinks=sinks, k_scale=k_scale, v_scale=v_scale)
+                                                 use_sinks=sinks is not None, lse=lse, **desc_args)) as plan:
+        plan.run(q, k_cache, v_cache, out, seq_lens, query_start_loc, block_table, alibi_slopes,
+                 workspace=workspace, stream=stream, sinks=sinks, k_scale=k_scale, v_scale=v_scale, lse=lse)
+    return out if lse is None else (out, lse)
 
 
 def varlen_attention(q, k, v, cu_seqlens, *, out=None, max_seqlen=None, causal=False, context=None, sinks=None,
-                     workspace=None, stream=None, **desc_args):
+                     workspace=None, stream=None, lse=None, return_lse=False, **desc_args):
     """Plans and runs one varlen attention call; returns out (allocated like q for numpy inputs).
     max_seqlen defaults to the longest segment of a numpy cu_seqlens; sinks ([num_q_heads] float32)
-    turns sinks on. Other keywords (dtype, softmax_scale, logit_softcap) go to
-    VarlenAttentionDesc.for_tensors()."""
+    turns sinks on; lse / return_lse as in paged_attention(). Other keywords (dtype, softmax_scale,
+    logit_softcap) go to VarlenAttentionDesc.for_tensors()."""
     if out is None:
         out = _empty_like("q", q)
+    lse = _lse_for(q, lse, return_lse)
     if max_seqlen is None:
         max_seqlen = _host_max("cu_seqlens", cu_seqlens, lambda a: (a[1:] - a[:-1]).max() if a.size > 1 else 0)
     ctx = _context_for(context, q)
     with ctx.plan(VarlenAttentionDesc.for_tensors(q, k, v, out, cu_seqlens, max_seqlen=max_seqlen, causal=causal,
-                                                  use_sinks=sinks is not None, **desc_args)) as plan:
-        return plan.run(q, k, v, out, cu_seqlens, workspace=workspace, stream=stream, sinks=sinks)
+                                                  use_sinks=sinks is not None, lse=lse, **desc_args)) as plan:
+        plan.run(q, k, v, out, cu_seqlens, workspace=workspace, stream=stream, sinks=sinks, lse=lse)
+    return out if lse is None else (out, lse)
+
+
+def merge_states(parts_o, parts_lse, *, out=None, out_lse=None, return_lse=True, context=None, stream=None,
+                 dtype=None):
+    """Merges N partial attention states of the same rows: parts_o [num_parts, num_tokens, num_heads,
+    head_size] (the op's dtype) with parts_lse float32 [num_parts, num_tokens, num_heads] (each
+    part's natural-log LSE, e.g. from paged_attention(..., return_lse=True) over a shard of the
+    keys) into O = sum_i exp(LSE_i - LSE) O_i and LSE = log sum_i exp(LSE_i). -inf parts weigh
+    nothing (their O is not read); NaN propagates. Returns (out, out_lse), or out alone when
+    return_lse is False and no out_lse is given; out / out_lse are allocated for numpy inputs."""
+    if out is None:
+        if not isinstance(parts_o, _numpy_ndarray()):
+            raise invalid("out: required when parts_o is not a numpy array")
+        import numpy
+        out = numpy.empty(parts_o.shape[1:], dtype=parts_o.dtype)
+    if out_lse is None and return_lse:
+        if not isinstance(parts_lse, _numpy_ndarray()):
+            raise invalid("out_lse: required (or return_lse=False) when parts_lse is not a numpy array")
+        import numpy
+        out_lse = numpy.empty(parts_lse.shape[1:], dtype=numpy.float32)
+    ctx = _context_for(context, parts_o)
+    with ctx.plan(MergeStatesDesc.for_tensors(parts_o, parts_lse, out, out_lse, dtype=dtype)) as plan:
+        plan.run(parts_o, parts_lse, out, out_lse, stream=stream)
+    return out if out_lse is None else (out, out_lse)
+
+
+def _lse_for(q, lse, return_lse):
+    """The LSE output buffer of a one-call helper: the given one, a new numpy one for return_lse."""
+    if lse is not None or not return_lse:
+        return lse
+    if not isinstance(q, _numpy_ndarray()):
+        raise invalid("lse: required with return_lse when q is not a numpy array")
+    import numpy
+    return numpy.empty(q.shape[:2], dtype=numpy.float32)
 
 
 def _empty_like(name, q):

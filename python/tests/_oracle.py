@@ -88,10 +88,42 @@ def _softmax_rows(s, visible, sinks=None):
     return np.divide(w, total, out=np.zeros_like(w), where=total > 0)
 
 
+def _lse_rows(s, visible, sinks=None):
+    """Each row's natural-log softmax denominator (the sink's exp included); -inf for a row that sees
+    nothing (its sink not counted)."""
+    s = np.where(visible, s, -np.inf)
+    top = s.max(axis=-1)
+    seen = np.isfinite(top)
+    if sinks is not None:
+        top = np.maximum(top, np.asarray(sinks, np.float64))
+    top = np.where(np.isfinite(top), top, 0.0)
+    total = np.where(visible, np.exp(s - top[:, None]), 0.0).sum(axis=-1)
+    if sinks is not None:
+        total = total + np.exp(np.asarray(sinks, np.float64) - top)
+    with np.errstate(divide="ignore"):
+        return np.where(seen, top + np.log(total), -np.inf)
+
+
+def merge_states(parts_o, parts_lse):
+    """float64 merge of partial states: parts_o [N, T, H, D], parts_lse [N, T, H]."""
+    lse = np.asarray(parts_lse, np.float64)
+    top = lse.max(axis=0)
+    finite = np.isfinite(top)
+    safe = np.where(finite, top, 0.0)
+    w = np.where(np.isneginf(lse), 0.0, np.exp(lse - safe[None]))
+    total = w.sum(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        merged = np.where(finite, safe + np.log(total), -np.inf)
+        o = np.where(finite[..., None], np.einsum("nth,nthd->thd", w / np.where(total > 0, total, 1.0)[None],
+                                                  np.where(np.isneginf(lse)[..., None], 0.0, parts_o)), 0.0)
+    return o, merged
+
+
 def paged_attention(q, k_cache, v_cache, seq_lens, query_start_loc, block_table, *, kv_layout="HND",
-                    window=0, softmax_scale=None, logit_softcap=0.0, alibi_slopes=None, sinks=None):
+                    window=0, softmax_scale=None, logit_softcap=0.0, alibi_slopes=None, sinks=None,
+                    return_lse=False):
     """float64 paged attention. q [T, Hq, D] and the caches are float64 arrays (HND or NHD) of the
-    real (already scaled) values."""
+    real (already scaled) values. return_lse: also each row's LSE [T, Hq]."""
     if kv_layout == "NHD":
         k_cache, v_cache = k_cache.transpose(0, 2, 1, 3), v_cache.transpose(0, 2, 1, 3)
     num_tokens, num_q_heads, head_size = q.shape
@@ -99,6 +131,7 @@ def paged_attention(q, k_cache, v_cache, seq_lens, query_start_loc, block_table,
     group = num_q_heads // num_kv_heads
     scale = 1.0 / np.sqrt(head_size) if softmax_scale is None else softmax_scale
     out = np.zeros_like(q)
+    lse = np.full(q.shape[:2], -np.inf)
     for s in range(len(seq_lens)):
         length = int(seq_lens[s])
         first, last = int(query_start_loc[s]), int(query_start_loc[s + 1])
@@ -120,15 +153,18 @@ def paged_attention(q, k_cache, v_cache, seq_lens, query_start_loc, block_table,
                 s_row = s_row + np.asarray(alibi_slopes, np.float64)[:, None] * (j - p)[None, :]
             w = _softmax_rows(s_row, visible[None, :], sinks)
             out[first + i] = np.einsum("hj,hjd->hd", w, values)
-    return out
+            lse[first + i] = _lse_rows(s_row, visible[None, :], sinks)
+    return (out, lse) if return_lse else out
 
 
-def varlen_attention(q, k, v, cu_seqlens, *, causal=False, softmax_scale=None, logit_softcap=0.0, sinks=None):
-    """float64 varlen attention: q [T, Hq, D], k/v [T, Hkv, D] float64."""
+def varlen_attention(q, k, v, cu_seqlens, *, causal=False, softmax_scale=None, logit_softcap=0.0, sinks=None,
+                     return_lse=False):
+    """float64 varlen attention: q [T, Hq, D], k/v [T, Hkv, D] float64; return_lse: also the LSE."""
     num_q_heads, head_size = q.shape[1], q.shape[2]
     group = num_q_heads // k.shape[1]
     scale = 1.0 / np.sqrt(head_size) if softmax_scale is None else softmax_scale
     out = np.zeros_like(q)
+    lse = np.full(q.shape[:2], -np.inf)
     for s in range(len(cu_seqlens) - 1):
         a, b = int(cu_seqlens[s]), int(cu_seqlens[s + 1])
         if a == b:
@@ -138,9 +174,11 @@ def varlen_attention(q, k, v, cu_seqlens, *, causal=False, softmax_scale=None, l
         j = np.arange(b - a)
         for i in range(b - a):
             visible = j <= i if causal else np.ones_like(j, dtype=bool)
-            w = _softmax_rows(_scores(q[a + i], keys, scale, logit_softcap), visible[None, :], sinks)
+            s_row = _scores(q[a + i], keys, scale, logit_softcap)
+            w = _softmax_rows(s_row, visible[None, :], sinks)
             out[a + i] = np.einsum("hj,hjd->hd", w, values)
-    return out
+            lse[a + i] = _lse_rows(s_row, visible[None, :], sinks)
+    return (out, lse) if return_lse else out
 
 
 def assert_close(testcase, got, want, dtype, what):

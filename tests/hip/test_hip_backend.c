@@ -509,7 +509,7 @@ static void test_gpu_fallbacks(void **state)
     assert_string_equal(pi.fallback_reason, "encoder: logit softcap");
     assert_int_equal(pi.grid[0], 600);
     assert_int_equal(pi.grid[1], 16);
-    r35a_varlen_attention_args va = {sizeof va, q_buf, kv_buf, kv_buf, o_buf, meta, NULL};
+    r35a_varlen_attention_args va = {sizeof va, q_buf, kv_buf, kv_buf, o_buf, meta, NULL, NULL};
     fake.reset();
     assert_int_equal(r35a_varlen_attention_run(ctx, plan, &va, NULL, 0, &stream_token), R35A_OK);
     assert_int_equal(fake.num_launches(), 1);
@@ -708,7 +708,7 @@ static void test_gpu_device_error_record(void **state)
     r35a_varlen_attention_desc_init(&v, R35A_DTYPE_BF16, 3, 600, 256, 16, 4, 80);
     v.logit_softcap = 30.0f;   /* the generic kernel */
     plan = plan_varlen(ctx, &v, R35A_OK);
-    r35a_varlen_attention_args va = {sizeof va, q_buf, kv_buf, kv_buf, o_buf, meta, NULL};
+    r35a_varlen_attention_args va = {sizeof va, q_buf, kv_buf, kv_buf, o_buf, meta, NULL, NULL};
     fake.reset();
     assert_int_equal(r35a_varlen_attention_run(ctx, plan, &va, NULL, 0, NULL), R35A_OK);
     r35a_generic_varlen_args gv;
@@ -782,7 +782,7 @@ static void expect_varlen_generic(r35a_context *ctx, const r35a_varlen_attention
     assert_string_equal(pi.implementation, kernel);
     expect_contains(pi.fallback_reason, reason);
     static float sinks[64];
-    r35a_varlen_attention_args va = {sizeof va, q_buf, kv_buf, kv_buf, o_buf, meta, d->use_sinks ? sinks : NULL};
+    r35a_varlen_attention_args va = {sizeof va, q_buf, kv_buf, kv_buf, o_buf, meta, d->use_sinks ? sinks : NULL, NULL};
     fake.reset();
     assert_int_equal(r35a_varlen_attention_run(ctx, plan, &va, NULL, 0, &stream_token), R35A_OK);
     assert_int_equal(fake.num_launches(), 1);
@@ -817,7 +817,7 @@ static void test_gpu_encoder(void **state)
     assert_int_equal(pi.workspace_bytes, 0);
     assert_int_equal(pi.num_splits, 1);
 
-    r35a_varlen_attention_args va = {sizeof va, q_buf, kv_buf, kv_buf + 4096, o_buf, meta, NULL};
+    r35a_varlen_attention_args va = {sizeof va, q_buf, kv_buf, kv_buf + 4096, o_buf, meta, NULL, NULL};
     fake.reset();
     assert_int_equal(r35a_varlen_attention_run(ctx, plan, &va, NULL, 0, &stream_token), R35A_OK);
     assert_string_equal(fake.order(), "L");
@@ -868,7 +868,7 @@ static void test_gpu_encoder(void **state)
     assert_string_equal(pi.implementation, "encoder_f16_d64_r32_kb32_nw4_w6");
     assert_int_equal(pi.grid[0], 6);
     assert_int_equal(pi.block[0], 128);
-    va = (r35a_varlen_attention_args){sizeof va, q_buf, q_buf + 12 * 64 * 2, q_buf + 2 * 12 * 64 * 2, o_buf, meta, NULL};
+    va = (r35a_varlen_attention_args){sizeof va, q_buf, q_buf + 12 * 64 * 2, q_buf + 2 * 12 * 64 * 2, o_buf, meta, NULL, NULL};
     fake.reset();
     assert_int_equal(r35a_varlen_attention_run(ctx, plan, &va, NULL, 0, NULL), R35A_OK);
     assert_int_equal(fake.num_launches(), 1);
@@ -888,7 +888,7 @@ static void test_gpu_encoder(void **state)
     assert_string_equal(pi.implementation, "encoder_f16_d64_r16_kb16_nw4_w6_l64");
     assert_int_equal(pi.grid[0], 0);
     fake.reset();
-    va = (r35a_varlen_attention_args){sizeof va, q_buf, kv_buf, kv_buf, o_buf, meta, NULL};
+    va = (r35a_varlen_attention_args){sizeof va, q_buf, kv_buf, kv_buf, o_buf, meta, NULL, NULL};
     assert_int_equal(r35a_varlen_attention_run(ctx, plan, &va, NULL, 0, NULL), R35A_OK);
     assert_int_equal(fake.num_launches(), 0);
     r35a_plan_destroy(plan);

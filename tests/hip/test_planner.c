@@ -699,7 +699,7 @@ static void test_generic_args_features(void **state)
     static uint8_t kv[64];
     static float sinks[32], k_scale[8], v_scale[8];
     r35a_paged_attention_desc d = paged(R35A_DTYPE_BF16, 2, 2, 4096, 32, 8, 128, 16);
-    r35a_paged_attention_args a = {sizeof a, q, kv, kv, o, seq_lens, qsl, table, NULL, NULL, NULL, NULL};
+    r35a_paged_attention_args a = {sizeof a, q, kv, kv, o, seq_lens, qsl, table, NULL, NULL, NULL, NULL, NULL};
     r35a_generic_paged_args ka;
     r35a_fill_generic_paged_args(&d, &a, 0, &ka);
     assert_int_equal(ka.kv_dtype, R35A_KV_AS_Q);
@@ -734,7 +734,7 @@ static void test_generic_args_features(void **state)
     assert_null(ka.k_scale);
 
     r35a_varlen_attention_desc v = varlen(R35A_DTYPE_F16, 1, 4, 4, 32, 32, 64);
-    r35a_varlen_attention_args va = {sizeof va, q, q, q, o, qsl, sinks};
+    r35a_varlen_attention_args va = {sizeof va, q, q, q, o, qsl, sinks, NULL};
     v.use_sinks = 1;
     r35a_generic_varlen_args kva;
     r35a_fill_generic_varlen_args(&v, &va, &kva);
@@ -1027,6 +1027,82 @@ static void test_encoder_grid_fill(void **state)
     assert_string_equal(encoder_variant_on(&g, ARCH, 80, NULL), "encoder_f16_d64_r32_kb32_nw4_w6");
 }
 
+/* The LSE output (0.3): the fast planners decline it with a reason naming it (so it runs on the
+ * portable kernel, never silently without LSE); the portable kernel's arguments carry it; the merge
+ * planner picks merge_states_<dtype> with the portable grid, and its arguments copy every stride. */
+static void test_lse_and_merge(void **state)
+{
+    (void)state;
+    r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 4, 1, 4096, 32, 8, 128, 16);
+    d.use_lse = 1;
+    d.lse_token_stride = 40;
+    d.lse_head_stride = 1;
+    expect_decode_declines(&d, NULL, "LSE output: the decode kernels do not write it yet");
+    r35a_paged_attention_desc mixed = paged(R35A_DTYPE_F16, 4, 16, 4096, 32, 8, 128, 16);
+    mixed.use_lse = 1;
+    expect_mixed_declines(&mixed, "LSE output");
+    expect_generic_paged(&d, "generic_paged_f16_dmax256");
+    static float lse[64];
+    r35a_paged_attention_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.lse = lse;
+    r35a_generic_paged_args ka;
+    r35a_fill_generic_paged_args(&d, &a, 0, &ka);
+    assert_ptr_equal(ka.lse, lse);
+    assert_int_equal(ka.lse_token_stride, 40);
+    assert_int_equal(ka.lse_head_stride, 1);
+    d.use_lse = 0;   /* the flag rules: no flag, no pointer handed on */
+    r35a_fill_generic_paged_args(&d, &a, 0, &ka);
+    assert_null(ka.lse);
+
+    r35a_varlen_attention_desc v = varlen(R35A_DTYPE_F16, 4, 1000, 400, 16, 16, 64);
+    v.use_lse = 1;
+    expect_encoder_declines(&v, NULL, "LSE output: the encoder kernels do not write it yet");
+    r35a_varlen_attention_args va = {sizeof va, lse, lse, lse, lse, NULL, NULL, lse};
+    r35a_generic_varlen_args kv;
+    r35a_fill_generic_varlen_args(&v, &va, &kv);
+    assert_ptr_equal(kv.lse, lse);
+    assert_int_equal(kv.lse_token_stride, 16);
+
+    for (int k = 0; k < 2; ++k) {
+        const r35a_dtype dt = k ? R35A_DTYPE_BF16 : R35A_DTYPE_F16;
+        r35a_merge_states_desc m;
+        r35a_merge_states_desc_init(&m, dt, 4, 300, 24, 576);
+        r35a_gpu_launch l;
+        char why[256] = "";
+        bool ok = r35a_plan_generic_merge(&m, ARCH, NULL, &l, why, sizeof why);
+        if (!ok)
+            print_error("merge declined: %s\n", why);
+        assert_true(ok);
+        assert_string_equal(r35a_generic_kernels[l.kernel].name, k ? "merge_states_bf16" : "merge_states_f16");
+        assert_int_equal(r35a_generic_kernels[l.kernel].op, R35A_OP_MERGE);
+        assert_int_equal(l.grid[0], 300);
+        assert_int_equal(l.grid[1], 24);
+        assert_int_equal(l.grid[2], 1);
+        assert_int_equal(l.block[0], R35A_GENERIC_THREADS);
+        assert_int_equal(l.workspace_bytes, 0);
+        m.use_out_lse = 1;
+        m.lse_part_stride = 7;
+        r35a_merge_states_args ma = {sizeof ma, lse, lse, lse + 1, lse + 2};
+        r35a_generic_merge_args km;
+        r35a_fill_generic_merge_args(&m, &ma, &km);
+        assert_ptr_equal(km.out_lse, lse + 2);
+        assert_int_equal(km.lse_part_stride, 7);
+        assert_int_equal(km.part_stride, (int64_t)300 * 24 * 576);
+        assert_int_equal(km.num_parts, 4);
+        assert_int_equal(km.head_size, 576);
+    }
+    /* f32 is the reference's only; the paged planner never picks a merge kernel */
+    r35a_merge_states_desc m32;
+    r35a_merge_states_desc_init(&m32, R35A_DTYPE_F32, 2, 1, 1, 8);
+    r35a_gpu_launch l;
+    char why[256] = "";
+    assert_false(r35a_plan_generic_merge(&m32, ARCH, NULL, &l, why, sizeof why));
+    assert_non_null(strstr(why, "dtype f32"));
+    assert_false(r35a_plan_generic_paged(&d, ARCH, "merge_states_f16", &l, why, sizeof why));
+}
+
 static void test_encoder_declines(void **state)
 {
     (void)state;
@@ -1119,7 +1195,7 @@ static void test_encoder_args(void **state)
     d.softmax_scale = 0.125f;
     static _Alignas(16) uint16_t qkv[3 * 16 * 80 * 4], o[16 * 88 * 4];
     static int32_t cu[4];
-    r35a_varlen_attention_args a = {sizeof a, qkv, qkv + 16 * 80, qkv + 2 * 16 * 80, o, cu, NULL};
+    r35a_varlen_attention_args a = {sizeof a, qkv, qkv + 16 * 80, qkv + 2 * 16 * 80, o, cu, NULL, NULL};
     r35a_encoder_args ka;
     r35a_fill_encoder_args(&d, &a, &ka);
     assert_ptr_equal(ka.q, qkv);
@@ -1167,7 +1243,7 @@ static void test_decode_args(void **state)
     static int32_t seq_lens[2], qsl[3], table[2 * 256];
     static _Alignas(16) uint16_t q[8 * 64 * 128], o[8 * 64 * 128], kv[16];
     static _Alignas(16) unsigned char ws[64];
-    r35a_paged_attention_args a = {sizeof a, q, kv, kv, o, seq_lens, qsl, table, NULL, NULL, NULL, NULL};
+    r35a_paged_attention_args a = {sizeof a, q, kv, kv, o, seq_lens, qsl, table, NULL, NULL, NULL, NULL, NULL};
     r35a_decode_args ka;
     r35a_fill_decode_args(&d, &a, &l, ws, &ka);
     assert_ptr_equal(ka.q, q);
@@ -1260,6 +1336,7 @@ int main(void)
         cmocka_unit_test(test_encoder_grid_fill),
         cmocka_unit_test(test_encoder_tail_split),
         cmocka_unit_test(test_encoder_declines),
+        cmocka_unit_test(test_lse_and_merge),
         cmocka_unit_test(test_encoder_args),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -100,18 +100,18 @@ r35a_dtype rel_kv_dtype(const r35a_paged_attention_desc *d)
     return d->kv_dtype != 0 ? d->kv_dtype : d->dtype;
 }
 
-/* A struct of today's size is itself; 0.1.0's prefix is copied over zeros (every later field's
- * default is 0 or NULL). */
-static const void *meant(const void *s, size_t size, size_t full_size, size_t old_size, void *tmp)
+/* A struct of today's size is itself; an earlier release's prefix (0.1.0's or 0.2.0's) is copied
+ * over zeros (every later field's default is 0 or NULL). */
+static const void *meant(const void *s, size_t size, size_t full_size, size_t size_0_1, size_t size_0_2, void *tmp)
 {
     if (!s)
         return NULL;
     if (size == full_size)
         return s;
-    if (size != old_size)
+    if (size != size_0_1 && size != size_0_2)
         return NULL;
     memset(tmp, 0, full_size);
-    memcpy(tmp, s, old_size);
+    memcpy(tmp, s, size);
     memcpy(tmp, &full_size, sizeof full_size);
     return tmp;
 }
@@ -119,25 +119,25 @@ static const void *meant(const void *s, size_t size, size_t full_size, size_t ol
 const r35a_paged_attention_desc *rel_paged_desc_meant(const r35a_paged_attention_desc *d,
                                                       r35a_paged_attention_desc *tmp)
 {
-    return meant(d, d ? d->struct_size : 0, sizeof *d, REL_PAGED_DESC_SIZE_0_1, tmp);
+    return meant(d, d ? d->struct_size : 0, sizeof *d, REL_PAGED_DESC_SIZE_0_1, REL_PAGED_DESC_SIZE_0_2, tmp);
 }
 
 const r35a_varlen_attention_desc *rel_varlen_desc_meant(const r35a_varlen_attention_desc *d,
                                                         r35a_varlen_attention_desc *tmp)
 {
-    return meant(d, d ? d->struct_size : 0, sizeof *d, REL_VARLEN_DESC_SIZE_0_1, tmp);
+    return meant(d, d ? d->struct_size : 0, sizeof *d, REL_VARLEN_DESC_SIZE_0_1, REL_VARLEN_DESC_SIZE_0_2, tmp);
 }
 
 const r35a_paged_attention_args *rel_paged_args_meant(const r35a_paged_attention_args *a,
                                                       r35a_paged_attention_args *tmp)
 {
-    return meant(a, a ? a->struct_size : 0, sizeof *a, REL_PAGED_ARGS_SIZE_0_1, tmp);
+    return meant(a, a ? a->struct_size : 0, sizeof *a, REL_PAGED_ARGS_SIZE_0_1, REL_PAGED_ARGS_SIZE_0_2, tmp);
 }
 
 const r35a_varlen_attention_args *rel_varlen_args_meant(const r35a_varlen_attention_args *a,
                                                         r35a_varlen_attention_args *tmp)
 {
-    return meant(a, a ? a->struct_size : 0, sizeof *a, REL_VARLEN_ARGS_SIZE_0_1, tmp);
+    return meant(a, a ? a->struct_size : 0, sizeof *a, REL_VARLEN_ARGS_SIZE_0_1, REL_VARLEN_ARGS_SIZE_0_2, tmp);
 }
 
 /* The Q/O dtype of either op: an r35a_dtype of Q/O (the 8-bit ones are KV-cache dtypes only). */
@@ -217,6 +217,11 @@ void rel_expect_paged_desc(const r35a_paged_attention_desc *given, rel_expect *e
     if (d->kv_scale_per_head == 1 && !rel_dtype_is_8bit(rel_kv_dtype(d)))
         rel_expect_add(e, R35A_ERR_INVALID_ARGUMENT, PD ".kv_scale_per_head", NULL, NULL);
     expect_flag(e, PD ".use_sinks", d->use_sinks);
+    expect_flag(e, PD ".use_lse", d->use_lse);
+    if (d->lse_token_stride < 0)
+        rel_expect_add(e, R35A_ERR_INVALID_ARGUMENT, PD ".lse_token_stride", NULL, NULL);
+    if (d->lse_head_stride < 0)
+        rel_expect_add(e, R35A_ERR_INVALID_ARGUMENT, PD ".lse_head_stride", NULL, NULL);
     bool shape_ok = at_least(e, PD ".num_seqs", d->num_seqs, 1);
     shape_ok = at_least(e, PD ".num_tokens", d->num_tokens, 0) && shape_ok;
     shape_ok = at_least(e, PD ".max_query_len", d->max_query_len, 0) && shape_ok;
@@ -276,6 +281,11 @@ void rel_expect_varlen_desc(const r35a_varlen_attention_desc *given, rel_expect 
     }
     size_t es = expect_qo_dtype(e, VD ".dtype", d->dtype);
     expect_flag(e, VD ".use_sinks", d->use_sinks);
+    expect_flag(e, VD ".use_lse", d->use_lse);
+    if (d->lse_token_stride < 0)
+        rel_expect_add(e, R35A_ERR_INVALID_ARGUMENT, VD ".lse_token_stride", NULL, NULL);
+    if (d->lse_head_stride < 0)
+        rel_expect_add(e, R35A_ERR_INVALID_ARGUMENT, VD ".lse_head_stride", NULL, NULL);
     bool shape_ok = at_least(e, VD ".num_segments", d->num_segments, 1);
     shape_ok = at_least(e, VD ".num_tokens", d->num_tokens, 0) && shape_ok;
     shape_ok = at_least(e, VD ".max_seqlen", d->max_seqlen, 0) && shape_ok;
@@ -344,6 +354,7 @@ void rel_expect_paged_args(const r35a_paged_attention_desc *d_given, const r35a_
     bool scaled = rel_dtype_is_8bit(rel_kv_dtype(d));
     expect_optional(e, PA ".k_scale", a->k_scale, scaled);
     expect_optional(e, PA ".v_scale", a->v_scale, scaled);
+    expect_optional(e, PA ".lse", a->lse, d->use_lse != 0);
 }
 
 void rel_expect_varlen_args(const r35a_varlen_attention_desc *d_given, const r35a_varlen_attention_args *given,
@@ -362,6 +373,7 @@ void rel_expect_varlen_args(const r35a_varlen_attention_desc *d_given, const r35
     r35a_varlen_attention_desc dtmp;
     const r35a_varlen_attention_desc *d = rel_varlen_desc_meant(d_given, &dtmp);
     expect_optional(e, VA ".sinks", a->sinks, d->use_sinks != 0);
+    expect_optional(e, VA ".lse", a->lse, d->use_lse != 0);
     const void *ptrs[5] = {a->q, a->k, a->v, a->out, a->cu_seqlens};
     static const char *const names[5] = {VA ".q", VA ".k", VA ".v", VA ".out", VA ".cu_seqlens"};
     for (int i = 0; i < 5; ++i)

@@ -46,6 +46,11 @@ void rel_expect_add(rel_expect *e, r35a_status status, const char *p0, const cha
 #define REL_PAGED_ARGS_SIZE_0_1 offsetof(r35a_paged_attention_args, sinks)
 #define REL_VARLEN_DESC_SIZE_0_1 offsetof(r35a_varlen_attention_desc, use_sinks)
 #define REL_VARLEN_ARGS_SIZE_0_1 offsetof(r35a_varlen_attention_args, sinks)
+/* ... and of 0.2.0 (up to the first field added in 0.3). */
+#define REL_PAGED_DESC_SIZE_0_2 offsetof(r35a_paged_attention_desc, lse_token_stride)
+#define REL_PAGED_ARGS_SIZE_0_2 offsetof(r35a_paged_attention_args, lse)
+#define REL_VARLEN_DESC_SIZE_0_2 offsetof(r35a_varlen_attention_desc, lse_token_stride)
+#define REL_VARLEN_ARGS_SIZE_0_2 offsetof(r35a_varlen_attention_args, lse)
 
 /* What a struct means: itself (today's struct_size), or its 0.1.0 prefix with the later fields at
  * their documented defaults (copied into *tmp); NULL for a NULL struct or another struct_size. */

@@ -308,7 +308,7 @@ typedef enum paged_fault {
 
 static const char *const paged_fault_names[PF_COUNT] = {
     "NULL context",         "NULL plan",         "another context's plan", "a varlen plan",
-    "NULL args",            "struct_size 0",     "struct_size - 8",        "struct_size + 8",
+    "NULL args",            "struct_size 0",     "struct_size - 4",        "struct_size + 8",
     "NULL q",               "NULL k_cache",      "NULL v_cache",           "NULL out",
     "NULL seq_lens",        "NULL query_start_loc", "NULL block_table",    "ALiBi pointer mismatch",
     "query_start_loc[0] = 1", "query_start_loc decreases", "M > max_query_len", "M > L",
@@ -384,7 +384,7 @@ static void test_paged_errors_write_nothing(void **state)
             case PF_OTHER_OP: use = varlen_plan; want = R35A_ERR_PLAN_MISMATCH; prefix = "plan"; break;
             case PF_NULL_ARGS: pa = NULL; want = R35A_ERR_NULL_POINTER; prefix = "paged_attention_args"; break;
             case PF_SIZE_ZERO: a.struct_size = 0; want = R35A_ERR_STRUCT_SIZE; prefix = "paged_attention_args.struct_size"; break;
-            case PF_SIZE_SMALL: a.struct_size -= 8; want = R35A_ERR_STRUCT_SIZE; prefix = "paged_attention_args.struct_size"; break;
+            case PF_SIZE_SMALL: a.struct_size -= 4; want = R35A_ERR_STRUCT_SIZE; prefix = "paged_attention_args.struct_size"; break;
             case PF_SIZE_BIG: a.struct_size += 8; want = R35A_ERR_STRUCT_SIZE; prefix = "paged_attention_args.struct_size"; break;
             case PF_NULL_Q: a.q = NULL; want = R35A_ERR_NULL_POINTER; prefix = "paged_attention_args.q"; break;
             case PF_NULL_K: a.k_cache = NULL; want = R35A_ERR_NULL_POINTER; prefix = "paged_attention_args.k_cache"; break;
