@@ -900,7 +900,7 @@ static void test_gpu_encoder(void **state)
     plan = plan_varlen(ctx, &causal, R35A_OK);
     assert_string_equal(plan_info_of(plan).implementation, "encoder_bf16_d80_r16_kb32_nw8_w6");
     fake.reset();
-    va = (r35a_varlen_attention_args){sizeof va, q_buf, kv_buf, kv_buf + 4096, o_buf, meta, NULL};
+    va = (r35a_varlen_attention_args){sizeof va, q_buf, kv_buf, kv_buf + 4096, o_buf, meta, NULL, NULL};
     assert_int_equal(r35a_varlen_attention_run(ctx, plan, &va, NULL, 0, NULL), R35A_OK);
     assert_int_equal(fake.num_launches(), 1);
     memcpy(&ka, fake.launch(0)->args, sizeof ka);
