@@ -1117,6 +1117,24 @@ static void encoder_cases(void)
                                  kernel's lazy-rescale threshold, again and again */
             gc_run_varlen(&v, "encoder_long", index, &(gc_case_opts){.expect = e->name});
         }
+        /* causal and GQA, run-time arguments of every variant: causal with 2 query heads per kv head
+         * over segments of 1, a partial block, an empty one, the variant's longest (several key
+         * blocks: the skipped and the masked diagonal blocks) and 2 x rows + 3; every other variant
+         * also GQA 4:1 without the mask */
+        varlen_spec_init(&v, e->dtype, 4, 2, e->head);
+        v.causal = 1;
+        varlen_spec_add_segment(&v, 1);
+        varlen_spec_add_segment(&v, 37);
+        varlen_spec_add_segment(&v, 0);
+        varlen_spec_add_segment(&v, L ? L : 200);
+        varlen_spec_add_segment(&v, 2 * e->rows + 3);
+        gc_run_varlen(&v, "encoder_causal_gqa", index, &(gc_case_opts){.expect = e->name});
+        if (index % 2 == 0) {
+            varlen_spec_init(&v, e->dtype, 4, 1, e->head);
+            varlen_spec_add_segment(&v, L ? L : 150);
+            varlen_spec_add_segment(&v, 19);
+            gc_run_varlen(&v, "encoder_gqa", index, &(gc_case_opts){.expect = e->name});
+        }
         /* misaligned K: the portable kernel serves the call */
         if (index % 6 == 1 || index % 12 == 4) {
             varlen_spec_init(&v, e->dtype, 2, 2, e->head);
