@@ -261,7 +261,7 @@ else()
     VERBATIM)
   # `cmake --build . --target r35a_gpu_kernels` builds just the code objects. The library's objects
   # depend on it, so the kernels' rules never run twice in parallel for two targets.
-  add_custom_target(r35a_gpu_kernels DEPENDS ${r35a_code_objects})
+  add_custom_target(r35a_gpu_kernels DEPENDS ${r35a_code_objects} ${r35a_test_code_objects})
   add_dependencies(r35a_objects r35a_gpu_kernels)
 endif()
 
@@ -271,6 +271,11 @@ function(r35a_code_object_table target source)
   add_library(${target} OBJECT ${source})
   target_include_directories(${target} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src)
   set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  # the table's rule depends on the code objects: without this target-level order a parallel make
+  # would run their compile rules a second time, at once, for this target
+  if(TARGET r35a_gpu_kernels)
+    add_dependencies(${target} r35a_gpu_kernels)
+  endif()
 endfunction()
 r35a_code_object_table(r35a_code_object_table ${r35a_code_objects_c})
 target_sources(rdna35attn PRIVATE $<TARGET_OBJECTS:r35a_code_object_table>)
