@@ -136,7 +136,7 @@ def cmd_build(a):
                "-DR35A_FRAGMENT_EMULATE_GFX11=0", "-I", os.path.join(ROOT, "kernels"), "-I", os.path.join(ROOT, "variants"),
                f'-DR35A_ENCODER_VARIANT_LIST="{lst}"', "-o", out, os.path.join(ROOT, "kernels", "encoder", "encoder.hip")]
         if c["q_smem_forced"]:
-            cmd.insert(-1, "-DR35A_LAB_ENC_Q_REGS_MAX=0")
+            cmd[-1:-1] = ["-DR35A_LAB=1", "-DR35A_LAB_ENC_Q_REGS_MAX=0"]
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             print(f"  {c['label']}: does not compile ({p.stderr.strip().splitlines()[-1][:120] if p.stderr else '?'})")

@@ -16,6 +16,6 @@ extern const r35a_impl r35a_gpu_paged_tuned;     /* the decode variants (variant
 extern const r35a_impl r35a_gpu_paged_generic;   /* the portable kernel (kernels/generic/generic.hip) */
 extern const r35a_impl r35a_gpu_varlen_encoder;  /* the encoder variants (non-causal varlen) */
 extern const r35a_impl r35a_gpu_varlen_generic;
-extern const r35a_impl r35a_gpu_merge_generic;   /* merge_states_<dtype> (kernels/generic.hip) */
+extern const r35a_impl r35a_gpu_merge_generic;   /* merge_states_<dtype> (kernels/generic/generic.hip) */
 
 #endif

@@ -53,7 +53,7 @@
  * they size registers and LDS (gfx11: static LDS; NVIDIA: dynamic shared memory of exactly the
  * layout's size, published as <name>_lds_bytes for the host). Run-time: segments (cu_seqlens), head count, strides, scale. Head
  * size 72 runs as 80: K and Q columns 72..79 are zeros in LDS; O^T rows 72..79 are computed from
- * whatever V^T rows 72..79 hold and never stored. kernels/README_encoder.md has the budgets and the
+ * whatever V^T rows 72..79 hold and never stored. kernels/encoder/README.md has the budgets and the
  * model.
  *
  * Files: encoder_cfg.h (the layout), kv_stage_regs.h / kv_stage_async.h (the staging policies, chosen

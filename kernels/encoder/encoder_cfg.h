@@ -12,10 +12,11 @@
 #include "encoder/encoder_frag.h"
 #include "encoder/encoder_args.h"
 
-/* Lab build option (tools/tune_encoder.py builds a tiling both ways; 0: Q always in shared memory):
- * the register count above which the asynchronous staging keeps the Q tile in shared memory
- * (encoder_cfg::Q_SMEM). The product's value is 208. */
-#ifndef R35A_LAB_ENC_Q_REGS_MAX
+/* The register count above which the asynchronous staging keeps the Q tile in shared memory
+ * (encoder_cfg::Q_SMEM): 208. A lab build may set R35A_LAB_ENC_Q_REGS_MAX (lab/tune_encoder.py builds
+ * a tiling both ways; 0: Q always in shared memory). */
+#if !(defined(R35A_LAB) && R35A_LAB && defined(R35A_LAB_ENC_Q_REGS_MAX))
+#undef R35A_LAB_ENC_Q_REGS_MAX
 #define R35A_LAB_ENC_Q_REGS_MAX 208
 #endif
 

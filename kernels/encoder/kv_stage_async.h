@@ -87,7 +87,7 @@ struct kv_stage_async {
         /* K and V^T are the products' first operands (the hardware's B on NVIDIA): the _b loads bind
          * the ldmatrix results in the register pairs the product reads, so no moves form them (with
          * the plain loads 991 of the D = 128 kernel's 4096 SASS instructions were moves, 321 with
-         * these; cuobjdump, kernels/README_encoder.md) */
+         * these; cuobjdump, kernels/encoder/README.md) */
         R35A_ENC_FN frag::ab k_operand(const u16 *kl, int j, int c) const {
             return frag::load_vec16_lds_b(kl + 16 * j * KLD + 16 * c, KLD);
         }

@@ -63,7 +63,7 @@ typedef struct r35a_generic_paged_args {
                                         kernel of the same call serves the others */
     float softmax_scale;
     float logit_softcap;             /* 0 = off */
-    int32_t kv_dtype;                /* R35A_GENERIC_KV_* */
+    int32_t kv_dtype;                /* R35A_KV_* (common/kv_format.h) */
     int32_t kv_scale_per_head;       /* 8-bit KV: scales indexed by kv head (1) or not (0) */
     float *lse;                      /* float32 LSE per row, or NULL (none written) */
     int64_t lse_token_stride, lse_head_stride;
