@@ -338,7 +338,7 @@ FAMILY_OF_KIND = {"decode": "decode", "encoder": "encoder", "generic": "generic"
 
 
 def unit_group(e):
-    head = f"_d{e['head']}" if e["arch"].startswith("sm_") else ""
+    head = f"_d{e['head']}" if e["arch"].startswith("sm_") and e["kind"] in ("decode", "encoder") else ""
     if e["kind"] == "decode":
         return f"{e['dtype']}_{e['kv']}{head}"
     if e["kind"] == "encoder":
