@@ -316,6 +316,10 @@ if(R35A_BUILD_TESTS)
     add_test(NAME variants_def_in_sync
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tools/gen_variants.py --check
              WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
+    # the compile units of every table, NVIDIA's included (which this build may not configure)
+    add_test(NAME variants_units_all_archs
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tools/gen_variants.py
+                     --units ${CMAKE_CURRENT_BINARY_DIR}/units_check --archs "gfx1151;sm_90")
   endif()
 
   if(R35A_HAVE_CODE_OBJECTS)
