@@ -932,7 +932,7 @@ static void generic_cases(void)
         v.causal = 1;
         v.logit_softcap = 25.f;
         gc_run_varlen(&v, "generic_varlen", index++, &(gc_case_opts){.expect = "generic_varlen_"});
-        /* non-causal GQA (the encoder declines GQA), fused qkv, odd head size */
+        /* non-causal GQA (head size 40: no encoder variant), fused qkv, odd head size */
         varlen_spec_init(&v, dt, 6, 2, 40);
         varlen_spec_add_segment(&v, 33);
         varlen_spec_add_segment(&v, 1);
