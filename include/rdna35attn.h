@@ -43,10 +43,11 @@
  * plausible-looking value; a -inf logit gives its key no weight (a row whose every logit is -inf
  * sees no key: zeros); a NaN or +inf sink is such a logit (a -inf sink is no sink); a NaN or Inf in
  * element e of a value vector (an fp8 NaN code included) makes element e of every row that sees
- * that key NaN or Inf (Q or K holding an Inf makes logits of +-inf or NaN, hence those rules). On the decode kernels such a
- * value element may also make element e NaN in the other query rows of the same sequence and kv
- * head: their rows share 16-key tiles, and a key seen by some of them (the causal or window edge)
- * meets the others' zero weight in one product. Elements the call does not reach (outside every
+ * that key NaN or Inf (Q or K holding an Inf makes logits of +-inf or NaN, hence those rules). On the
+ * decode kernels, and on the encoder kernels' causal calls, such a value element may also make
+ * element e NaN in the other query rows of the same sequence (segment) and kv head: their rows share
+ * key tiles, and a key seen by some of them (the causal or window edge) meets the others' zero
+ * weight in one product. Elements the call does not reach (outside every
  * row's window, past L, unreached pages, stride gaps) never affect the output.
  *
  * Bad device data (GPU contexts). On a GPU context the metadata (seq_lens, query_start_loc,

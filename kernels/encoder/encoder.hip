@@ -1,12 +1,13 @@
 /*
- * encoder.hip - non-causal varlen (encoder / ViT) attention on matrix fragments (gfx11 wave32 WMMA;
- * the same source on NVIDIA mma.sync through the fragment layer).
+ * encoder.hip - varlen (encoder / ViT / fresh prompt) attention on matrix fragments (gfx11 wave32 WMMA;
+ * the same source on NVIDIA mma.sync through the fragment layer): non-causal or causal, GQA.
  *
  * A GROUP of waves serves one block of query rows of one (segment, head); see encoder_args.h for the
  * grid. Normally a group is the whole workgroup (R = 16 T NW rows); in the small-problem tiling
  * (maxlen > 0) every wave is its own group (16 T rows, no workgroup barrier), so a workgroup of NW
- * waves serves NW short segments at once. Every query row sees every key of its segment, so there
- * is no mask except at the segment's end.
+ * waves serves NW short segments at once. Without causal every query row sees every key of its
+ * segment, so there is no mask except at the segment's end; with causal, the blocks on a wave's
+ * diagonal are masked.
  *
  * The products run "transposed" (as in decode.hip), query rows along the accumulator's n axis:
  *     S^T[key][row]  = K[key][:] . Q[row][:]       A = K sub-tile (16 keys x 16 d, from LDS)

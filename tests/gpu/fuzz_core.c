@@ -64,12 +64,13 @@ typedef struct fuzz_case {
     bool oracle;                 /* compared with the oracle */
     char what[256];              /* the fault or mutation, for reports */
     uint8_t *row_state;          /* [num_tokens * num_q_heads] ROW_* */
-    /* A non-finite value element of a key some rows see: on a decode kernel the other rows of the
-     * sequence and kv head share the key's tile and may come out non-finite in that element too
-     * (rdna35attn.h): tokens [loose_t0, loose_t0 + loose_m), query heads of kv head loose_g,
-     * element loose_e (-1: none). */
+    /* A non-finite value element of a key some rows see: on a decode kernel, and on the encoder
+     * kernel's causal rows, the other rows of the sequence (segment) and kv head share the key's
+     * tile and may come out non-finite in that element too (rdna35attn.h): tokens
+     * [loose_t0, loose_t0 + loose_m), query heads of kv head loose_g, element loose_e (-1: none). */
     int32_t loose_t0, loose_m, loose_g, loose_e;
     bool decode_served;          /* the plan's first launch is a decode variant */
+    bool encoder_causal_served;  /* a causal varlen call the encoder kernel serves */
     bool report_by_call;         /* GPU: learn about the record from the next plan call, not check_device */
 } fuzz_case;
 
@@ -453,6 +454,12 @@ static bool apply_nonfinite(fuzz_case *c, tu_rng *rng)
     store_value(c->vs.dtype, base, (size_t)(t * ts + (where == 0 ? h : g) * hs + e), v);
     snprintf(c->what, sizeof c->what, "%s[token %d][head %d][%d] = %s", where == 0 ? "q" : where == 1 ? "k" : "v",
              (int)t, (int)(where == 0 ? h : g), (int)e, vname);
+    if (where >= 2) { /* V (where 3 without sinks lands here too) */
+        c->loose_t0 = p->cu_seqlens[s];
+        c->loose_m = c->vs.seg_len[s];
+        c->loose_g = g;
+        c->loose_e = e;
+    }
     return true;
 }
 
@@ -631,8 +638,9 @@ static void check_output(const fuzz_case *c, const uint8_t *out, const uint8_t *
                 }
                 if (!isfinite(r[e]) || !isfinite(x)) {
                     const int32_t group = hq / (c->paged ? c->ps.num_kv_heads : c->vs.num_kv_heads);
-                    const bool loose = c->decode_served && c->loose_m <= 8 /* R35A_DECODE_MAX_QUERY_LEN */ &&
-                                       e == c->loose_e && t >= c->loose_t0 &&
+                    const bool shared_tiles = (c->decode_served && c->loose_m <= 8 /* R35A_DECODE_MAX_QUERY_LEN */) ||
+                                              c->encoder_causal_served;
+                    const bool loose = shared_tiles && e == c->loose_e && t >= c->loose_t0 &&
                                        t < c->loose_t0 + c->loose_m && h / group == c->loose_g;
                     if (isfinite(r[e]) != isfinite(x) && !(loose && !isfinite(x))) {
                         ++o->nonfinite_mismatch;
@@ -970,6 +978,7 @@ bool fuzz_run_case(r35a_context *ctx, const fuzz_env *env, int index, fuzz_total
         r35a_plan_info info = {.struct_size = sizeof info};
         r35a_plan_get_info(plan, &info);
         c.decode_served = strncmp(info.implementation, "decode_", 7) == 0;
+        c.encoder_causal_served = !c.paged && c.vs.causal && strncmp(info.implementation, "encoder_", 8) == 0;
         b.ws = info.workspace_bytes ? e->mem->alloc(e->mem->user, info.workspace_bytes) : NULL;
         t0 = now_seconds();
         run_st = c.paged ? r35a_paged_attention_run(ctx, plan, &pa, b.ws, info.workspace_bytes, e->mem->stream)
