@@ -77,6 +77,13 @@ namespace r35a {
  * before normalization: exact enough in f32, no overflow in f16/bf16. */
 #define R35A_ENC_RESCALE_LIMIT 256.0f
 
+/* The running max of a row that has seen no key: the most negative finite float, not -inf, so that
+ * exp2(s - m) of a -inf logit is 0 (never -inf - -inf = NaN) and a row whose every logit is -inf
+ * (the first causal row over an infinite K element) keeps l = 0 and O = 0, written as zeros
+ * (epilogue.h). A finite logit against it exponentiates to +inf, which sends the block the exact
+ * way; the first key's correction exp2(m - max) is 0, as from -inf. */
+#define R35A_ENC_NO_KEY (-3.402823466e38f)
+
 /* A segment whose cu_seqlens entries fail their check (device_error.h): when only its length is wrong
  * (longer than max_seqlen, its range inside 0..num_tokens) the group of its row block 0 writes all its
  * rows of head h as NaN, those past max_seqlen included (no other workgroup has them); thread 0 of
@@ -196,7 +203,7 @@ R35A_DEV void encoder_body(const r35a_encoder_args &a, unsigned char *smem, int 
         frag::acc o[TE][DC];
 #pragma unroll
         for (int t = 0; t < TE; ++t) {
-            m[t] = frag::colv_fill(neg_inf());
+            m[t] = frag::colv_fill(R35A_ENC_NO_KEY);
             l[t] = frag::colv_fill(0.f);
 #pragma unroll
             for (int c = 0; c < DC; ++c) o[t][c] = frag::acc_zero();
@@ -314,7 +321,9 @@ R35A_DEV void encoder_body(const r35a_encoder_args &a, unsigned char *smem, int 
                         for (int j = 1; j < NS; ++j)
 #pragma unroll
                             for (int e = 0; e < frag::ACC_ELEMS; ++e) mx.v[e] = fmax_nonan(mx.v[e], sc[t][j].v[e]);
-                        const frag::colv cm = frag::col_max(mx); /* finite: the block holds a key */
+                        /* -inf where every logit of the column is -inf (masked, or -inf logits):
+                         * then m stays R35A_ENC_NO_KEY and the column's l and O stay 0 */
+                        const frag::colv cm = frag::col_max(mx);
                         frag::colv corr;
 #pragma unroll
                         for (int c = 0; c < frag::NCOL; ++c) {

@@ -21,7 +21,8 @@ R35A_DEV void store_rows(int wrow0, int len, u16 *og, i64 o_token_stride,
         const frag::colv lt = frag::col_sum_finish(l[t]);
         frag::colv inv;
 #pragma unroll
-        for (int c = 0; c < frag::NCOL; ++c) inv.v[c] = rcp_fast(lt.v[c]);   /* l >= 1: the max counts 1 */
+        /* l >= 1 once a row saw a key (its max counts 1); l = 0: it saw none, zeros; NaN stays NaN */
+        for (int c = 0; c < frag::NCOL; ++c) inv.v[c] = lt.v[c] == 0.f ? 0.f : rcp_fast(lt.v[c]);
         const int trow0 = wrow0 + 16 * t;
 #pragma unroll
         for (int c = 0; c < DC; ++c) {

@@ -2,7 +2,7 @@
  * key_group_merge.h - the tail split's join (encoder_args.h "Tail split", KG = 2): after the last
  * block, each wave of key group 1 leaves its softmax state (m and l per row column, O^T) in the
  * group's LDS, lane fastest, and the wave of key group 0 with the same rows joins it into its own
- * (the split-KV merge inside a workgroup). Key group 1 may have had no keys (m = -inf, l = 0, O^T 0):
+ * (the split-KV merge inside a workgroup). Key group 1 may have had no keys (m = R35A_ENC_NO_KEY, l = 0, O^T 0):
  * its weight is then 0.
  */
 #ifndef R35A_ENCODER_KEY_GROUP_MERGE_H
@@ -43,7 +43,7 @@ R35A_DEV void merge_key_groups(u16 *lds, int rw, int kgi, bool wave_has_rows, fr
             frag::colv c0, c1;
 #pragma unroll
             for (int c = 0; c < frag::NCOL; ++c) {
-                /* key group 1 may have had no keys (m1 = -inf, l1 = 0, O^T 0): c1 = 0 */
+                /* key group 1 may have had no keys (m1 = R35A_ENC_NO_KEY, l1 = 0, O^T 0): c1 = 0, or 1 when neither had one (l and O stay 0) */
                 const float m1 = mf[32 * i++], l1 = mf[32 * i++];
                 const float mn = fmax(m[t].v[c], m1);
                 c0.v[c] = exp2_fast(m[t].v[c] - mn);
