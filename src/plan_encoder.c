@@ -119,10 +119,6 @@ bool r35a_plan_encoder(const r35a_varlen_attention_desc *d, const char *arch, in
     if (d->num_kv_heads <= 0 || d->num_q_heads % d->num_kv_heads != 0)
         r35a_text_append(reason, cap, ", ", "num_q_heads %d not a multiple of num_kv_heads %d", (int)d->num_q_heads,
                    (int)d->num_kv_heads);
-    /* Causal and GQA on NVIDIA's encoder (its cp.async staging) have been built, not yet run on a GPU:
-     * the portable kernel serves them there until tests/gpu/test_gpu_cuda.c has run them on the encoder. */
-    if ((d->causal || d->num_q_heads != d->num_kv_heads) && r35a_tuning_is_nvidia(arch))
-        r35a_text_append(reason, cap, ", ", "causal or GQA on the NVIDIA encoder (not yet run on a GPU)");
     if (d->logit_softcap > 0.0f)
         r35a_text_append(reason, cap, ", ", "logit softcap");
     if (d->use_sinks)

@@ -567,9 +567,7 @@ static void encoder_cases(r35a_context *ctx, const char *arch)
         varlen_spec_add_segment(&v, g_quick ? 300 : 1100);
         v.k_amp = 3.0;
         run_varlen(ctx, &v, "encoder_long", index++, e->name);
-        /* causal with 2 query heads per kv head (skipped and masked diagonal blocks), and GQA 4:1: on
-         * the portable kernel until the NVIDIA encoder serves them (src/plan_encoder.c); then expect
-         * e->name here */
+        /* causal with 2 query heads per kv head (skipped and masked diagonal blocks), and GQA 4:1 */
         varlen_spec_init(&v, e->dtype, 4, 2, e->head);
         v.causal = 1;
         varlen_spec_add_segment(&v, 1);
@@ -577,11 +575,11 @@ static void encoder_cases(r35a_context *ctx, const char *arch)
         varlen_spec_add_segment(&v, 0);
         varlen_spec_add_segment(&v, g_quick ? 200 : 700);
         varlen_spec_add_segment(&v, 2 * e->rows + 3);
-        run_varlen(ctx, &v, "encoder_causal_gqa", index++, "generic_varlen");
+        run_varlen(ctx, &v, "encoder_causal_gqa", index++, e->name);
         varlen_spec_init(&v, e->dtype, 4, 1, e->head);
         varlen_spec_add_segment(&v, 150);
         varlen_spec_add_segment(&v, 19);
-        run_varlen(ctx, &v, "encoder_gqa", index++, "generic_varlen");
+        run_varlen(ctx, &v, "encoder_gqa", index++, e->name);
     }
 }
 
