@@ -507,7 +507,7 @@ static int measure_row(const bench_options *opt, bench_session *s, int index, be
         rc = time_row(opt, s, &rs, row);
     if (rc == BENCH_EXIT_OK && opt->graph)
         rc = time_graph(opt, s, &rs, row);
-    if (rc == BENCH_EXIT_OK && s->reference != NULL)
+    if (rc == BENCH_EXIT_OK && s->reference != NULL && rs.problem.flops <= BENCH_CHECK_MAX_FLOPS)
         rc = check_row(s, &rs, row);
     if (rc == BENCH_EXIT_OK) {
         row->copies = rs.num_copies;

@@ -121,6 +121,7 @@ typedef struct bench_options {
     double min_working_set_mb;   /* < 0: automatic (GPU: see BENCH_GPU_MIN_WORKING_SET_MB; host: 0) */
     int32_t iters;               /* 0 = adapt to the row's run time */
     double peak_gbs;             /* 0 = measure */
+    double peak_tflops;          /* the device's dense matrix peak for the dtype; 0 = no "% mma" column */
     bool check;                  /* compare against a reference context */
     bool graph;                  /* also time the calls captured in a HIP/CUDA graph */
     bool list;                   /* --list: print the rows and exit */
@@ -140,6 +141,11 @@ void bench_shape_label(const bench_options *opt, const bench_shape *shape, char 
 void bench_segments_label(const bench_options *opt, const bench_shape *shape, char *buf, size_t len);
 const char *bench_dtype_name(r35a_dtype dtype);
 const char *bench_backend_name(r35a_backend backend);
+
+/* Rows whose call costs more flops than this are not checked against the reference context (its
+ * single-threaded host loop would take minutes: a 2048-token chunk over 16K keys is ~1e12); the
+ * tests check those kernels against the float64 oracle on smaller shapes. */
+#define BENCH_CHECK_MAX_FLOPS 5e10
 
 /* ---- presets.c ---------------------------------------------------------------------------- */
 

@@ -112,6 +112,8 @@ static void print_usage(FILE *f)
         "                           its replays; GB/s then comes from the graph time (no launch cost)\n"
         "  --peak-gbs X             roofline peak in GB/s (default: measured: host 256 MiB memcpy;\n"
         "                           GPU the best read stream of the embedded read kernel)\n"
+        "  --peak-tflops X          the dense matrix peak in TFLOP/s (e.g. the card's bf16 mma rate):\n"
+        "                           adds a '%% mma' column, GFLOP/s against it\n"
         "  --no-check               skip the comparison with the reference backend\n"
         "  --seed N                 replay the random inputs of an earlier run (decimal or 0x hex)\n"
         "output:\n"
@@ -396,6 +398,14 @@ static int on_peak(parse_state *st, const char *flag, const char *v)
     return rc;
 }
 
+static int on_peak_tflops(parse_state *st, const char *flag, const char *v)
+{
+    int rc = parse_double(flag, v, 0.0, 1e6, &st->opt->peak_tflops);
+    if (rc == BENCH_EXIT_OK && st->opt->peak_tflops <= 0.0)
+        return usage_error("%s: expected a positive number, got '%s'", flag, v);
+    return rc;
+}
+
 static int on_no_check(parse_state *st, const char *flag, const char *v)
 {
     (void)flag;
@@ -472,6 +482,7 @@ static const flag_spec flags[] = {
     {"--iters", true, SCOPE_ANY, 0, on_iters},
     {"--graph", false, SCOPE_ANY, 0, on_graph},
     {"--peak-gbs", true, SCOPE_ANY, 0, on_peak},
+    {"--peak-tflops", true, SCOPE_ANY, 0, on_peak_tflops},
     {"--no-check", false, SCOPE_ANY, 0, on_no_check},
     {"--seed", true, SCOPE_ANY, 0, on_seed},
     {"--json", false, SCOPE_ANY, 0, on_json},

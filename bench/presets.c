@@ -10,6 +10,7 @@
 static int h200_decode(const bench_options *opt, bench_shape **shapes, int *count, int *cap);
 static int gfx1151_decode(const bench_options *opt, bench_shape **shapes, int *count, int *cap);
 static int encoder(const bench_options *opt, bench_shape **shapes, int *count, int *cap);
+static int prefill(const bench_options *opt, bench_shape **shapes, int *count, int *cap);
 
 const bench_preset bench_presets[] = {
     {"h200-decode",
@@ -29,6 +30,13 @@ const bench_preset bench_presets[] = {
      "segments 577,577,577,577 unless --segments",
      BENCH_OP_ENCODER, BENCH_SETS_OP | BENCH_SETS_HEAD_SIZE | BENCH_SETS_HEADS, 0, "577,577,577,577",
      encoder},
+    {"prefill",
+     "prefill chunks and long speculative drafts, 24 rows: D 64, 128 x chunk 512..4096\n"
+     "over prefixes 0..16K (batch 1), and M 16, 64 over 16 sequences at 8K; 32/8 heads, page 16",
+     BENCH_OP_PAGED,
+     BENCH_SETS_OP | BENCH_SETS_HEAD_SIZE | BENCH_SETS_HEADS | BENCH_SETS_PAGE_SIZE | BENCH_SETS_BATCH |
+         BENCH_SETS_M | BENCH_SETS_CONTEXTS,
+     0, NULL, prefill},
 };
 const int bench_num_presets = COUNT(bench_presets);
 
@@ -145,6 +153,33 @@ static int encoder(const bench_options *opt, bench_shape **shapes, int *count, i
             s.num_q_heads = s.num_kv_heads = list[i].heads;
             s.segment_first = opt->segment_row_start[r];
             s.num_segments = opt->segment_row_start[r + 1] - opt->segment_row_start[r];
+            if (push(shapes, count, cap, &s) != 0)
+                return -1;
+        }
+    return 0;
+}
+
+/* Prefill (a chunk of M query tokens over a prefix of cached keys: context = prefix + M) and
+ * speculative decode with long drafts: 32 query heads on 8 kv heads, page 16. */
+static int prefill(const bench_options *opt, bench_shape **shapes, int *count, int *cap)
+{
+    static const int32_t heads[] = {64, 128};
+    static const struct {
+        int32_t m, prefix, batch;
+    } calls[] = {
+        {512, 0, 1},     {1024, 0, 1},     {2048, 0, 1},  {4096, 0, 1},  {512, 4096, 1}, {1024, 8192, 1},
+        {2048, 16384, 1}, {4096, 16384, 1}, {512, 16384, 1}, {2048, 4096, 1}, {16, 8192 - 16, 16}, {64, 8192 - 64, 16},
+    };
+    bench_shape s = paged_base(opt);
+    s.page_size = 16;
+    s.num_q_heads = 32;
+    s.num_kv_heads = 8;
+    for (int d = 0; d < COUNT(heads); d++)
+        for (int c = 0; c < COUNT(calls); c++) {
+            s.head_size = heads[d];
+            s.query_len = calls[c].m;
+            s.batch = calls[c].batch;
+            s.context = calls[c].prefix + calls[c].m;
             if (push(shapes, count, cap, &s) != 0)
                 return -1;
         }

@@ -125,6 +125,18 @@ static void table_shape_line(const bench_options *o)
     printf("\n");
 }
 
+/* The GFLOP/s column: encoder calls, and paged calls with a row of more than 8 query tokens per
+ * sequence (prefill, long drafts), where the matrix rate is what counts. */
+static bool shows_flops(const bench_options *o)
+{
+    if (o->op == BENCH_OP_ENCODER || o->peak_tflops > 0.0)
+        return true;
+    for (int i = 0; i < o->num_shapes; i++)
+        if (o->shapes[i].query_len > 8)
+            return true;
+    return false;
+}
+
 static void table_begin(const bench_options *o, const bench_machine *m)
 {
     table_shape_line(o);
@@ -143,8 +155,10 @@ static void table_begin(const bench_options *o, const bench_machine *m)
     if (o->graph)
         printf(" %12s", "graph us");
     printf(" %9s %7s", "GB/s", "% peak");
-    if (o->op == BENCH_OP_ENCODER)
+    if (shows_flops(o))
         printf(" %9s", "GFLOP/s");
+    if (o->peak_tflops > 0.0)
+        printf(" %6s", "% mma");
     printf(" %14s %6s %-14s %s\n", "max err", "splits", "grid", "implementation");
     fflush(stdout);
 }
@@ -168,8 +182,10 @@ static void table_row(const bench_options *o, const bench_row *r, const bench_ro
     if (o->graph)
         printf(" %12.2f", r->graph_median_s * 1e6);
     printf(" %9.2f %7.1f", r->gbs, r->roofline_pct);
-    if (o->op == BENCH_OP_ENCODER)
+    if (shows_flops(o))
         printf(" %9.2f", r->gflops);
+    if (o->peak_tflops > 0.0)
+        printf(" %6.1f", r->gflops / (10.0 * o->peak_tflops));
     printf(" %14s %6d %-14s %s\n", err, (int)r->splits, grid, r->implementation);
     bool new_reason = previous == NULL || strcmp(previous->fallback_reason, r->fallback_reason) != 0;
     if (r->fallback_reason[0] != '\0' && new_reason)
@@ -191,6 +207,12 @@ static void table_end(const bench_options *o, const bench_machine *m, const benc
            o->check ? "" : " (skipped: --no-check)");
     if (failed > 0)
         printf("  %d row%s FAILED the check\n", failed, failed == 1 ? "" : "s");
+    int unchecked = 0;
+    for (int i = 0; i < num_rows; i++)
+        unchecked += o->check && !rows[i].error_checked ? 1 : 0;
+    if (unchecked > 0)
+        printf("  '-': %d row%s above %.0e flops, not checked (the reference would take minutes on the host; "
+               "the tests check those kernels)\n", unchecked, unchecked == 1 ? "" : "s", BENCH_CHECK_MAX_FLOPS);
     if (any_self)
         printf("  'self': the measured backend is the reference, so it is compared with itself "
                "(0 by construction)\n");
