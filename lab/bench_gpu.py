@@ -147,14 +147,16 @@ PAGE_SIZE = 16            # --page-size
 
 
 def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=None, hkv=8, peers=("flash", "cudnn", "efficient"),
-               vllm=None, kv8=None, per_head=False, sinks=False, softcap=0.0, alibi=False, layout=None):
+               vllm=None, kv8=None, per_head=False, sinks=False, softcap=0.0, alibi=False, layout=None, causal=False):
     """One decode shape; kv8 ("fp8" / "int8", scales per tensor or per kv head), sinks, softcap and alibi
     make it a model-feature row (ours alone: peers and vllm are not run for those). The pages of the
     block tables are a random permutation of the pool (PAGE_ORDER "shuffled", the default: what a
     long-running engine's allocator leaves) or consecutive ("sorted": each sequence's pages one
     contiguous run, as torch's dense layout is). KV_LAYOUT "head-major" stores the pool kv head by kv
     head ([Hkv][pages][page][D], read through the strides): with sorted pages each (sequence, kv head)
-    is then one contiguous stream, as in torch's [B, H, L, D]."""
+    is then one contiguous stream, as in torch's [B, H, L, D]. causal (prefill rows, M > 1): torch's
+    peers run the same bottom-right causal mask (is_causal when M = L, else causal_lower_right), and
+    the row's flops and TFLOP/s are counted (query i of M sees L - M + i + 1 keys)."""
     page = page or PAGE_SIZE
     layout = layout or KV_LAYOUT
     tdt = DT[dtype][1]
@@ -224,7 +226,9 @@ def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=None, hkv=8, peers=("
                                                  pi.workspace_bytes, ctypes.c_void_p(st)), "paged run")
     t_ours = time_graph(ours, copies)
     bytes_moved = kv_bytes_one + 2 * B * M * hq * D * 2 + B * pages_per_seq * 4 + B * 4 * 2
+    flops = 4.0 * D * hq * B * sum(ctx_len - M + i + 1 for i in range(M))
     row = dict(D=D, G=G, M=M, ctx=ctx_len, B=B, dtype=dtype, impl=pi.implementation.decode(), splits=pi.num_splits,
+               flops=flops, tflops=flops / t_ours / 1e12,
                grid=list(pi.grid), block=pi.block[0], copies=copies, bytes=bytes_moved, t_ours_us=t_ours * 1e6,
                gbs=bytes_moved / t_ours / 1e9, kv8=kv8, per_head=per_head, sinks=sinks, softcap=softcap, alibi=alibi,
                layout=layout)
@@ -250,16 +254,22 @@ def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=None, hkv=8, peers=("
                 "efficient": SDPBackend.EFFICIENT_ATTENTION}
     torch.cuda.synchronize()
     ref = None
+    sdpa_kw = {}
+    if causal and M > 1:   # the library's rows: query i at position L - M + i (bottom-right)
+        from torch.nn.attention.bias import causal_lower_right
+        sdpa_kw = dict(is_causal=True) if M == ctx_len else dict(attn_mask=causal_lower_right(M, ctx_len))
     for name in peers:
         try:
             with sdpa_kernel([backends[name]]):
                 outs = [None] * copies
 
                 def peer(c):   # the output stays in the graph's pool: no extra copy kernel
-                    outs[c] = torch.nn.functional.scaled_dot_product_attention(qt[c], kt[c], vt[c], enable_gqa=True)
+                    outs[c] = torch.nn.functional.scaled_dot_product_attention(qt[c], kt[c], vt[c], enable_gqa=True,
+                                                                               **sdpa_kw)
                 t = time_graph(peer, copies)
                 if ref is None:
-                    ref = torch.nn.functional.scaled_dot_product_attention(qt[0], kt[0], vt[0], enable_gqa=True)
+                    ref = torch.nn.functional.scaled_dot_product_attention(qt[0], kt[0], vt[0], enable_gqa=True,
+                                                                           **sdpa_kw)
                     ref = ref.transpose(1, 2).reshape(B * M, hq, D).float()
                 del outs
             row[f"t_{name}_us"] = t * 1e6
@@ -277,7 +287,7 @@ def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=None, hkv=8, peers=("
                                              k_pages=kc, v_pages=vc, block_tables=bt, q=q)
             row["t_vllm_us"] = time_graph(pv, copies) * 1e6
             row["vllm_3d"] = pv.uses_3d
-            if ref is not None and M == 1:
+            if ref is not None and (M == 1 or causal):
                 torch.cuda.synchronize()
                 row["maxdiff_vllm"] = float((pv.out[0].float() - ref).abs().max())
             del pv
@@ -285,9 +295,9 @@ def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=None, hkv=8, peers=("
             row["t_vllm_us"] = None
             row["err_vllm"] = str(e).splitlines()[0][:160] if str(e) else type(e).__name__
         row["ratio_vllm"] = row["t_vllm_us"] / row["t_ours_us"] if row.get("t_vllm_us") else None
-    # check (M = 1 only: torch's M = 4 rows are non-causal)
+    # check (M = 1 or causal rows: torch's other M > 1 rows are non-causal)
     torch.cuda.synchronize()
-    if ref is not None and M == 1:
+    if ref is not None and (M == 1 or causal):
         row["maxdiff"] = float((o[0].float() - ref).abs().max())
     ts = [row[f"t_{n}_us"] for n in peers if row.get(f"t_{n}_us")]
     row["t_torch_best_us"] = min(ts) if ts else None
@@ -299,18 +309,22 @@ def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=None, hkv=8, peers=("
 
 
 # ------------------------------------------------------------------------------------------ encoder
-def encoder_row(lib, D, H, seg, nseg, dtype="bf16"):
+def encoder_row(lib, D, H, seg, nseg, dtype="bf16", hkv=None, causal=False):
+    """One varlen call of nseg segments of seg tokens, H query heads on hkv kv heads (default H),
+    non-causal or causal, against torch SDPA flash on the same Q, K, V (GQA through enable_gqa)."""
+    hkv = hkv or H
     tdt = DT[dtype][1]
     T = seg * nseg
-    one = 4 * T * H * D * 2
+    one = 2 * T * (H + hkv) * D * 2
     copies = max(1, min(32, math.ceil((256 << 20) / one)))
     q = torch.randn(copies, T, H, D, dtype=tdt, device="cuda")
-    k = torch.randn_like(q)
-    v = torch.randn_like(q)
+    k = torch.randn(copies, T, hkv, D, dtype=tdt, device="cuda")
+    v = torch.randn_like(k)
     o = torch.empty_like(q)
     cu = torch.arange(0, T + 1, seg, dtype=torch.int32, device="cuda")
     desc = VarlenDescC()
-    lib.l.r35a_varlen_attention_desc_init(ctypes.byref(desc), DT[dtype][0], nseg, T, seg, H, H, D)
+    lib.l.r35a_varlen_attention_desc_init(ctypes.byref(desc), DT[dtype][0], nseg, T, seg, H, hkv, D)
+    desc.causal = 1 if causal else 0
     plan = ctypes.c_void_p()
     lib.check(lib.l.r35a_varlen_attention_plan(lib.ctx, ctypes.byref(desc), ctypes.byref(plan)), "varlen plan")
     pi = lib.plan_info(plan)
@@ -322,21 +336,22 @@ def encoder_row(lib, D, H, seg, nseg, dtype="bf16"):
         lib.check(lib.l.r35a_varlen_attention_run(lib.ctx, plan, ctypes.byref(args[c]), None, 0, ctypes.c_void_p(st)),
                   "varlen run")
     t_ours = time_graph(ours, copies)
-    flops = 4.0 * D * H * nseg * seg * seg
-    row = dict(D=D, H=H, seg=seg, nseg=nseg, dtype=dtype, impl=pi.implementation.decode(), t_ours_us=t_ours * 1e6,
-               tflops=flops / t_ours / 1e12)
+    flops = 4.0 * D * H * nseg * (seg * (seg + 1) / 2 if causal else seg * seg)
+    row = dict(D=D, H=H, hkv=hkv, causal=causal, seg=seg, nseg=nseg, dtype=dtype, impl=pi.implementation.decode(),
+               t_ours_us=t_ours * 1e6, tflops=flops / t_ours / 1e12)
     qt = q.view(copies, nseg, seg, H, D).transpose(2, 3)
-    kt = k.view(copies, nseg, seg, H, D).transpose(2, 3)
-    vt = v.view(copies, nseg, seg, H, D).transpose(2, 3)
+    kt = k.view(copies, nseg, seg, hkv, D).transpose(2, 3)
+    vt = v.view(copies, nseg, seg, hkv, D).transpose(2, 3)
+    kw = dict(is_causal=causal, enable_gqa=hkv != H)
     from torch.nn.attention import SDPBackend, sdpa_kernel
     try:
         with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
             outs = [None] * copies
 
             def peer(c):
-                outs[c] = torch.nn.functional.scaled_dot_product_attention(qt[c], kt[c], vt[c])
+                outs[c] = torch.nn.functional.scaled_dot_product_attention(qt[c], kt[c], vt[c], **kw)
             t = time_graph(peer, copies)
-            ot = torch.nn.functional.scaled_dot_product_attention(qt[0], kt[0], vt[0])
+            ot = torch.nn.functional.scaled_dot_product_attention(qt[0], kt[0], vt[0], **kw)
             del outs
         row["t_flash_us"] = t * 1e6
         row["ratio"] = t / t_ours
@@ -407,6 +422,66 @@ def features_table(lib, peak):
     return rows
 
 
+PREFILL_PRESET = [(D, m, prefix, b) for D in (64, 128) for (m, prefix, b) in (
+    (512, 0, 1), (1024, 0, 1), (2048, 0, 1), (4096, 0, 1), (512, 4096, 1), (1024, 8192, 1), (2048, 16384, 1),
+    (4096, 16384, 1), (512, 16384, 1), (2048, 4096, 1), (16, 8192 - 16, 16), (64, 8192 - 64, 16))]   # bench/presets.c
+
+
+def peers_of(args):
+    return () if args.peers == "none" else tuple(args.peers.split(","))
+
+
+def prefill_table(lib, spec, peers, vllm, out, tag, result):
+    """Paged prefill rows (bf16, 32 q heads on 8 kv heads, page 16, causal bottom-right), then varlen
+    causal GQA rows, in TFLOP/s: ours, torch SDPA per backend on dense copies with the same mask, vLLM's
+    Triton unified attention on the same paged cache; ratios = peer time / ours."""
+    shapes = PREFILL_PRESET if spec == "preset" else [tuple(int(x) for x in it.split(":")) for it in spec.split(",")]
+    print(f"\n{'D':>4} {'M':>5} {'prefix':>6} {'B':>3} {'implementation':<44} {'us':>9} {'TFLOP/s':>8} {'flash':>7} "
+          f"{'cudnn':>7} {'effic':>7} {'vllm':>7} {'r_flash':>7} {'r_best':>7} {'r_vllm':>7} {'maxdiff':>8}", flush=True)
+    rows = []
+    for (D, M, prefix, B) in shapes:
+        try:
+            r = decode_row(lib, D, 4, M, prefix + M, B, dtype="bf16", peers=peers, vllm=vllm, causal=True)
+        except Exception as e:  # noqa: BLE001
+            print(f"{D:>4} {M:>5} {prefix:>6} {B:>3} ERROR {e}", flush=True)
+            torch.cuda.empty_cache()
+            continue
+        tf = lambda key: r["flops"] / r[key] / 1e6 if r.get(key) else None  # noqa: E731
+        r.update(prefix=prefix, tflops_flash=tf("t_flash_us"), tflops_cudnn=tf("t_cudnn_us"),
+                 tflops_efficient=tf("t_efficient_us"), tflops_vllm=tf("t_vllm_us"),
+                 ratio_flash=r["t_flash_us"] / r["t_ours_us"] if r.get("t_flash_us") else None)
+        rows.append(r)
+        result["prefill"] = rows
+        with open(os.path.join(out, f"{tag}.json"), "w") as fjson:
+            json.dump(result, fjson, indent=1)
+        g = lambda x: f"{x:7.1f}" if x else f"{'-':>7}"  # noqa: E731
+        h = lambda x: f"{x:7.2f}" if x else f"{'-':>7}"  # noqa: E731
+        print(f"{D:>4} {M:>5} {prefix:>6} {B:>3} {r['impl'][:44]:<44} {r['t_ours_us']:9.1f} {r['tflops']:8.1f} "
+              f"{g(r['tflops_flash'])} {g(r['tflops_cudnn'])} {g(r['tflops_efficient'])} {g(r['tflops_vllm'])} "
+              f"{h(r['ratio_flash'])} {h(r['ratio'])} {h(r.get('ratio_vllm'))} {r.get('maxdiff', float('nan')):8.1e}",
+              flush=True)
+    print(f"\n{'D':>4} {'Hq':>3} {'Hkv':>3} {'seg':>5} {'nseg':>4} {'implementation':<44} {'us':>9} {'TFLOP/s':>8} "
+          f"{'flash us':>9} {'r_flash':>7} {'maxdiff':>8}", flush=True)
+    result["varlen_causal"] = []
+    for (D, seg, nseg) in ((128, 4096, 1), (128, 256, 16), (64, 4096, 1), (64, 256, 16)):
+        try:
+            r = encoder_row(lib, D, 32, seg, nseg, hkv=8, causal=True)
+        except Exception as e:  # noqa: BLE001
+            print(f"{D:>4} causal {seg}x{nseg} ERROR {e}", flush=True)
+            continue
+        result["varlen_causal"].append(r)
+        print(f"{D:>4} {32:>3} {8:>3} {seg:>5} {nseg:>4} {r['impl'][:44]:<44} {r['t_ours_us']:9.1f} {r['tflops']:8.1f} "
+              f"{(r.get('t_flash_us') or 0):9.1f} {(r.get('ratio') or 0):7.2f} {r.get('maxdiff', float('nan')):8.1e}",
+              flush=True)
+    ok = [r for r in rows if r.get("ratio_flash")]
+    if ok:
+        print(f"prefill vs torch flash: geomean {geomean([r['ratio_flash'] for r in ok]):.2f}, "
+              f"min {min(r['ratio_flash'] for r in ok):.2f}; vs best torch geomean "
+              f"{geomean([r.get('ratio') for r in ok]):.2f}"
+              + (f"; vs vLLM geomean {geomean([r.get('ratio_vllm') for r in ok]):.2f}" if vllm else ""), flush=True)
+    return rows
+
+
 def geomean(xs):
     xs = [x for x in xs if x]
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
@@ -437,6 +512,10 @@ def main():
                     help="the paged cache as [pages][Hkv][page][D] (hnd, default), [Hkv][pages][page][D] (head-major) "
                          "or [pages][page][Hkv][D] (nhd: vLLM's layout, a page's kv heads interleaved slot by slot)")
     ap.add_argument("--page-size", type=int, default=16, help="tokens per page (a multiple of 16 for the decode kernels)")
+    ap.add_argument("--prefill", default="", metavar="SHAPES",
+                    help="prefill rows instead of the decode sweep: D:M:PREFIX:B,... (bf16, 32 q / 8 kv heads, page "
+                         "16, causal; context = PREFIX + M), or 'preset' (r35a_bench --preset prefill's rows), "
+                         "then the varlen causal GQA rows; TFLOP/s against torch (same causal mask) and vLLM")
     ap.add_argument("--vllm-triton", default="", metavar="PATH",
                     help="vLLM's triton_unified_attention.py (with triton_quant_kv/_helpers.py beside it): adds its "
                          "column (lab/peer_vllm_triton.py)")
@@ -471,9 +550,12 @@ def main():
     elif args.shapes:
         shapes = [tuple(int(x) for x in item.split(":")) for item in args.shapes.split(",")]
         shapes = [(D, G, M, c, B) for (D, G, M, B, c) in shapes]
-    if args.skip_decode:
+    if args.skip_decode or args.prefill:
         shapes = []
-    peers = () if args.peers == "none" else tuple(args.peers.split(","))
+    if args.prefill:
+        result["prefill"] = prefill_table(lib, args.prefill, peers_of(args), vllm, args.out, args.tag, result)
+        args.skip_encoder = True
+    peers = peers_of(args)
     if shapes:
         print(f"\n{'D':>4} {'G':>2} {'M':>2} {'B':>3} {'ctx':>6} {'variant':<36} {'spl':>3} {'us':>9} {'GB/s':>7} "
           f"{'%roof':>6} {'flash':>9} {'cudnn':>9} {'effic':>9} {'ratio':>6} {'maxdiff':>8}"
