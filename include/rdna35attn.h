@@ -119,12 +119,12 @@ extern "C" {
  * ------------------------------------------------------------------------------------------- */
 
 #define R35A_VERSION_MAJOR 0
-#define R35A_VERSION_MINOR 2
+#define R35A_VERSION_MINOR 3
 #define R35A_VERSION_PATCH 0
-/* MAJOR * 10000 + MINOR * 100 + PATCH, e.g. 200 for 0.2.0. */
+/* MAJOR * 10000 + MINOR * 100 + PATCH, e.g. 300 for 0.3.0. */
 #define R35A_VERSION_NUMBER (R35A_VERSION_MAJOR * 10000 + R35A_VERSION_MINOR * 100 + R35A_VERSION_PATCH)
 
-/* The version of the library actually linked, as R35A_VERSION_NUMBER and as "0.2.0". */
+/* The version of the library actually linked, as R35A_VERSION_NUMBER and as "0.3.0". */
 R35A_API unsigned r35a_version_number(void);
 R35A_API const char *r35a_version_string(void);
 

@@ -31,7 +31,7 @@ from .errors import (BackendUnavailableError, DeviceError, InternalError, Invali
                      SizeOverflowError, StructSizeError, UnknownDtypeError, UnsupportedError,
                      WorkspaceTooSmallError)
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 __all__ = [
     "Backend", "Context", "ContextInfo", "DType", "PagedAttentionDesc", "PagedAttentionPlan", "PlanInfo",

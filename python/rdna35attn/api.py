@@ -1027,7 +1027,7 @@ def _empty_like(name, q):
 
 
 def version():
-    """The linked library's version string, e.g. "0.2.0"."""
+    """The linked library's version string, e.g. "0.3.0"."""
     return load().version
 
 
