@@ -70,6 +70,35 @@ R35A_DEV void copy_rows_async(u16 *tile, int ld, const char *src, u32 stride, in
     }
 }
 
+/* The same slots for rows whose addresses a K/V source block gives (kv_source.h, a paged block: row
+ * r at rows.k_at(r, 0) or rows.v_at(r, 0)); rows >= nvalid are not read and land as zeros. */
+template <int ROWS, int UPR, int GT, bool V, class B>
+R35A_DEV void copy_rows_async_at(u16 *tile, int ld, const B &rows, int nvalid, int gtid) {
+    constexpr int SPR = UPR <= 32 ? pow2_at_least<UPR>::value : (UPR + 31) / 32 * 32;
+    constexpr int RS = SPR <= GT ? GT / SPR : 1;
+    constexpr int UPT = SPR <= GT ? 1 : SPR / GT;
+    constexpr int PASSES = (ROWS + RS - 1) / RS;
+    const int r0 = SPR <= GT ? gtid / SPR : 0;
+    const int u0 = SPR <= GT ? gtid % SPR : gtid;
+    u16 *const dst0 = tile + r0 * ld;
+#pragma unroll
+    for (int k = 0; k < UPT; ++k) {
+        const int u = u0 + k * GT;
+        if (UPR % SPR != 0 && u >= UPR)
+            continue;
+#pragma unroll
+        for (int p = 0; p < PASSES; ++p) {
+            const int pr = p * RS;
+            if (ROWS % RS != 0 && r0 + pr >= ROWS)
+                continue;
+            const bool fill = r0 + pr < nvalid;       /* rows past nvalid: row 0 stands in, zeros land */
+            const int row = fill ? r0 + pr : 0;
+            const char *const sp = V ? rows.v_at(row, 16u * u) : rows.k_at(row, 16u * u);
+            async_copy_16(dst0 + pr * ld + 8 * u, sp, fill);
+        }
+    }
+}
+
 struct kv_stage_async {
     /* K/V rows land as they are in memory: V rows [key][d] */
     static constexpr bool ASYNC = true;
@@ -100,13 +129,13 @@ struct kv_stage_async {
     template <class C>
     struct carry {};
 
-    template <class C>
+    /* S: the K/V source (kv_source.h), which gives each key row's address */
+    template <class C, class S>
     struct stage {
         static constexpr int KB = C::KEYS_PER_BLOCK, KLD = C::KLD, D8 = C::D8, GT = C::GT;
-        const r35a_encoder_args &a;
+        S &src;
         u16 *const &lds;
-        const char *const &kg, *const &vg;
-        const int &len, &gtid;
+        const int &gtid;
         const tiles<C> &lt;
         carry<C> &kv;
 
@@ -114,10 +143,14 @@ struct kv_stage_async {
         /* block blk into stage st */
         R35A_ENC_FN void issue(int blk, int st) {
             const int key0 = blk * KB;
-            copy_rows_async<KB, D8, GT>(lt.kstage(st), KLD, kg + 2 * (i64)key0 * a.k_token_stride,
-                                        (u32)(2 * a.k_token_stride), len - key0, gtid);
-            copy_rows_async<KB, D8, GT>(lt.vstage(st), KLD, vg + 2 * (i64)key0 * a.v_token_stride,
-                                        (u32)(2 * a.v_token_stride), len - key0, gtid);
+            const typename S::template block<C> rows = src.template at<C>(key0);
+            if constexpr (S::template block<C>::CONTIGUOUS) {   /* rows a stride apart: one multiply-add each */
+                copy_rows_async<KB, D8, GT>(lt.kstage(st), KLD, rows.k_base, rows.k_stride(), src.klen - key0, gtid);
+                copy_rows_async<KB, D8, GT>(lt.vstage(st), KLD, rows.v_base, rows.v_stride(), src.klen - key0, gtid);
+            } else {
+                copy_rows_async_at<KB, D8, GT, false>(lt.kstage(st), KLD, rows, src.klen - key0, gtid);
+                copy_rows_async_at<KB, D8, GT, true>(lt.vstage(st), KLD, rows, src.klen - key0, gtid);
+            }
         }
 
         R35A_MEMBER void before_q() {
