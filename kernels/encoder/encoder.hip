@@ -115,7 +115,7 @@ R35A_DEV void encoder_body(S &src, unsigned char *smem, int g, int s, int xb, in
     /* Uniform bases (scalar registers); per-thread offsets below are 32-bit byte offsets from them
      * (token strides < 2^24 elements, see encoder_args.h), so loads use the SGPR + VGPR form. */
     const char *const qg = src.q_rows(h);
-    src.bind(h);                                             /* K/V: GQA, query head h reads kv head h / kv_group */
+    src.bind(h, gtid);                                       /* K/V: GQA, query head h reads kv head h / kv_group */
     u16 *const og = src.o_rows(h);
     const u32x4 zero4 = {0u, 0u, 0u, 0u};
     /* causal: the blocks up to the group's last row (the planner runs no tail split then, KG = 1) */
@@ -159,6 +159,7 @@ R35A_DEV void encoder_body(S &src, unsigned char *smem, int g, int s, int xb, in
         group_sync<C::GW>();
         const int wrow0 = row0 + rw * 16 * T + 16 * TE * pass;   /* first row of this wave in this pass */
         const bool wave_has_rows = wrow0 < qlen;                 /* uniform per wave */
+        const int wpos0 = coff + wrow0;                          /* its position (causal: the last key it sees) */
         /* Q^T operand of this pass's tile t, d chunk c, from the staged rows */
         auto q_operand = [&](int t, int c) {
             return frag::load_vec16_lds(lds + C::Q_OFFSET + (rw * 16 * T + 16 * (TE * pass + t)) * KLD + 16 * c, KLD);
@@ -197,9 +198,9 @@ R35A_DEV void encoder_body(S &src, unsigned char *smem, int g, int s, int xb, in
             if (!wave_has_rows || (KG > 1 && key0 >= klen))  /* uniform */
                 return;
             /* causal: a block wholly above this wave's rows is skipped, one on their diagonal masked */
-            if (causal && key0 > coff + wrow0 + 16 * TE - 1)   /* uniform */
+            if (causal && key0 > wpos0 + 16 * TE - 1)          /* uniform */
                 return;
-            const bool diag = causal && key0 + KBC - 1 > coff + wrow0;
+            const bool diag = causal && key0 + KBC - 1 > wpos0;
             const u16 *const kl = kt.kstage(st) + (KG > 1 ? kgi * KBC * KLD : 0);
             const u16 *const vl = KG > 1 ? kt.v_at_key(kt.vstage(st), kgi * KBC) : kt.vstage(st);
             const bool partial = key0 + KBC > klen;
@@ -262,7 +263,7 @@ R35A_DEV void encoder_body(S &src, unsigned char *smem, int g, int s, int xb, in
                     for (int e = 0; e < frag::ACC_ELEMS; ++e)
 #pragma unroll
                         for (int t = 0; t < TE; ++t)
-                            if (key0 + 16 * j + frag::acc_m(e) > coff + wrow0 + 16 * t + frag::acc_n(e))
+                            if (key0 + 16 * j + frag::acc_m(e) > wpos0 + 16 * t + frag::acc_n(e))
                                 sc[t][j].v[e] = neg_inf();
             }
             /* P^T = exp2(S^T * scale_log2 - m) in place; returns this lane's share of the block's
@@ -357,10 +358,11 @@ R35A_DEV void encoder_body(S &src, unsigned char *smem, int g, int s, int xb, in
         /* ---- a block-table entry outside the cache (paged): page 0 was read in its place; the
          * group's rows become NaN (l = NaN) and the sequence is recorded. Uniform; the error path only. */
         if constexpr (S::PAGED) {
+            src.scan_pages(nblk * KB);
             if (src.bad) {
 #pragma unroll
                 for (int t = 0; t < TE; ++t) l[t] = frag::colv_fill(quiet_nan());
-                if (h == 0 && gtid == 0) report_bad_data(a.error, R35A_DEVICE_ERROR_PAGE_INDEX, (u32)s);
+                if (src.reporter) report_bad_data(a.error, R35A_DEVICE_ERROR_PAGE_INDEX, (u32)src.seq);
             }
         }
 

@@ -71,7 +71,9 @@ R35A_DEV void copy_rows_async(u16 *tile, int ld, const char *src, u32 stride, in
 }
 
 /* The same slots for rows whose addresses a K/V source block gives (kv_source.h, a paged block: row
- * r at rows.k_at(r, 0) or rows.v_at(r, 0)); rows >= nvalid are not read and land as zeros. */
+ * r in 16-key sub-tile r / 16 at rows.k_row / v_row, which reads the sub-tile's table entry); rows >=
+ * nvalid are not read and land as zeros. The passes are not unrolled: one row's address at a time is
+ * live beside the products' registers (unrolled, the D = 128 kernels spilled 8-20 bytes). */
 template <int ROWS, int UPR, int GT, bool V, class B>
 R35A_DEV void copy_rows_async_at(u16 *tile, int ld, const B &rows, int nvalid, int gtid) {
     constexpr int SPR = UPR <= 32 ? pow2_at_least<UPR>::value : (UPR + 31) / 32 * 32;
@@ -86,14 +88,19 @@ R35A_DEV void copy_rows_async_at(u16 *tile, int ld, const B &rows, int nvalid, i
         const int u = u0 + k * GT;
         if (UPR % SPR != 0 && u >= UPR)
             continue;
-#pragma unroll
+#pragma unroll 1
         for (int p = 0; p < PASSES; ++p) {
             const int pr = p * RS;
             if (ROWS % RS != 0 && r0 + pr >= ROWS)
                 continue;
             const bool fill = r0 + pr < nvalid;       /* rows past nvalid: row 0 stands in, zeros land */
             const int row = fill ? r0 + pr : 0;
-            const char *const sp = V ? rows.v_at(row, 16u * u) : rows.k_at(row, 16u * u);
+            /* the row's 16-key sub-tile: pr / 16 (constant once unrolled), or, where a pass's RS rows
+             * can cross a sub-tile boundary (RS not a divisor of 16; r0 < RS), the next one */
+            constexpr bool CROSS = !(RS <= 16 && 16 % RS == 0);
+            const int jc = pr / 16;
+            const bool next = CROSS && fill && r0 + pr % 16 >= 16;
+            const char *const sp = V ? rows.v_row(jc, next, row, 16u * u) : rows.k_row(jc, next, row, 16u * u);
             async_copy_16(dst0 + pr * ld + 8 * u, sp, fill);
         }
     }
