@@ -13,18 +13,18 @@
  *   open(s, xb, h, half, gtid)      checks the item's metadata (device_error.h) and sets qlen, klen,
  *                                   coff; false: the group has nothing to do (bad metadata: its NaN
  *                                   rows written and recorded)
- *   bind(h, gtid)                   the K/V bases of query head h's kv head
+ *   bind(h, gtid)                   what the item needs of query head h (varlen: its kv head's K/V bases)
  *   block<C> at<C>(key0)            the rows of the K/V block starting at key key0 (a multiple of 16):
  *       k_at(key, extra), v_at(key, extra)   byte address of key row key0 + key (< klen) plus extra
  *                                            (a 32-bit offset within the row); a paged block also
  *       k_row(jc, next, key, extra), v_row   the same with the key's sub-tile given (jc, or jc + 1)
  *       CONTIGUOUS: rows are stride bytes apart from k_base / v_base (the varlen source), which
  *       kv_stage_async.h copies with one multiply-add per row
- * (The paged source's functions are forced inline: nvcc otherwise keeps a block's page rows in local
- * memory.) A paged block looks up one table entry per 16-key sub-tile (a page size that is a multiple of 16
- * never splits a sub-tile); entries of sub-tiles at or past klen are not read. An entry outside
- * 0..num_pages-1 is never dereferenced: page 0 stands in and `bad` is set (group-uniform), which the
- * body turns into NaN rows and a device error record.
+ * A paged block reads one table entry per 16-key sub-tile (a page size that is a multiple of 16 never
+ * splits a sub-tile); entries of sub-tiles at or past klen are not read. An entry outside
+ * 0..num_pages-1 is never dereferenced: page 0 stands in; scan_pages, after the key loop, sets `bad`
+ * (group-uniform), which the body turns into NaN rows and a device error record. The paged source's
+ * functions are forced inline (nvcc otherwise passes its blocks through local memory).
  */
 #ifndef R35A_ENCODER_KV_SOURCE_H
 #define R35A_ENCODER_KV_SOURCE_H
@@ -171,8 +171,8 @@ struct paged_source {
      *   - register staging (gfx11): every sub-tile's row 0 in K and V at once (uniform), and a row's
      *     address from its sub-tile's by a select and a 32-bit offset (k_at, v_at: lane-varying keys);
      *   - asynchronous copies (NVIDIA): nothing held; each row's sub-tile is known where it is copied
-     *     (k_row, v_row: jc a constant once unrolled), and its entry is read there (a uniform load the
-     *     compiler shares between the sub-tile's rows), so no page row stays live across the copies.
+     *     (k_row, v_row: the copy's pass gives jc), and its entry is read there (a uniform load; the
+     *     passes are not unrolled), so no page row stays live beside the products' registers.
      * Whether an entry was outside the cache is found after the key loop (scan_pages). */
     template <class C>
     struct block {
