@@ -561,6 +561,25 @@ static void test_gpu_prefill(void **state)
     assert_string_equal(fake.order(), "L");
     assert_string_equal(fake.launch(0)->kernel, "generic_paged_bf16_dmax256");
     r35a_plan_destroy(plan);
+    /* A mixed batch of a head size no decode variant has (80): the sibling serves every sequence */
+    r35a_paged_attention_desc d80;
+    r35a_paged_attention_desc_init(&d80, R35A_DTYPE_F16, 3, 30, 20, 4096, 16, 16, 80, 48, 256);
+    plan = plan_paged(ctx, &d80, R35A_OK);
+    pi = plan_info_of(plan);
+    assert_string_equal(pi.implementation, "encoder_f16_d80_r16_kb32_nw8_w6_paged");
+    assert_int_equal(pi.grid[0], 3);   /* 3 sequences x ceil(20 / 128) */
+    fake.reset();
+    a = paged_args();
+    assert_int_equal(r35a_paged_attention_run(ctx, plan, &a, NULL, 0, &stream_token), R35A_OK);
+    memcpy(&pa, fake.launch(0)->args, sizeof pa);
+    assert_int_equal(pa.min_query_len, 0);
+    r35a_plan_destroy(plan);
+    /* page 24: declined, the portable kernel */
+    d80.page_size = 24;
+    d80.block_table_stride = 4096 / 24 + 1;
+    plan = plan_paged(ctx, &d80, R35A_OK);
+    assert_string_equal(plan_info_of(plan).implementation, "generic_paged_f16_dmax256");
+    r35a_plan_destroy(plan);
     r35a_context_destroy(ctx);
 }
 
