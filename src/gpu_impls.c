@@ -146,8 +146,13 @@ static bool decode_try_plan(const r35a_context *ctx, r35a_plan *plan, char *reas
     const bool mixed = d->max_query_len > R35A_DECODE_MAX_QUERY_LEN;
     char ignored[256];
     if (mixed && d->num_seqs == 1 && d->num_tokens > R35A_DECODE_MAX_QUERY_LEN) {
-        /* its M is num_tokens, known here: no decode rows */
+        /* its M is num_tokens, known here: no decode rows (not when R35A_FORCE names a decode variant) */
         char why[256] = "";
+        if (forced_kernel("decode")) {
+            r35a_text_append(reason, cap, ", ", "one sequence of %d query tokens (a prefill) and R35A_FORCE names a "
+                             "decode variant", (int)d->num_tokens);
+            return false;
+        }
         if (!r35a_plan_prefill(d, rt->arch->tuning, rt->planner_cus, 0, &l[0], why, sizeof why)) {
             r35a_text_append(reason, cap, ", ", "one sequence of %d query tokens (a prefill): %s", (int)d->num_tokens, why);
             return false;

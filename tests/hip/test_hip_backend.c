@@ -1046,6 +1046,11 @@ static void test_force_variant(void **state)
     snprintf(expected, sizeof expected, "%s+decode_merge_f16+encoder_f16_d128_r16_kb32_nw8_w5_paged", getenv("R35A_FORCE"));
     assert_string_equal(plan_info_of(plan).implementation, expected);
     r35a_plan_destroy(plan);
+    /* A single-sequence prefill has no decode rows: refused, not sent to the prefill kernel. */
+    r35a_paged_attention_desc prefill;
+    r35a_paged_attention_desc_init(&prefill, R35A_DTYPE_F16, 1, 100, 100, 4096, 32, 8, 128, 16, 512);
+    assert_null(plan_paged(ctx, &prefill, R35A_ERR_UNSUPPORTED));
+    expect_contains(r35a_last_error_detail(), "R35A_FORCE names a decode variant");
     r35a_context_destroy(ctx);
 }
 
