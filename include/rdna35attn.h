@@ -44,10 +44,11 @@
  * sees no key: zeros); a NaN or +inf sink is such a logit (a -inf sink is no sink); a NaN or Inf in
  * element e of a value vector (an fp8 NaN code included) makes element e of every row that sees
  * that key NaN or Inf (Q or K holding an Inf makes logits of +-inf or NaN, hence those rules). On the
- * decode kernels, and on the encoder kernels' causal calls, such a value element may also make
- * element e NaN in the other query rows of the same sequence (segment) and kv head: their rows share
- * key tiles, and a key seen by some of them (the causal or window edge) meets the others' zero
- * weight in one product. Elements the call does not reach (outside every
+ * decode kernels, on the encoder kernels' causal calls and on their paged siblings (the prefill
+ * kernels: paged sequences of more than 8 query tokens), such a value element may also make element e
+ * NaN in the other query rows of the same sequence (segment) and kv head: their rows share key tiles,
+ * and a key seen by some of them (the causal or window edge) meets the others' zero weight in one
+ * product. Elements the call does not reach (outside every
  * row's window, past L, unreached pages, stride gaps) never affect the output.
  *
  * Bad device data (GPU contexts). On a GPU context the metadata (seq_lens, query_start_loc,
@@ -237,9 +238,12 @@ typedef struct r35a_plan_info {
                                     they use on the stream before each launch) */
     uint32_t grid[3];            /* launch grid in workgroups (0s on the reference backend; a 0 in
                                     it: nothing to launch). A two-launch plan (a mixed batch,
-                                    "decode_...+generic_...") reports its first, decode launch here
-                                    (grid, block, workspace_bytes and num_splits alike); its second
-                                    launch has grid {num_tokens, num_q_heads, 1} and no workspace */
+                                    "decode_...+generic_..." or "decode_...+encoder_..._paged")
+                                    reports its first, decode launch here (grid, block,
+                                    workspace_bytes and num_splits alike); its second launch has no
+                                    workspace and grid {num_tokens, num_q_heads, 1} (generic) or
+                                    {num_seqs x ceil(max_query_len / R), num_q_heads, 1} (prefill, R
+                                    query rows per workgroup) */
     uint32_t block[3];           /* workgroup size in threads (0s on the reference backend) */
     int32_t num_splits;          /* KV splits per (kv head, row group); 1 without split-KV */
 } r35a_plan_info;
@@ -293,12 +297,18 @@ R35A_API void r35a_plan_destroy(r35a_plan *plan);
  * code is NaN there as everywhere: gfx11's bit-arithmetic dequantization flags it). A mixed batch
  * (max_query_len > 8, several sequences) that the decode kernels serve otherwise runs as two
  * launches on the caller's stream within one run call: the decode kernel serves the sequences with
- * M <= 8 and the portable kernel those with M > 8, each skipping the other's on the device, so
+ * M <= 8, and the sequences with M > 8 run on a prefill kernel (an encoder variant's paged sibling,
+ * "encoder_..._paged": f16/bf16 with a 16-bit cache, a head size of the encoder kernels, page size a
+ * multiple of 16, no window, softcap, ALiBi, sinks or LSE output, strides multiples of 8 elements)
+ * or else on the portable kernel, each launch skipping the other's sequences on the device, so
  * nothing is read back to the host. The plan's implementation then names both, e.g.
- * "decode_f16_d128_r16_kw2_dw2_w6_wmma16_pregs2_qlds+generic_paged_f16_dmax256". Every launch shape comes from the
+ * "decode_f16_d128_r16_kw2_dw2_w6_wmma16_pregs2_qlds+encoder_f16_d128_r16_kb32_nw8_w5_paged". A single
+ * sequence of more than 8 query tokens (a prefill), or a mixed batch of a head size no decode kernel
+ * has, runs on the prefill kernel alone when it serves the call. Every launch shape comes from the
  * descriptor (host-known values), never from seq_lens or query_start_loc contents, so a run can be
- * captured in a HIP graph. A run whose q, k_cache, v_cache or (split-KV) workspace pointer is not
- * 16-byte aligned runs the portable kernel alone for that run (logged with R35A_LOG=1).
+ * captured in a HIP graph. A run whose q, k_cache, v_cache or (split-KV) workspace pointer, or with a
+ * prefill kernel its out pointer, is not 16-byte aligned runs the portable kernel alone for that run
+ * (logged with R35A_LOG=1).
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct r35a_paged_attention_desc {

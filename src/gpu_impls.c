@@ -25,12 +25,14 @@ static const char *forced_kernel(const char *family)
     return force && strcmp(force, family) != 0 ? force : NULL;
 }
 
-/* The kernel a launch runs, by name: its registry row's, or a decode variant's split merge. */
+/* The kernel a launch runs, by name: its registry row's, a decode variant's split merge, or an encoder
+ * variant's tail kernel or paged sibling. */
 static const char *launch_name(const r35a_gpu_launch *l)
 {
-    return l->split_merge    ? r35a_decode_merge_name(r35a_decode_variants[l->kernel].dtype)
-           : l->encoder_tail ? r35a_encoder_tail_name(l->kernel)
-                             : r35a_registry_name(l->family, l->kernel);
+    return l->split_merge     ? r35a_decode_merge_name(r35a_decode_variants[l->kernel].dtype)
+           : l->encoder_tail  ? r35a_encoder_tail_name(l->kernel)
+           : l->encoder_paged ? r35a_encoder_paged_name(l->kernel)
+                              : r35a_registry_name(l->family, l->kernel);
 }
 
 /* Sets the launch's kernel handle; false (with why) if the context has none for it. */
@@ -42,6 +44,9 @@ static bool bind(const r35a_context *ctx, r35a_gpu_launch *l, char *reason, size
     } else if (l->encoder_tail) {
         l->handle = r35a_gpu_encoder_tail_handle(runtime_of(ctx), l->kernel);
         l->shared_bytes = r35a_gpu_encoder_tail_shared_bytes(runtime_of(ctx), l->kernel);
+    } else if (l->encoder_paged) {
+        l->handle = r35a_gpu_encoder_paged_handle(runtime_of(ctx), l->kernel);
+        l->shared_bytes = r35a_gpu_encoder_paged_shared_bytes(runtime_of(ctx), l->kernel);
     } else {
         l->handle = r35a_gpu_kernel_handle(runtime_of(ctx), l->family, l->kernel);
         /* NVIDIA: the kernel's own dynamic shared memory (0 on HIP and for static-LDS kernels) */
@@ -129,20 +134,53 @@ static bool encoder_try_plan(const r35a_context *ctx, r35a_plan *plan, char *rea
 }
 
 /* A call with max_query_len <= 8 is one decode launch, followed by its split merge when it has
- * more than one split. A mixed batch (max_query_len > 8) adds the generic kernel for the rest (it
- * skips the decode kernel's sequences), all on the caller's stream. */
+ * more than one split. A mixed batch (max_query_len > 8) adds the encoder's paged sibling (prefill) or
+ * the generic kernel for the rest (it skips the decode kernel's sequences), all on the caller's
+ * stream. A single sequence of more than 8 query tokens is a prefill: the paged sibling alone; so is
+ * a mixed batch of a head size no decode variant serves (the sibling takes every sequence). */
 static bool decode_try_plan(const r35a_context *ctx, r35a_plan *plan, char *reason, size_t cap)
 {
     const r35a_gpu_runtime *rt = runtime_of(ctx);
     const r35a_paged_attention_desc *d = &plan->desc.paged;
     r35a_gpu_launch l[R35A_MAX_LAUNCHES], generic, fallback;
     const bool mixed = d->max_query_len > R35A_DECODE_MAX_QUERY_LEN;
+    char ignored[256];
+    if (mixed && d->num_seqs == 1 && d->num_tokens > R35A_DECODE_MAX_QUERY_LEN) {
+        /* its M is num_tokens, known here: no decode rows (not when R35A_FORCE names a decode variant) */
+        char why[256] = "";
+        if (forced_kernel("decode")) {
+            r35a_text_append(reason, cap, ", ", "one sequence of %d query tokens (a prefill) and R35A_FORCE names a "
+                             "decode variant", (int)d->num_tokens);
+            return false;
+        }
+        if (!r35a_plan_prefill(d, rt->arch->tuning, rt->planner_cus, 0, &l[0], why, sizeof why)) {
+            r35a_text_append(reason, cap, ", ", "one sequence of %d query tokens (a prefill): %s", (int)d->num_tokens, why);
+            return false;
+        }
+        if (!keep_launches(ctx, plan, l, 1, reason, cap))
+            return false;
+        keep_fallback(ctx, plan, r35a_plan_generic_paged(d, rt->arch->tuning, NULL, &fallback, ignored, sizeof ignored),
+                      &fallback);
+        return true;
+    }
     if (!mixed) {
         if (!r35a_plan_decode(d, rt->arch->tuning, rt->planner_cus, forced_kernel("decode"), &l[0], reason, cap))
             return false;
     } else if (!r35a_plan_mixed(d, rt->arch->tuning, rt->planner_cus, forced_kernel("decode"), &l[0], &generic, reason,
                                 cap)) {
-        return false;
+        /* no decode kernel for the short sequences (a head size without a decode variant): the paged
+         * sibling serves every sequence when it serves the call (not when R35A_FORCE names a decode
+         * variant) */
+        char why[256] = "";
+        if (forced_kernel("decode") ||
+            !r35a_plan_prefill(d, rt->arch->tuning, rt->planner_cus, 0, &l[0], why, sizeof why))
+            return false;
+        reason[0] = '\0';
+        if (!keep_launches(ctx, plan, l, 1, reason, cap))
+            return false;
+        keep_fallback(ctx, plan, r35a_plan_generic_paged(d, rt->arch->tuning, NULL, &fallback, ignored, sizeof ignored),
+                      &fallback);
+        return true;
     }
     int n = 1;
     const r35a_paged_attention_desc part = r35a_decode_part(d);   /* what the decode launch was planned on */
@@ -155,9 +193,7 @@ static bool decode_try_plan(const r35a_context *ctx, r35a_plan *plan, char *reas
     if (mixed) /* dispatch.c adds this note to the plan's fallback_reason */
         snprintf(plan->info.fallback_reason, sizeof plan->info.fallback_reason,
                  "max_query_len %d > %d: the sequences with M > %d run on %s in a separate launch",
-                 (int)d->max_query_len, R35A_DECODE_MAX_QUERY_LEN, R35A_DECODE_MAX_QUERY_LEN,
-                 r35a_registry_name(generic.family, generic.kernel));
-    char ignored[256];
+                 (int)d->max_query_len, R35A_DECODE_MAX_QUERY_LEN, R35A_DECODE_MAX_QUERY_LEN, launch_name(&generic));
     keep_fallback(ctx, plan, r35a_plan_generic_paged(d, rt->arch->tuning, NULL, &fallback, ignored, sizeof ignored),
                   &fallback);
     return true;
@@ -170,9 +206,14 @@ static bool decode_try_plan(const r35a_context *ctx, r35a_plan *plan, char *reas
 static bool pointers_fit(const r35a_plan *plan, const void *args, const void *workspace, char *why, size_t cap)
 {
     const r35a_gpu_launch *first = &plan->gpu.launches[0];
+    /* a paged sibling (prefill) anywhere in the plan: its 16-byte rows of q, k_cache, v_cache and out */
+    for (int i = 0; i < plan->gpu.num_launches; ++i)
+        if (plan->gpu.launches[i].encoder_paged && !r35a_prefill_pointers_aligned(args, why, cap))
+            return false;
     switch (first->family) {
     case R35A_GPU_DECODE: return r35a_decode_pointers_aligned(args, workspace, first->num_splits, why, cap);
-    case R35A_GPU_ENCODER: return r35a_encoder_pointers_aligned(args, why, cap);
+    case R35A_GPU_ENCODER:
+        return first->encoder_paged || r35a_encoder_pointers_aligned(args, why, cap);
     case R35A_GPU_GENERIC:
     case R35A_GPU_NUM_FAMILIES: break;
     }
@@ -202,6 +243,7 @@ static r35a_status launch_one(const r35a_context *ctx, const r35a_plan *plan, co
         r35a_generic_varlen_args generic_varlen;
         r35a_generic_merge_args generic_merge;
         r35a_encoder_args encoder;
+        r35a_prefill_args prefill;
     } ka;
     /* every kernel gets the bounds of its metadata checks from its fill function and the context's
      * device error record here (device_error.h) */
@@ -222,6 +264,11 @@ static r35a_status launch_one(const r35a_context *ctx, const r35a_plan *plan, co
         }
         break;
     case R35A_GPU_ENCODER:
+        if (l->encoder_paged) {   /* the paged sibling: a paged call's prefill rows */
+            r35a_fill_prefill_args(&plan->desc.paged, args, l->min_query_len, &ka.prefill);
+            ka.prefill.error = runtime_of(ctx)->error_device;
+            break;
+        }
         r35a_fill_encoder_args(&plan->desc.varlen, args, &ka.encoder);
         ka.encoder.error = runtime_of(ctx)->error_device;
         ka.encoder.tail_items = l->tail_items;

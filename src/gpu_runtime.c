@@ -94,6 +94,16 @@ uint32_t r35a_gpu_encoder_tail_shared_bytes(const r35a_gpu_runtime *rt, int inde
     return index >= 0 && index < R35A_NUM_ENCODER_VARIANTS ? rt->encoder_tail_shared_bytes[index] : 0;
 }
 
+void *r35a_gpu_encoder_paged_handle(const r35a_gpu_runtime *rt, int index)
+{
+    return index >= 0 && index < R35A_NUM_ENCODER_VARIANTS ? rt->encoder_paged[index] : NULL;
+}
+
+uint32_t r35a_gpu_encoder_paged_shared_bytes(const r35a_gpu_runtime *rt, int index)
+{
+    return index >= 0 && index < R35A_NUM_ENCODER_VARIANTS ? rt->encoder_paged_shared_bytes[index] : 0;
+}
+
 void *r35a_gpu_decode_merge_handle(const r35a_gpu_runtime *rt, int index)
 {
     if (index < 0 || index >= R35A_NUM_DECODE_VARIANTS)
@@ -123,6 +133,8 @@ void r35a_gpu_unload_kernels(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader
     memset(rt->encoder_shared_bytes, 0, sizeof rt->encoder_shared_bytes);
     memset(rt->encoder_tail, 0, sizeof rt->encoder_tail);
     memset(rt->encoder_tail_shared_bytes, 0, sizeof rt->encoder_tail_shared_bytes);
+    memset(rt->encoder_paged, 0, sizeof rt->encoder_paged);
+    memset(rt->encoder_paged_shared_bytes, 0, sizeof rt->encoder_paged_shared_bytes);
 }
 
 /* The code object of (family, unit) the loader asks for: the family's build with the loader's suffix
@@ -242,6 +254,11 @@ bool r35a_gpu_load_kernels(r35a_gpu_runtime *rt, const r35a_gpu_loader *loader, 
             const char *tail = family == R35A_GPU_ENCODER ? r35a_encoder_tail_name(i) : NULL;
             if (tail && !resolve(rt, loader, family, unit, tail, &rt->encoder_tail[i], budget,
                                  &rt->encoder_tail_shared_bytes[i], why, cap))
+                goto fail;
+            /* its paged sibling (prefill), likewise */
+            const char *paged = family == R35A_GPU_ENCODER ? r35a_encoder_paged_name(i) : NULL;
+            if (paged && !resolve(rt, loader, family, unit, paged, &rt->encoder_paged[i], budget,
+                                  &rt->encoder_paged_shared_bytes[i], why, cap))
                 goto fail;
         }
         /* the decode variants' split merge kernels, in decode's merge unit */

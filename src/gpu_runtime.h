@@ -26,6 +26,8 @@ struct r35a_gpu_runtime {
     /* The workgroup-wide encoder variants' tail kernels (<name>_tail, encoder_args.h "Tail split"),
      * indexed like the variants, from the encoder module; NULL for the others. */
     void *encoder_tail[R35A_HANDLES(R35A_NUM_ENCODER_VARIANTS)];
+    /* The workgroup-wide encoder variants' paged siblings (<name>_paged, prefill_args.h), likewise. */
+    void *encoder_paged[R35A_HANDLES(R35A_NUM_ENCODER_VARIANTS)];
     /* The loaded modules: one per code object of the device's arch that holds a kernel of its
      * tuning (a family's compile units: code_objects.h), loaded when its first kernel resolves. */
     void *modules[R35A_GPU_MAX_MODULES];
@@ -38,6 +40,7 @@ struct r35a_gpu_runtime {
     uint32_t decode_shared_bytes[R35A_HANDLES(R35A_NUM_DECODE_VARIANTS)];
     uint32_t encoder_shared_bytes[R35A_HANDLES(R35A_NUM_ENCODER_VARIANTS)];
     uint32_t encoder_tail_shared_bytes[R35A_HANDLES(R35A_NUM_ENCODER_VARIANTS)];
+    uint32_t encoder_paged_shared_bytes[R35A_HANDLES(R35A_NUM_ENCODER_VARIANTS)];
     /* The context's device error record (kernels/common/device_error.h): host-mapped pinned memory
      * the backend allocates at context creation. The host reads it through error_host (a plain
      * load: no device call, so graph capture is unaffected); every kernel gets error_device in its
@@ -68,6 +71,9 @@ void *r35a_gpu_decode_merge_handle(const r35a_gpu_runtime *rt, int index);
 /* The tail kernel of encoder variant `index` and its dynamic shared memory (NULL / 0: none). */
 void *r35a_gpu_encoder_tail_handle(const r35a_gpu_runtime *rt, int index);
 uint32_t r35a_gpu_encoder_tail_shared_bytes(const r35a_gpu_runtime *rt, int index);
+/* The paged sibling of encoder variant `index` and its dynamic shared memory (NULL / 0: none). */
+void *r35a_gpu_encoder_paged_handle(const r35a_gpu_runtime *rt, int index);
+uint32_t r35a_gpu_encoder_paged_shared_bytes(const r35a_gpu_runtime *rt, int index);
 /* The dynamic shared memory kernel `index` of `family` is launched with (0: static LDS only). */
 uint32_t r35a_gpu_kernel_shared_bytes(const r35a_gpu_runtime *rt, r35a_gpu_family family, int index);
 

@@ -27,8 +27,10 @@ typedef struct r35a_gpu_launch {
     int32_t num_splits;          /* decode: KV splits; 1 for the other families */
     int32_t min_split_tiles;     /* decode: the fewest 16-key tiles a split takes */
     int32_t max_query_len;       /* decode: the largest M it serves (capped at 8 in a mixed batch) */
-    int32_t min_query_len;       /* generic paged: serves only sequences with M > this (0: all) */
+    int32_t min_query_len;       /* generic paged, encoder paged: serves only sequences with M > this (0: all) */
     bool encoder_tail;           /* encoder: the tail kernel of variant `kernel` (<name>_tail), not the variant */
+    bool encoder_paged;          /* encoder: the paged sibling of variant `kernel` (<name>_paged, prefill_args.h),
+                                    which serves only sequences with M > min_query_len */
     bool programmatic;           /* follows a launch of the same call and orders itself after it in the kernel
                                     (the decode split merge; an encoder tail kernel: before it ends) */
     int32_t tail_items;          /* encoder: args.tail_items of both launches of a tail split (encoder_args.h) */
@@ -44,7 +46,8 @@ static inline void r35a_launch_init(r35a_gpu_launch *l, r35a_gpu_family family, 
 
 /* The GPU part of a plan: its launches in stream order (0 when the call has nothing to do), and the
  * portable launch that replaces them when a run's pointers miss the fast kernels' alignment. At most:
- * a decode variant, its split merge and the portable kernel of a mixed batch. */
+ * a decode variant, its split merge and the portable kernel or the encoder's paged sibling of a mixed
+ * batch. */
 #define R35A_MAX_LAUNCHES 3
 typedef struct r35a_gpu_plan {
     int num_launches;

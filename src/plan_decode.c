@@ -189,7 +189,7 @@ bool r35a_plan_decode_merge(const r35a_paged_attention_desc *d, const r35a_gpu_l
     return true;
 }
 
-/* ---- mixed batches: decode for M <= 8, the generic kernel for the rest ---- */
+/* ---- mixed batches: decode for M <= 8, the encoder's paged sibling or the generic kernel for the rest ---- */
 
 r35a_paged_attention_desc r35a_decode_part(const r35a_paged_attention_desc *d)
 {
@@ -221,6 +221,9 @@ bool r35a_plan_mixed(const r35a_paged_attention_desc *d, const char *arch, int n
         return false;
     }
     char why[256] = "";
+    /* the longer sequences: the encoder's paged sibling (prefill) where it serves the call */
+    if (r35a_plan_prefill(d, arch, num_cus, R35A_DECODE_MAX_QUERY_LEN, generic, why, sizeof why))
+        return true;
     if (!r35a_plan_generic_paged(d, arch, NULL, generic, why, sizeof why)) {
         r35a_text_append(reason, cap, ", ", "max_query_len %d > %d and no generic kernel serves the longer sequences: %s",
                    (int)d->max_query_len, R35A_DECODE_MAX_QUERY_LEN, why);

@@ -73,7 +73,8 @@ static double encoder_grid_fill(const r35a_encoder_variant *v, const r35a_varlen
  * round); a small-problem kernel serves any length (its groups stream the keys too), so it is the last
  * resort. Only host-known values decide (max_seqlen, num_segments, num_q_heads and the CU count), so
  * one launch serves every segment and graph capture holds. */
-static int choose_encoder_variant(const r35a_varlen_attention_desc *d, const char *arch, int num_cus, int forced)
+static int choose_encoder_variant(const r35a_varlen_attention_desc *d, const char *arch, int num_cus, int forced,
+                                  bool workgroup_only)
 {
     const int32_t simds = r35a_tuning_simds_per_cu(arch);
     const int cus = num_cus > 0 ? num_cus : R35A_GFX1151_DEFAULT_CUS;
@@ -93,7 +94,7 @@ static int choose_encoder_variant(const r35a_varlen_attention_desc *d, const cha
                 stream = i;
                 stream_fill = fill;
             }
-        } else {
+        } else if (!workgroup_only) {
             if (short_any < 0)
                 short_any = i;
             if (d->max_seqlen <= v->maxlen && (short_fit < 0 || v->maxlen < r35a_encoder_variants[short_fit].maxlen))
@@ -129,7 +130,7 @@ bool r35a_plan_encoder(const r35a_varlen_attention_desc *d, const char *arch, in
     if ((uint32_t)d->num_q_heads > R35A_GRID_YZ_MAX)
         r35a_text_append(reason, cap, ", ", "num_q_heads %d above the grid limit %u", (int)d->num_q_heads, R35A_GRID_YZ_MAX);
 
-    const int best = choose_encoder_variant(d, arch, num_cus, forced);
+    const int best = choose_encoder_variant(d, arch, num_cus, forced, false);
     if (best < 0 && half)
         r35a_registry_explain_missing(R35A_GPU_ENCODER, arch, d->dtype, (r35a_dtype)0, d->head_size, forced, only, reason, cap);
     if (best >= 0) {
@@ -212,3 +213,126 @@ bool r35a_encoder_pointers_aligned(const r35a_varlen_attention_args *a, char *wh
     return true;
 }
 
+
+/* ---- the paged siblings: causal prefill over the paged KV cache (prefill_args.h) ---- */
+
+bool r35a_plan_prefill(const r35a_paged_attention_desc *d, const char *arch, int num_cus, int32_t min_query_len,
+                       r35a_gpu_launch *out, char *reason, size_t cap)
+{
+    reason[0] = '\0';
+    const bool half = d->dtype == R35A_DTYPE_F16 || d->dtype == R35A_DTYPE_BF16;
+    if (!half)
+        r35a_text_append(reason, cap, ", ", "dtype %s (the prefill kernels are f16/bf16)", r35a_dtype_name(d->dtype));
+    if (d->kv_dtype != 0 && d->kv_dtype != d->dtype)
+        r35a_text_append(reason, cap, ", ", "kv_dtype %s (the prefill kernels read a 16-bit cache)",
+                         r35a_dtype_name(d->kv_dtype));
+    if (d->num_kv_heads <= 0 || d->num_q_heads % d->num_kv_heads != 0)
+        r35a_text_append(reason, cap, ", ", "num_q_heads %d not a multiple of num_kv_heads %d", (int)d->num_q_heads,
+                         (int)d->num_kv_heads);
+    if (d->page_size % R35A_PREFILL_PAGE_ALIGN != 0)
+        r35a_text_append(reason, cap, ", ", "page_size %d not a multiple of %d (prefill)", (int)d->page_size,
+                         R35A_PREFILL_PAGE_ALIGN);
+    if (d->window > 0)
+        r35a_text_append(reason, cap, ", ", "sliding window (prefill)");
+    if (d->logit_softcap > 0.0f)
+        r35a_text_append(reason, cap, ", ", "logit softcap (prefill)");
+    if (d->use_alibi)
+        r35a_text_append(reason, cap, ", ", "ALiBi (prefill)");
+    if (d->use_sinks)
+        r35a_text_append(reason, cap, ", ", "attention sinks (prefill)");
+    if (d->use_lse)
+        r35a_text_append(reason, cap, ", ", "LSE output (prefill)");
+    /* 16-byte rows; 32-bit per-thread offsets: Q token strides (a block of query rows) and K/V slot
+     * strides (a 16-key sub-tile) below 2^24 elements */
+    const struct {
+        const char *field;
+        int64_t value, bound;
+    } strides[] = {
+        {"q_token_stride", d->q_token_stride, R35A_ENCODER_MAX_TOKEN_STRIDE}, {"q_head_stride", d->q_head_stride, 0},
+        {"o_token_stride", d->o_token_stride, 0},   {"o_head_stride", d->o_head_stride, 0},
+        {"k_page_stride", d->k_page_stride, 0},     {"k_head_stride", d->k_head_stride, 0},
+        {"k_slot_stride", d->k_slot_stride, R35A_PREFILL_MAX_SLOT_STRIDE},
+        {"v_page_stride", d->v_page_stride, 0},     {"v_head_stride", d->v_head_stride, 0},
+        {"v_slot_stride", d->v_slot_stride, R35A_PREFILL_MAX_SLOT_STRIDE},
+    };
+    for (size_t i = 0; i < sizeof strides / sizeof *strides; ++i) {
+        if (!r35a_encoder_stride_ok(strides[i].value)) {
+            r35a_text_append(reason, cap, ", ", "%s %lld is not a multiple of %d elements (prefill: 16-byte rows)",
+                             strides[i].field, (long long)strides[i].value, R35A_ENCODER_ROW_ALIGN);
+            break;
+        }
+        if (strides[i].bound && strides[i].value >= strides[i].bound) {
+            r35a_text_append(reason, cap, ", ", "%s %lld >= 2^24 elements (prefill: 32-bit row offsets)",
+                             strides[i].field, (long long)strides[i].value);
+            break;
+        }
+    }
+    if ((uint32_t)d->num_q_heads > R35A_GRID_YZ_MAX)
+        r35a_text_append(reason, cap, ", ", "num_q_heads %d above the grid limit %u", (int)d->num_q_heads, R35A_GRID_YZ_MAX);
+
+    /* the encoder's workgroup-wide tiling of (dtype, D), by its grid-fill rule on the prefill grid */
+    r35a_varlen_attention_desc shape;
+    memset(&shape, 0, sizeof shape);
+    shape.dtype = d->dtype;
+    shape.head_size = d->head_size;
+    shape.num_q_heads = d->num_q_heads;
+    shape.num_segments = d->num_seqs;
+    shape.max_seqlen = d->max_query_len;
+    const int best = half ? choose_encoder_variant(&shape, arch, num_cus, -1, true) : -1;
+    if (best < 0 && half)
+        r35a_registry_explain_missing(R35A_GPU_ENCODER, arch, d->dtype, (r35a_dtype)0, d->head_size, -1, NULL, reason, cap);
+    if (best >= 0 && !r35a_encoder_paged_name(best))
+        r35a_text_append(reason, cap, ", ", "%s has no paged sibling", r35a_encoder_variants[best].name);
+    uint32_t grid[3] = {0, 0, 0};
+    if (best >= 0) {
+        const r35a_encoder_variant *v = &r35a_encoder_variants[best];
+        const int32_t rows = r35a_encoder_rows_per_workgroup(v->rows, v->nw);
+        if (!r35a_prefill_grid(d->num_seqs, d->max_query_len, d->num_q_heads, rows, grid) && d->max_query_len > 0 &&
+            d->num_seqs > 0 && d->num_q_heads > 0)
+            r35a_text_append(reason, cap, ", ", "num_seqs %d x ceil(max_query_len %d / %d) above the grid limit 2^31-1",
+                             (int)d->num_seqs, (int)d->max_query_len, (int)rows);
+    }
+    if (reason[0])
+        return false;
+
+    const r35a_encoder_variant *v = &r35a_encoder_variants[best];
+    r35a_launch_init(out, R35A_GPU_ENCODER, best);
+    out->encoder_paged = true;
+    memcpy(out->grid, grid, sizeof grid);
+    out->block[0] = r35a_encoder_block_threads(v->nw);
+    out->block[1] = out->block[2] = 1;
+    out->min_query_len = min_query_len;
+    return true;
+}
+
+void r35a_fill_prefill_args(const r35a_paged_attention_desc *d, const r35a_paged_attention_args *a,
+                            int32_t min_query_len, r35a_prefill_args *out)
+{
+    memset(out, 0, sizeof *out);
+    R35A_PAGED_POINTERS(R35A_COPY_FROM_ARGS)
+    R35A_PAGED_STRIDES(R35A_COPY_FROM_DESC)
+    out->num_seqs = d->num_seqs;
+    out->num_heads = d->num_q_heads;
+    out->kv_group = d->num_kv_heads > 0 ? d->num_q_heads / d->num_kv_heads : 1;
+    out->page_size = d->page_size;
+    out->num_pages = d->num_pages;
+    out->max_query_len = d->max_query_len;
+    out->max_seq_len = d->max_seq_len;
+    out->num_tokens = d->num_tokens;
+    out->min_query_len = min_query_len;
+    out->scale_log2 = r35a_scale_log2(d->softmax_scale);   /* out->error: the context's record, set at launch */
+}
+
+bool r35a_prefill_pointers_aligned(const r35a_paged_attention_args *a, char *why, size_t why_len)
+{
+    const struct {
+        const char *field;
+        const void *p;
+    } ptrs[] = {{"q", a->q}, {"k_cache", a->k_cache}, {"v_cache", a->v_cache}, {"out", a->out}};
+    for (size_t i = 0; i < sizeof ptrs / sizeof *ptrs; ++i)
+        if (!r35a_encoder_pointer_ok(ptrs[i].p)) {
+            snprintf(why, why_len, "%s %p is not 16-byte aligned", ptrs[i].field, ptrs[i].p);
+            return false;
+        }
+    return true;
+}

@@ -12,6 +12,7 @@
 
 #include "decode/decode_args.h"
 #include "encoder/encoder_args.h"
+#include "encoder/prefill_args.h"
 #include "generic/generic_args.h"
 
 /* CU count assumed when the runtime does not report one (Radeon 8060S; the 8050S has 32). */
@@ -49,9 +50,20 @@ bool r35a_plan_encoder(const r35a_varlen_attention_desc *desc, const char *arch,
                        r35a_gpu_launch out[R35A_ENCODER_MAX_LAUNCHES], int *num_launches, char *reason,
                        size_t reason_len);
 
+/* Causal prefill over the paged cache on the encoder's paged siblings (prefill_args.h): one launch for
+ * every sequence with M > min_query_len, its grid { num_seqs * ceil(max_query_len / R), num_q_heads, 1 }
+ * (a 0 in grid: max_query_len is 0). The variant is the encoder's workgroup-wide tiling of (dtype,
+ * head size), chosen by the encoder's grid-fill rule on that grid; no tail split. Declines (with the
+ * reason) dtypes other than f16/bf16, 8-bit caches, GQA that does not divide, page sizes that are not
+ * multiples of 16, windows, softcap, ALiBi, sinks, LSE output, head sizes without a workgroup-wide
+ * encoder variant, strides that are not multiples of 8 elements, Q token strides and K/V slot strides
+ * >= 2^24 elements. */
+bool r35a_plan_prefill(const r35a_paged_attention_desc *desc, const char *arch, int num_cus, int32_t min_query_len,
+                       r35a_gpu_launch *out, char *reason, size_t reason_len);
 /* Mixed batch (desc->max_query_len > R35A_DECODE_MAX_QUERY_LEN): two launches on one stream, the
  * decode variant planned on r35a_decode_part(desc) for the sequences with M <= 8 (it skips the
- * others), then the generic kernel with min_query_len = 8 for the rest; nothing is read back.
+ * others), then, with min_query_len = 8 for the rest, the encoder's paged sibling where
+ * r35a_plan_prefill accepts the call, else the generic kernel; nothing is read back.
  * `only` restricts the decode variant. *decode gets the decode launch (its grid, splits and
  * workspace are the plan's), *generic the generic one. Declines, with decode's reasons, what
  * decode would decline for another reason than M > 8, and a single sequence (its M is num_tokens,
@@ -84,6 +96,8 @@ void r35a_fill_generic_merge_args(const r35a_merge_states_desc *desc, const r35a
                                   r35a_generic_merge_args *out);
 void r35a_fill_encoder_args(const r35a_varlen_attention_desc *desc, const r35a_varlen_attention_args *args,
                             r35a_encoder_args *out);
+void r35a_fill_prefill_args(const r35a_paged_attention_desc *desc, const r35a_paged_attention_args *args,
+                            int32_t min_query_len, r35a_prefill_args *out);
 
 /* Whether the run-time pointers meet the decode kernels' 16-byte alignment (q, k_cache, v_cache,
  * and the workspace when splits > 1); otherwise writes which one does not. */
@@ -91,5 +105,7 @@ bool r35a_decode_pointers_aligned(const r35a_paged_attention_args *args, const v
                                   int32_t num_splits, char *why, size_t why_len);
 /* Whether q, k, v and out meet the encoder kernels' 16-byte alignment; otherwise writes which not. */
 bool r35a_encoder_pointers_aligned(const r35a_varlen_attention_args *args, char *why, size_t why_len);
+/* Whether q, k_cache, v_cache and out meet the prefill kernels' 16-byte alignment; otherwise which not. */
+bool r35a_prefill_pointers_aligned(const r35a_paged_attention_args *args, char *why, size_t why_len);
 
 #endif

@@ -95,6 +95,26 @@ const char *r35a_encoder_tail_name(int variant)
     return NULL;
 }
 
+static const struct {
+    const char *arch, *name, *variant;
+} encoder_pageds[] = {
+#define R35A_ENCODER_PAGED(arch, name, variant, dtype, head_size, rows, kb, nw, waves) {#arch, #name, #variant},
+#include "variants.def"
+#undef R35A_ENCODER_PAGED
+    {NULL, NULL, NULL},
+};
+
+const char *r35a_encoder_paged_name(int variant)
+{
+    if (variant < 0 || variant >= R35A_NUM_ENCODER_VARIANTS)
+        return NULL;
+    const r35a_encoder_variant *v = &r35a_encoder_variants[variant];
+    for (int i = 0; encoder_pageds[i].name; ++i)
+        if (strcmp(encoder_pageds[i].arch, v->arch) == 0 && strcmp(encoder_pageds[i].variant, v->name) == 0)
+            return encoder_pageds[i].name;
+    return NULL;
+}
+
 const r35a_gpu_arch r35a_gpu_archs[] = {
 #define R35A_GPU_ARCH(arch, tuning, unit, cus_per_unit, default_cus, vgprs, simds_per_cu) \
     {#arch, #tuning, #unit, cus_per_unit, default_cus, simds_per_cu},

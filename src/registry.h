@@ -112,6 +112,9 @@ int r35a_registry_find(r35a_gpu_family family, const char *tuning, const char *n
 /* The tail kernel of encoder variant `variant` (<name>_tail, encoder_args.h "Tail split"), or NULL:
  * variants.def lists one for each workgroup-wide variant of the tunings that use the tail split. */
 const char *r35a_encoder_tail_name(int variant);
+/* The paged sibling of encoder variant `variant` (<name>_paged, kernels/encoder/prefill_args.h: causal
+ * prefill over the paged KV cache), or NULL: variants.def lists one for each workgroup-wide variant. */
+const char *r35a_encoder_paged_name(int variant);
 /* Why no kernel of family (decode or encoder) among tuning's rows serves (dtype, kv_dtype, head_size):
  * the forced kernel is of another dtype or K/V format, or the head size is not built; the reason lists
  * the head sizes built for them in table order ("head_size 80 not built (gfx1151 f16: 64, 96, 128)",

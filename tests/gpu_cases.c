@@ -286,6 +286,16 @@ static void check_planned(gc_case *c)
         printf("FAIL %s: the planner chose %s, the case is for %s\n", c->label, c->info.implementation, expect);
         c->ok = false;
     }
+    const char *last = c->opts->expect_last;
+    if (c->ok && last) {
+        const char *plus = strrchr(c->info.implementation, '+');
+        const char *tail = plus ? plus + 1 : c->info.implementation;
+        if (strncmp(tail, last, strlen(last)) != 0) {
+            printf("FAIL %s: the plan's last launch is %s (%s), the case is for %s\n", c->label, tail,
+                   c->info.implementation, last);
+            c->ok = false;
+        }
+    }
 }
 
 bool gc_run_paged(const paged_spec *spec, const char *group, int index, const gc_case_opts *o)

@@ -69,6 +69,7 @@ typedef enum { GC_RUN_ONCE, GC_RUN_REUSED_WORKSPACE } gc_run_mode;
 
 typedef struct gc_case_opts {
     const char *expect;        /* implementation prefix the planner must choose (NULL: any) */
+    const char *expect_last;   /* prefix of the implementation's last launch ("a+b+c": c; NULL: any) */
     bool misalign_k;           /* K 2 bytes past a 16-byte boundary (the program's memory does it) */
     gc_run_mode mode;
     bool big_offsets;          /* the pages used sit beyond 2^32 elements (the program's memory does it) */

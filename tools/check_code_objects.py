@@ -116,6 +116,12 @@ def expected_kernels(entries, family, arch):
             fam = "encoder"
             v_arch, name, variant, dtype, head, rows, kb, nw, waves = args
             info = {"dtype": dtype, "waves": int(waves), "waves_per_wg": int(nw), "wmma": True, "b128": True}
+        elif macro == "R35A_ENCODER_PAGED":
+            # kernels/encoder/encoder.hip: the paged sibling (prefill) of a workgroup-wide variant, the same
+            # tiling and occupancy contract, kernels/encoder/prefill_args.h's argument
+            fam = "encoder"
+            v_arch, name, variant, dtype, head, rows, kb, nw, waves = args
+            info = {"dtype": dtype, "waves": int(waves), "waves_per_wg": int(nw), "wmma": True, "b128": True}
         elif macro == "R35A_GENERIC_KERNEL":
             fam = "generic"
             v_arch, name = args[0], args[1]
@@ -240,7 +246,8 @@ def main():
     ap.add_argument("--readelf", default=shutil.which("llvm-readelf-19") or "llvm-readelf")
     ap.add_argument("--objdump", default=shutil.which("llvm-objdump-19") or "llvm-objdump")
     ap.add_argument("--abi", help="a program printing the host's view of the kernel interface "
-                    "(tests/hip/kernel_abi.c): args.<name prefix>=<bytes>, threads.<name prefix>=<n>")
+                    "(tests/hip/kernel_abi.c): args.<name prefix>=<bytes>, threads.<name prefix>=<n>; a "
+                    "prefix may be <prefix>*<suffix>")
     args = ap.parse_args()
 
     abi = {}
@@ -250,11 +257,14 @@ def main():
             abi[key.strip()] = int(value)
 
     def abi_for(kind, name):
-        """The host's value of `kind` for kernel `name` (longest matching name prefix), or None."""
+        """The host's value of `kind` for kernel `name` (longest matching name prefix, or pattern
+        `prefix*suffix`), or None."""
         best = None
         for key, value in abi.items():
             k, _, prefix = key.partition(".")
-            if k == kind and name.startswith(prefix) and (best is None or len(prefix) > len(best[0])):
+            head, star, tail = prefix.partition("*")
+            match = name.startswith(head) and (not star or (name.endswith(tail) and len(name) >= len(head) + len(tail)))
+            if k == kind and match and (best is None or len(prefix) > len(best[0])):
                 best = (prefix, value)
         return best[1] if best else None
 

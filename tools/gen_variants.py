@@ -11,6 +11,9 @@ the macros they need before including it (the others default to nothing):
     R35A_ENCODER_VARIANT(arch, name, dtype, head_size, rows, kb, nw, waves, maxlen)
     R35A_ENCODER_TAIL(arch, name, variant, dtype, head_size, rows, kb, nw, waves)   the tail kernel
                                         (<variant>_tail) of a maxlen 0 variant of an NVIDIA table (has_tail)
+    R35A_ENCODER_PAGED(arch, name, variant, dtype, head_size, rows, kb, nw, waves)   the paged sibling
+                                        (<variant>_paged) of every maxlen 0 variant (has_paged): causal
+                                        prefill over the paged KV cache (kernels/encoder/prefill_args.h)
     R35A_ENCODER_SHAPE(arch, dtype, head_size, heads)       one served encoder shape (bench, tests)
     R35A_GPU_ARCH(arch, tuning, unit, cus_per_unit, default_cus, vgprs, simds_per_cu)   variants/archs.tsv
 
@@ -78,6 +81,12 @@ ENCODER_COLUMNS = ("kind", "dtype", "head", "heads", "rows", "kb", "nw", "waves"
 # src/plan_encoder.c splits only variants that have one).
 def has_tail(e):
     return e["kind"] == "encoder" and not e["maxlen"] and e["kb"] % 32 == 0 and e["arch"].startswith("sm_")
+
+
+# Every workgroup-wide (maxlen 0) encoder variant has a paged sibling, <name>_paged: the same tiling and
+# body with K/V rows read through a block table, for paged calls with M > 8 query rows (prefill).
+def has_paged(e):
+    return e["kind"] == "encoder" and not e["maxlen"]
 
 
 class TableError(Exception):
@@ -316,6 +325,9 @@ def macro_lines(e):
         if has_tail(e):
             lines.append(f"R35A_ENCODER_TAIL({e['arch']}, {e['name']}_tail, {e['name']}, {e['dtype']}, "
                          f"{e['head']}, {e['rows']}, {e['kb']}, {e['nw']}, {e['waves']})")
+        if has_paged(e):
+            lines.append(f"R35A_ENCODER_PAGED({e['arch']}, {e['name']}_paged, {e['name']}, {e['dtype']}, "
+                         f"{e['head']}, {e['rows']}, {e['kb']}, {e['nw']}, {e['waves']})")
         return lines
     return []
 
@@ -414,6 +426,10 @@ def render(tables, entries, archs):
            "#define R35A_ENCODER_TAIL(arch, name, variant, dtype, head_size, rows, kb, nw, waves)",
            "#define R35A_DEF_UNDEF_TAIL_",
            "#endif",
+           "#ifndef R35A_ENCODER_PAGED",
+           "#define R35A_ENCODER_PAGED(arch, name, variant, dtype, head_size, rows, kb, nw, waves)",
+           "#define R35A_DEF_UNDEF_PAGED_",
+           "#endif",
            "#ifndef R35A_ENCODER_SHAPE",
            "#define R35A_ENCODER_SHAPE(arch, dtype, head_size, heads)",
            "#define R35A_DEF_UNDEF_SHAPE_",
@@ -483,6 +499,10 @@ def render(tables, entries, archs):
             "#undef R35A_ENCODER_TAIL",
             "#undef R35A_DEF_UNDEF_TAIL_",
             "#endif",
+            "#ifdef R35A_DEF_UNDEF_PAGED_",
+            "#undef R35A_ENCODER_PAGED",
+            "#undef R35A_DEF_UNDEF_PAGED_",
+            "#endif",
             "#ifdef R35A_DEF_UNDEF_SHAPE_",
             "#undef R35A_ENCODER_SHAPE",
             "#undef R35A_DEF_UNDEF_SHAPE_",
@@ -525,6 +545,8 @@ def main(argv=None):
                 print(e["name"])
             if has_tail(e):
                 print(e["name"] + "_tail")
+            if has_paged(e):
+                print(e["name"] + "_paged")
         return 0
     text = render(tables, entries, archs)
     old = None
@@ -542,7 +564,7 @@ def main(argv=None):
     if old != text:
         with open(OUTPUT, "w", encoding="utf-8") as f:
             f.write(text)
-        n = sum((e["kind"] != "encoder_shape") + has_tail(e) for e in entries)
+        n = sum((e["kind"] != "encoder_shape") + has_tail(e) + has_paged(e) for e in entries)
         print(f"wrote {os.path.relpath(OUTPUT, ROOT)} ({n} kernels)")
     return 0
 

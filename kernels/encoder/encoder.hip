@@ -1,6 +1,7 @@
 /*
  * encoder.hip - varlen (encoder / ViT / fresh prompt) attention on matrix fragments (gfx11 wave32 WMMA;
- * the same source on NVIDIA mma.sync through the fragment layer): non-causal or causal, GQA.
+ * the same source on NVIDIA mma.sync through the fragment layer): non-causal or causal, GQA; and its
+ * paged siblings: causal prefill over the paged KV cache.
  *
  * A GROUP of waves serves one block of query rows of one (segment, head); see encoder_args.h for the
  * grid. Normally a group is the whole workgroup (R = 16 T NW rows); in the small-problem tiling
@@ -57,14 +58,21 @@
  * whatever V^T rows 72..79 hold and never stored. kernels/encoder/README.md has the budgets and the
  * model.
  *
- * Files: encoder_cfg.h (the layout), kv_stage_regs.h / kv_stage_async.h (the staging policies, chosen
- * by encoder_paths in the target's frag_*.h), key_group_merge.h (the tail split's join), epilogue.h
- * (the stores); this file composes them: Q staging, the per-block step (scores, softmax, PV) and the
- * kernels of the variant table.
+ * Paged siblings (prefill_args.h, <variant>_paged of every workgroup-wide variant): the same body over
+ * a paged sequence: M query rows, L keys read through the block table, causal with offset L - M (row i
+ * sees keys 0 .. L - M + i). The body takes its item from a SOURCE (kv_source.h: varlen_source,
+ * paged_source): query and key counts, the causal offset, the metadata check, and each key row's
+ * address for the staging policies.
+ *
+ * Files: encoder_cfg.h (the layout), kv_source.h (where rows come from), kv_stage_regs.h /
+ * kv_stage_async.h (the staging policies, chosen by encoder_paths in the target's frag_*.h),
+ * key_group_merge.h (the tail split's join), epilogue.h (the stores); this file composes them: Q
+ * staging, the per-block step (scores, softmax, PV) and the kernels of the variant table.
  */
 #include "common/device.h"
 #include "common/device_error.h"
 #include "encoder/encoder_cfg.h"
+#include "encoder/kv_source.h"
 #include "encoder/key_group_merge.h"
 #include "encoder/epilogue.h"
 
@@ -84,28 +92,15 @@ namespace r35a {
  * way; the first key's correction exp2(m - max) is 0, as from -inf. */
 #define R35A_ENC_NO_KEY (-3.402823466e38f)
 
-/* A segment whose cu_seqlens entries fail their check (device_error.h): when only its length is wrong
- * (longer than max_seqlen, its range inside 0..num_tokens) the group of its row block 0 writes all its
- * rows of head h as NaN, those past max_seqlen included (no other workgroup has them); thread 0 of
- * head 0 records it. The error path only. */
-template <class E, int D, int GT>
-R35A_DEV void bad_segment(const r35a_encoder_args &a, u32 code, int s, int h, int t0, int t1, int gtid) {
-    if (code == R35A_DEVICE_ERROR_SEGMENT_LEN) {
-        const u16 nan = E::from_f32(quiet_nan());
-        u16 *const og = (u16 *)a.out + (i64)t0 * a.o_token_stride + (i64)h * a.o_head_stride;
-        for (i64 idx = gtid; idx < (i64)(t1 - t0) * D; idx += GT)
-            store_u16(og + (idx / D) * a.o_token_stride + idx % D, nan);
-    }
-    if (h == 0 && gtid == 0) report_bad_data(a.error, code, (u32)s);
-}
-
-/* Group g of the workgroup serves item (segment s, row block xb, head h): the R rows of the KG = 1
- * tiling, all of them, or with KG = 2 (a tail half) half `half` of them. */
-template <class E, int D, int T, int KB, int NW, int WAVES, int MAXLEN, int KG>
-R35A_DEV void encoder_body(const r35a_encoder_args &a, unsigned char *smem, int g, int s, int xb, int h, int half) {
+/* Group g of the workgroup serves item (segment or sequence s, row block xb, head h): the R rows of the
+ * KG = 1 tiling, all of them, or with KG = 2 (a tail half) half `half` of them. S is the item's source
+ * (kv_source.h): a varlen segment, or a paged sequence (query and key counts apart, causal offset). */
+template <class E, int D, int T, int KB, int NW, int WAVES, int MAXLEN, int KG, class S>
+R35A_DEV void encoder_body(S &src, unsigned char *smem, int g, int s, int xb, int h, int half) {
     typedef encoder_cfg<E, D, T, KB, NW, WAVES, MAXLEN, KG> C;
     typedef typename prob_pack<E>::type P;
     constexpr int DC = C::DC, D8 = C::D8, NS = C::NS, KLD = C::KLD, GT = C::GT, KBC = C::KBC;
+    const typename S::args &a = src.a;
 
     const int tid = thread_x(), w = wave_id();
     const int gw = w - g * C::GW;                            /* the wave within its group */
@@ -115,36 +110,29 @@ R35A_DEV void encoder_body(const r35a_encoder_args &a, unsigned char *smem, int 
     const int gtid = C::GW == 1 ? lane_id() : tid - g * GT;
     u16 *const lds = (u16 *)smem + g * C::GROUP_ELEMS;
 
-    if (s >= a.num_segments)
-        return;                                              /* group-uniform: no barrier is shared with other groups */
-    const int t0 = a.cu_seqlens[s], t1 = a.cu_seqlens[s + 1];
-    /* metadata the host never saw: checked before anything else is read (group-uniform) */
-    const u32 bad = r35a_varlen_segment_error(s, a.num_segments, t0, t1, a.num_tokens, a.max_seqlen);
-    if (bad != R35A_DEVICE_ERROR_NONE) {
-        if (xb == 0 && half <= 0) bad_segment<E, D, GT>(a, bad, s, h, t0, t1, gtid);
+    /* the item's metadata, checked before anything else is read (group-uniform exits) */
+    if (!src.template open<E, D, GT>(s, xb, h, half, gtid))
         return;
-    }
-    const int len = t1 - t0;
+    const int qlen = src.qlen, klen = src.klen;
+    const int coff = src.coff;                               /* row i sees keys 0 .. coff + i (causal) */
     const int row0 = xb * C::R * KG + (half > 0 ? C::R : 0);
-    if (row0 >= len)
+    if (row0 >= qlen)
         return;
 
     /* Uniform bases (scalar registers); per-thread offsets below are 32-bit byte offsets from them
      * (token strides < 2^24 elements, see encoder_args.h), so loads use the SGPR + VGPR form. */
-    const char *const qg = (const char *)a.q + 2 * ((i64)t0 * a.q_token_stride + (i64)h * a.q_head_stride);
-    const int hk = h / a.kv_group;                           /* GQA: the kv head of query head h */
-    const char *const kg = (const char *)a.k + 2 * ((i64)t0 * a.k_token_stride + (i64)hk * a.k_head_stride);
-    const char *const vg = (const char *)a.v + 2 * ((i64)t0 * a.v_token_stride + (i64)hk * a.v_head_stride);
-    u16 *const og = (u16 *)a.out + (i64)t0 * a.o_token_stride + (i64)h * a.o_head_stride;
+    const char *const qg = src.q_rows(h);
+    src.bind(h, gtid);                                       /* K/V: GQA, query head h reads kv head h / kv_group */
+    u16 *const og = src.o_rows(h);
     const u32x4 zero4 = {0u, 0u, 0u, 0u};
     /* causal: the blocks up to the group's last row (the planner runs no tail split then, KG = 1) */
-    const bool causal = a.causal != 0;                       /* uniform */
-    const int nblk = ((causal ? imin(len, row0 + C::R) : len) + KB - 1) / KB;
+    const bool causal = src.causal();                        /* uniform */
+    const int nblk = ((causal ? imin(klen, coff + row0 + C::R) : klen) + KB - 1) / KB;
 
-    /* ---- K/V staging: the target's policy (encoder_paths in frag_*.h) ---- */
+    /* ---- K/V staging: the target's policy (encoder_paths in frag_*.h), rows from the source ---- */
     const typename C::KV::template tiles<C> kt{lds};           /* the staged tiles and their operands */
     typename C::KV::template carry<C> held;                  /* what a thread carries between blocks */
-    typename C::KV::template stage<C> kv{a, lds, kg, vg, len, gtid, kt, held};
+    typename C::KV::template stage<C, S> kv{src, lds, gtid, kt, held};
 
     const float sl2 = a.scale_log2;
     for (int pass = 0; pass < C::PASSES; ++pass) {
@@ -161,7 +149,7 @@ R35A_DEV void encoder_body(const r35a_encoder_args &a, unsigned char *smem, int 
             for (int i = 0; i < QPT; ++i) {
                 const int idx = gtid + i * GT;
                 const int r = idx / D8, d8 = idx - r * D8;
-                const bool ok = (C::Q_CHUNKS % GT == 0 || idx < C::Q_CHUNKS) && row0 + r < len;
+                const bool ok = (C::Q_CHUNKS % GT == 0 || idx < C::Q_CHUNKS) && row0 + r < qlen;
                 qr[i] = ok ? load_b128(qb + ((u32)(2 * r * a.q_token_stride) + 16u * d8)) : zero4;
             }
 #pragma unroll
@@ -177,7 +165,8 @@ R35A_DEV void encoder_body(const r35a_encoder_args &a, unsigned char *smem, int 
         }
         group_sync<C::GW>();
         const int wrow0 = row0 + rw * 16 * T + 16 * TE * pass;   /* first row of this wave in this pass */
-        const bool wave_has_rows = wrow0 < len;                  /* uniform per wave */
+        const bool wave_has_rows = wrow0 < qlen;                 /* uniform per wave */
+        const int wpos0 = coff + wrow0;                          /* its position (causal: the last key it sees) */
         /* Q^T operand of this pass's tile t, d chunk c, from the staged rows */
         auto q_operand = [&](int t, int c) {
             return frag::load_vec16_lds(lds + C::Q_OFFSET + (rw * 16 * T + 16 * (TE * pass + t)) * KLD + 16 * c, KLD);
@@ -213,15 +202,15 @@ R35A_DEV void encoder_body(const r35a_encoder_args &a, unsigned char *smem, int 
          * update, O^T += V^T P^T. */
         auto compute = [&](int b, int st) {
             const int key0 = b * KB + kgi * KBC;
-            if (!wave_has_rows || (KG > 1 && key0 >= len))   /* uniform */
+            if (!wave_has_rows || (KG > 1 && key0 >= klen))  /* uniform */
                 return;
             /* causal: a block wholly above this wave's rows is skipped, one on their diagonal masked */
-            if (causal && key0 > wrow0 + 16 * TE - 1)          /* uniform */
+            if (causal && key0 > wpos0 + 16 * TE - 1)          /* uniform */
                 return;
-            const bool diag = causal && key0 + KBC - 1 > wrow0;
+            const bool diag = causal && key0 + KBC - 1 > wpos0;
             const u16 *const kl = kt.kstage(st) + (KG > 1 ? kgi * KBC * KLD : 0);
             const u16 *const vl = KG > 1 ? kt.v_at_key(kt.vstage(st), kgi * KBC) : kt.vstage(st);
-            const bool partial = key0 + KBC > len;
+            const bool partial = key0 + KBC > klen;
             const bool masked = partial || diag;               /* scores set to -inf: the exact way */
             frag::acc sc[TE][NS];
             frag::ab pf[TE][NS];
@@ -266,22 +255,23 @@ R35A_DEV void encoder_body(const r35a_encoder_args &a, unsigned char *smem, int 
             if (partial) {
 #pragma unroll
                 for (int j = 0; j < NS; ++j)
-                    if (key0 + 16 * j + 16 > len) {                  /* the sub-tile holding the end, or past it */
+                    if (key0 + 16 * j + 16 > klen) {                 /* the sub-tile holding the end, or past it */
 #pragma unroll
                         for (int e = 0; e < frag::ACC_ELEMS; ++e)
-                            if (key0 + 16 * j + frag::acc_m(e) >= len)
+                            if (key0 + 16 * j + frag::acc_m(e) >= klen)
 #pragma unroll
                                 for (int t = 0; t < TE; ++t) sc[t][j].v[e] = neg_inf();
                     }
             }
-            if (diag) {                                      /* key > row: -inf (key 0 of block 0 stays) */
+            if (diag) {                                      /* key > coff + row: -inf (key 0 of block 0 stays) */
 #pragma unroll
                 for (int j = 0; j < NS; ++j)
 #pragma unroll
                     for (int e = 0; e < frag::ACC_ELEMS; ++e)
 #pragma unroll
                         for (int t = 0; t < TE; ++t)
-                            if (key0 + 16 * j + frag::acc_m(e) > wrow0 + 16 * t + frag::acc_n(e)) sc[t][j].v[e] = neg_inf();
+                            if (key0 + 16 * j + frag::acc_m(e) > wpos0 + 16 * t + frag::acc_n(e))
+                                sc[t][j].v[e] = neg_inf();
             }
             /* P^T = exp2(S^T * scale_log2 - m) in place; returns this lane's share of the block's
              * column sums */
@@ -374,9 +364,20 @@ R35A_DEV void encoder_body(const r35a_encoder_args &a, unsigned char *smem, int 
             merge_key_groups<C>(lds, rw, kgi, wave_has_rows, m, l, o);
         }
 
+        /* ---- a block-table entry outside the cache (paged): page 0 was read in its place; the
+         * group's rows become NaN (l = NaN) and the sequence is recorded. Uniform; the error path only. */
+        if constexpr (S::PAGED) {
+            src.scan_pages(nblk * KB);
+            if (src.bad) {
+#pragma unroll
+                for (int t = 0; t < TE; ++t) l[t] = frag::colv_fill(quiet_nan());
+                if (src.reporter) report_bad_data(a.error, R35A_DEVICE_ERROR_PAGE_INDEX, (u32)src.seq);
+            }
+        }
+
         /* ---- O = O^T / l, written as whole rows ---- */
         if (wave_has_rows && kgi == 0)                           /* key group 0 stores the joined rows */
-            store_rows<C, E, D>(wrow0, len, og, a.o_token_stride, l, o);
+            store_rows<C, E, D>(wrow0, qlen, og, a.o_token_stride, l, o);
         if constexpr (C::PASSES > 1) {                           /* the next pass restages Q and K/V */
             kv.drain();
             group_sync<C::GW>();
@@ -414,7 +415,8 @@ R35A_DEV void encoder_kernel(const r35a_encoder_args &a) {
         xb = item - s * nrb;
         h = block_y();
     }
-    encoder_body<E, D, T, KB, NW, WAVES, MAXLEN, 1>(a, smem, g, s, xb, h, -1);
+    varlen_source src{a};
+    encoder_body<E, D, T, KB, NW, WAVES, MAXLEN, 1>(src, smem, g, s, xb, h, -1);
 }
 
 /* The tail kernel of a workgroup-wide variant: the last args.tail_items items (head-major order), each
@@ -434,10 +436,33 @@ R35A_DEV void encoder_tail_kernel(const r35a_encoder_args &a) {
     const int h = (int)(item / per_head);
     const i64 rem = item - h * per_head;
     const int s = (int)(rem / nrb), xb = (int)(rem - s * nrb);
-    encoder_body<E, D, T, KB, NW, WAVES, 0, 2>(a, smem, 0, s, xb, h, (int)(block_x() & 1));
+    varlen_source src{a};
+    encoder_body<E, D, T, KB, NW, WAVES, 0, 2>(src, smem, 0, s, xb, h, (int)(block_x() & 1));
     /* Launched programmatically after the variant's launch (NVIDIA): it reads nothing that launch
      * writes, but it must not end before it, so that the stream's later work sees both. */
     grid_dependency_wait();
+}
+
+/* The paged sibling of a workgroup-wide variant (prefill_args.h): causal prefill over the paged KV
+ * cache with the variant's tiling and body, K/V rows read through the block table (paged_source).
+ * Grid { num_seqs * nrb, num_heads, 1 }, nrb = ceil(max_query_len / R): workgroup x serves row block
+ * x % nrb of sequence x / nrb. */
+template <class E, int D, int T, int KB, int NW, int WAVES>
+R35A_DEV void encoder_paged_kernel(const r35a_prefill_args &a) {
+    typedef encoder_cfg<E, D, T, KB, NW, WAVES, 0, 1> C;
+#if defined(R35A_TARGET_CUDA)
+    extern __shared__ __align__(16) unsigned char smem[];
+#else
+    __shared__ __attribute__((aligned(16))) unsigned char smem[C::LDS_BYTES];
+#endif
+    const int nrb = (a.max_query_len + C::R - 1) / C::R;   /* row blocks per sequence (> 0: the host
+                                                              launches nothing for max_query_len 0) */
+    if (nrb <= 0)
+        return;
+    const int item = block_x();
+    const int s = item / nrb, xb = item - s * nrb;
+    paged_source src{a};
+    encoder_body<E, D, T, KB, NW, WAVES, 0, 1>(src, smem, 0, s, xb, block_y(), -1);
 }
 
 } /* namespace r35a */
@@ -465,6 +490,12 @@ R35A_DEV void encoder_tail_kernel(const r35a_encoder_args &a) {
     R35A_KERNEL R35A_KERNEL_BOUNDS(32 * (NW), R35A_FRAG_ENC_WAVES(WAVES)) void name(r35a_encoder_args a) { \
         r35a::encoder_tail_kernel<r35a::dtype##_t, D, (rows) / 16, KB, NW, WAVES>(a);                     \
     }
+/* The paged sibling (<variant>_paged) of a workgroup-wide variant: its tiling, prefill_args.h's argument. */
+#define R35A_ENCODER_PAGED(arch, name, variant, dtype, D, rows, KB, NW, WAVES)                             \
+    R35A_ENCODER_LDS_SYMBOL(name, dtype, D, rows, KB, NW, WAVES, 0, 1)                                    \
+    R35A_KERNEL R35A_KERNEL_BOUNDS(32 * (NW), R35A_FRAG_ENC_WAVES(WAVES)) void name(r35a_prefill_args a) { \
+        r35a::encoder_paged_kernel<r35a::dtype##_t, D, (rows) / 16, KB, NW, WAVES>(a);                    \
+    }
 /* R35A_ENCODER_VARIANT_LIST names a list of R35A_ENCODER_VARIANT(...) / R35A_ENCODER_TAIL(...) lines to
  * instantiate instead of variants/variants.def: a compile unit's (tools/gen_variants.py --units), or
  * a tuner's candidates. */
@@ -475,4 +506,5 @@ R35A_DEV void encoder_tail_kernel(const r35a_encoder_args &a) {
 #endif
 #undef R35A_ENCODER_VARIANT
 #undef R35A_ENCODER_TAIL
+#undef R35A_ENCODER_PAGED
 #undef R35A_ENCODER_LDS_SYMBOL

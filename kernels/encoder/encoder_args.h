@@ -19,7 +19,8 @@
  *            head), its own K/V stream, no workgroup barrier), NW groups per workgroup; the planner
  *            prefers it when max_seqlen <= maxlen (segments of a few dozen tokens)
  * The head count is a run-time value: one kernel per (dtype, D, tiling) serves every Hq.
- * A workgroup-wide variant (maxlen 0) also has a tail kernel, <name>_tail (see "Tail split" below).
+ * A workgroup-wide variant (maxlen 0) also has a tail kernel, <name>_tail (see "Tail split" below), and
+ * a paged sibling, <name>_paged (prefill over the paged KV cache: prefill_args.h).
  *
  * Launch (one per call, all segments; graph-capture safe: only host-known values), with
  * R = rows per group (rows * group waves), nrb = ceil(max_seqlen / R) row blocks per segment and

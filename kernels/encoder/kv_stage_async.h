@@ -70,6 +70,42 @@ R35A_DEV void copy_rows_async(u16 *tile, int ld, const char *src, u32 stride, in
     }
 }
 
+/* The same slots for rows whose addresses a K/V source block gives (kv_source.h, a paged block: row
+ * r in 16-key sub-tile r / 16 at rows.k_row / v_row, which reads the sub-tile's table entry); rows >=
+ * nvalid are not read and land as zeros. The passes are not unrolled: one row's address at a time is
+ * live beside the products' registers (unrolled, the D = 128 kernels spilled 8-20 bytes). */
+template <int ROWS, int UPR, int GT, bool V, class B>
+R35A_DEV void copy_rows_async_at(u16 *tile, int ld, const B &rows, int nvalid, int gtid) {
+    constexpr int SPR = UPR <= 32 ? pow2_at_least<UPR>::value : (UPR + 31) / 32 * 32;
+    constexpr int RS = SPR <= GT ? GT / SPR : 1;
+    constexpr int UPT = SPR <= GT ? 1 : SPR / GT;
+    constexpr int PASSES = (ROWS + RS - 1) / RS;
+    const int r0 = SPR <= GT ? gtid / SPR : 0;
+    const int u0 = SPR <= GT ? gtid % SPR : gtid;
+    u16 *const dst0 = tile + r0 * ld;
+#pragma unroll
+    for (int k = 0; k < UPT; ++k) {
+        const int u = u0 + k * GT;
+        if (UPR % SPR != 0 && u >= UPR)
+            continue;
+#pragma unroll 1
+        for (int p = 0; p < PASSES; ++p) {
+            const int pr = p * RS;
+            if (ROWS % RS != 0 && r0 + pr >= ROWS)
+                continue;
+            const bool fill = r0 + pr < nvalid;       /* rows past nvalid: row 0 stands in, zeros land */
+            const int row = fill ? r0 + pr : 0;
+            /* the row's 16-key sub-tile: pr / 16 (constant once unrolled), or, where a pass's RS rows
+             * can cross a sub-tile boundary (RS not a divisor of 16; r0 < RS), the next one */
+            constexpr bool CROSS = !(RS <= 16 && 16 % RS == 0);
+            const int jc = pr / 16;
+            const bool next = CROSS && fill && r0 + pr % 16 >= 16;
+            const char *const sp = V ? rows.v_row(jc, next, row, 16u * u) : rows.k_row(jc, next, row, 16u * u);
+            async_copy_16(dst0 + pr * ld + 8 * u, sp, fill);
+        }
+    }
+}
+
 struct kv_stage_async {
     /* K/V rows land as they are in memory: V rows [key][d] */
     static constexpr bool ASYNC = true;
@@ -100,13 +136,13 @@ struct kv_stage_async {
     template <class C>
     struct carry {};
 
-    template <class C>
+    /* S: the K/V source (kv_source.h), which gives each key row's address */
+    template <class C, class S>
     struct stage {
         static constexpr int KB = C::KEYS_PER_BLOCK, KLD = C::KLD, D8 = C::D8, GT = C::GT;
-        const r35a_encoder_args &a;
+        S &src;
         u16 *const &lds;
-        const char *const &kg, *const &vg;
-        const int &len, &gtid;
+        const int &gtid;
         const tiles<C> &lt;
         carry<C> &kv;
 
@@ -114,10 +150,14 @@ struct kv_stage_async {
         /* block blk into stage st */
         R35A_ENC_FN void issue(int blk, int st) {
             const int key0 = blk * KB;
-            copy_rows_async<KB, D8, GT>(lt.kstage(st), KLD, kg + 2 * (i64)key0 * a.k_token_stride,
-                                        (u32)(2 * a.k_token_stride), len - key0, gtid);
-            copy_rows_async<KB, D8, GT>(lt.vstage(st), KLD, vg + 2 * (i64)key0 * a.v_token_stride,
-                                        (u32)(2 * a.v_token_stride), len - key0, gtid);
+            const typename S::template block<C> rows = src.template at<C>(key0);
+            if constexpr (S::template block<C>::CONTIGUOUS) {   /* rows a stride apart: one multiply-add each */
+                copy_rows_async<KB, D8, GT>(lt.kstage(st), KLD, rows.k_base, rows.k_stride(), src.klen - key0, gtid);
+                copy_rows_async<KB, D8, GT>(lt.vstage(st), KLD, rows.v_base, rows.v_stride(), src.klen - key0, gtid);
+            } else {
+                copy_rows_async_at<KB, D8, GT, false>(lt.kstage(st), KLD, rows, src.klen - key0, gtid);
+                copy_rows_async_at<KB, D8, GT, true>(lt.vstage(st), KLD, rows, src.klen - key0, gtid);
+            }
         }
 
         R35A_MEMBER void before_q() {

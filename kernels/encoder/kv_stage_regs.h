@@ -56,14 +56,14 @@ struct kv_stage_regs {
         }
     };
 
-    template <class C>
+    /* S: the K/V source (kv_source.h), which gives each key row's address */
+    template <class C, class S>
     struct stage {
         static constexpr int KB = C::KEYS_PER_BLOCK, KLD = C::KLD, VLD = C::VLD, D8 = C::D8, GT = C::GT;
         static constexpr int KPT = C::K_PER_THREAD, VPT = C::V_PER_THREAD;
-        const r35a_encoder_args &a;
+        S &src;
         u16 *const &lds;
-        const char *const &kg, *const &vg;
-        const int &len, &gtid;
+        const int &gtid;
         const tiles<C> &lt;
         carry<C> &kv;
 
@@ -103,17 +103,15 @@ struct kv_stage_regs {
         R35A_ENC_FN void load(int blk, carry<C> &r, int parts) {
             const u32x4 zero4 = {0u, 0u, 0u, 0u};
             const int key0 = blk * KB;
-            const char *const kb = kg + 2 * (i64)key0 * a.k_token_stride;
-            const char *const vb = vg + 2 * (i64)key0 * a.v_token_stride;
-            const int nk = len - key0;                             /* keys left; >= KB: a full block */
+            const typename S::template block<C> rows = src.template at<C>(key0);
+            const int nk = src.klen - key0;                        /* keys left; >= KB: a full block */
             const bool full = nk >= KB;
 #pragma unroll
             for (int i = 0; i < KPT; ++i) {
                 int key, d8;
                 const bool in = k_chunk(i, key, d8);
                 if ((parts & 1) && in) {
-                    const u32 off = (u32)(2 * key * a.k_token_stride) + 16u * d8;
-                    r.k[i] = full || key < nk ? load_b128(kb + off) : zero4;
+                    r.k[i] = full || key < nk ? load_b128(rows.k_at(key, 16u * d8)) : zero4;
                 }
             }
 #pragma unroll
@@ -124,8 +122,7 @@ struct kv_stage_regs {
 #pragma unroll
                     for (int hi = 0; hi < 2; ++hi) {
                         const int key = v_key_of(kp, hi);
-                        const u32 off = (u32)(2 * key * a.v_token_stride) + 16u * d8;
-                        r.v[i][hi] = full || key < nk ? load_b128(vb + off) : zero4;
+                        r.v[i][hi] = full || key < nk ? load_b128(rows.v_at(key, 16u * d8)) : zero4;
                     }
                 }
             }

@@ -71,6 +71,8 @@ typedef struct fuzz_case {
     int32_t loose_t0, loose_m, loose_g, loose_e;
     bool decode_served;          /* the plan's first launch is a decode variant */
     bool encoder_causal_served;  /* a causal varlen call the encoder kernel serves */
+    bool prefill_served;         /* a paged call whose plan names an encoder paged sibling (prefill: M > 8,
+                                    every M when it runs alone) */
     bool report_by_call;         /* GPU: learn about the record from the next plan call, not check_device */
 } fuzz_case;
 
@@ -112,7 +114,8 @@ static double draw_paged(fuzz_case *c, tu_rng *rng)
         int32_t M = 0;
         if (L > 0) {
             const double m = tu_unit(rng);
-            M = m < 0.5 ? 1 : m < 0.85 ? tu_range(rng, 2, 8) : tu_range(rng, 9, 24);
+            /* M > 8: a mixed batch's or a prefill's rows (the prefill kernels where they serve the call) */
+            M = m < 0.5 ? 1 : m < 0.85 ? tu_range(rng, 2, 8) : m < 0.97 ? tu_range(rng, 9, 24) : tu_range(rng, 25, 160);
             M = M > L ? L : M;
         }
         paged_spec_add_seq(s, L, M);
@@ -640,8 +643,10 @@ static void check_output(const fuzz_case *c, const uint8_t *out, const uint8_t *
                 }
                 if (!isfinite(r[e]) || !isfinite(x)) {
                     const int32_t group = hq / (c->paged ? c->ps.num_kv_heads : c->vs.num_kv_heads);
+                    /* the kernels whose rows share P.V products on tiles where some rows see a key and
+                     * others do not (rdna35attn.h "Non-finite") */
                     const bool shared_tiles = (c->decode_served && c->loose_m <= 8 /* R35A_DECODE_MAX_QUERY_LEN */) ||
-                                              c->encoder_causal_served;
+                                              c->encoder_causal_served || c->prefill_served;
                     const bool loose = shared_tiles && e == c->loose_e && t >= c->loose_t0 &&
                                        t < c->loose_t0 + c->loose_m && h / group == c->loose_g;
                     if (isfinite(r[e]) != isfinite(x) && !(loose && !isfinite(x))) {
@@ -981,6 +986,7 @@ bool fuzz_run_case(r35a_context *ctx, const fuzz_env *env, int index, fuzz_total
         r35a_plan_get_info(plan, &info);
         c.decode_served = strncmp(info.implementation, "decode_", 7) == 0;
         c.encoder_causal_served = !c.paged && c.vs.causal && strncmp(info.implementation, "encoder_", 8) == 0;
+        c.prefill_served = c.paged && strstr(info.implementation, "encoder_") != NULL;
         b.ws = info.workspace_bytes ? e->mem->alloc(e->mem->user, info.workspace_bytes) : NULL;
         t0 = now_seconds();
         run_st = c.paged ? r35a_paged_attention_run(ctx, plan, &pa, b.ws, info.workspace_bytes, e->mem->stream)

@@ -24,13 +24,15 @@
  *   encoder    every encoder variant: mixed segment lengths, fused qkv with an empty segment, long
  *              segments over several row and key blocks; a second workgroup-wide tiling of a head
  *              size (planned where it fills the SMs' workgroup slots better) on a grid found for it
+ *   prefill    the encoder variants' paged siblings: causal chunks over the paged cache, alone (one
+ *              sequence) and beside the decode launch in mixed batches
  *   graph      a decode call captured in a CUDA graph; seq_lens, block table, Q (and K/V) then
  *              change on the device and the replays must follow
  *
  * Exit status: 0 all passed, 1 a failure, 77 skipped (no CUDA GPU, or a library without cubins
  * for it): ctest reports 77 as "skipped".
  * Options: --quick (fewer cases: the sanitizer runs), --fragments native|gfx11emu|both,
- *          --only decode|generic|features|encoder|graph (features: the sinks / 8-bit KV cases).
+ *          --only decode|generic|features|encoder|prefill|graph (features: the sinks / 8-bit KV cases).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "cuda_dl.h"
@@ -744,6 +746,75 @@ static r35a_context *make_context(const char *fragments, char *arch, size_t arch
     return ctx;
 }
 
+/* ---- prefill: the encoder variants' paged siblings ---- */
+
+/* Whether the arch has a 16-bit decode variant of (dtype, head): a mixed batch then runs decode beside
+ * the paged sibling, else the sibling serves every sequence. */
+static bool has_decode_variant(const char *arch, r35a_dtype dtype, int head)
+{
+    for (size_t i = 0; i < gc_num_decode; ++i)
+        if (strcmp(gc_decode[i].arch, arch) == 0 && gc_decode[i].dtype == dtype && gc_decode[i].head == head &&
+            gc_decode[i].kv == 0)
+            return true;
+    return false;
+}
+
+/* Per (dtype, head size) with a workgroup-wide encoder variant: its paged sibling (prefill_args.h) on
+ * causal chunks over the paged cache, as test_emulator runs them on gfx1151: one sequence (the sibling
+ * alone) with chunk lengths 9, 16, 64, 77, 150, prefixes 0 .. 300, pages of 16, 48 and 272 keys, GQA 4:1
+ * and 1:1; a batch with short rows (the decode launch beside it where a decode variant of the head size
+ * exists), an empty sequence, M = L, padded Q / O and NHD strides; a long chunk (1000 rows after a
+ * 500-key prefix). Expectations by prefix: the planner picks the tiling (a second workgroup-wide
+ * tiling where it fills the SMs better). */
+static void prefill_cases(r35a_context *ctx, const char *arch)
+{
+    int pi = 0;
+    for (size_t i = 0; i < gc_num_encoder; ++i) {
+        const gc_encoder_variant *e = &gc_encoder[i];
+        if (strcmp(e->arch, arch) != 0 || e->maxlen != 0)
+            continue;
+        bool seen = false;   /* one set of cases per (dtype, head): the planner picks among its tilings */
+        for (size_t j = 0; j < i; ++j)
+            seen |= strcmp(gc_encoder[j].arch, arch) == 0 && gc_encoder[j].maxlen == 0 &&
+                    gc_encoder[j].dtype == e->dtype && gc_encoder[j].head == e->head;
+        if (seen || (g_quick && (e->dtype != R35A_DTYPE_BF16 || (e->head != 64 && e->head != 128))))
+            continue;
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "encoder_%s_d%d_", e->dtype == R35A_DTYPE_BF16 ? "bf16" : "f16", e->head);
+        static const int pages[3] = {16, 48, 272};
+        static const int ms[5] = {77, 9, 16, 64, 150}, prefixes[5] = {0, 150, 35, 300, 20};
+        paged_spec s;
+        gc.ctx = ctx;
+        for (int c = 0; c < 5; ++c) {
+            const bool gqa = (pi + c) % 2 == 0;
+            paged_spec_init(&s, e->dtype, gqa ? 8 : 2, gqa ? 2 : 2, e->head, pages[(pi + c) % 3]);
+            paged_spec_add_seq(&s, prefixes[c] + ms[c], ms[c]);
+            s.shuffle_pages = true;
+            s.garbage_unreached = true;
+            gc_run_paged(&s, "prefill_chunk", 5 * pi + c, &(gc_case_opts){.expect = prefix});
+        }
+        paged_spec_init(&s, e->dtype, pi % 2 ? 4 : 2, pi % 2 ? 1 : 2, e->head, pages[(pi + 1) % 3]);
+        paged_spec_add_seq(&s, 121, 1);
+        paged_spec_add_seq(&s, 100 + 64, 64);
+        paged_spec_add_seq(&s, 0, 0);
+        paged_spec_add_seq(&s, 16, 16);
+        paged_spec_add_seq(&s, 45, 9);
+        paged_spec_add_seq(&s, 7, 3);
+        s.shuffle_pages = true;
+        s.q_token_pad = 8;
+        s.o_token_pad = 16;
+        s.k_layout.nhd = s.v_layout.nhd = pi % 3 == 1;
+        const bool decode_too = has_decode_variant(arch, e->dtype, e->head);
+        gc_run_paged(&s, "prefill_batch", pi, &(gc_case_opts){.expect = decode_too ? "decode_" : prefix,
+                                                              .expect_last = prefix});
+        paged_spec_init(&s, e->dtype, 8, 1, e->head, 16);
+        paged_spec_add_seq(&s, 1500, 1000);
+        s.shuffle_pages = true;
+        gc_run_paged(&s, "prefill_long", pi, &(gc_case_opts){.expect = prefix});
+        ++pi;
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *fragments = "both", *only = NULL;
@@ -755,7 +826,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
             only = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--quick] [--fragments native|gfx11emu|both] [--only decode|generic|features|encoder|graph]\n",
+            fprintf(stderr, "usage: %s [--quick] [--fragments native|gfx11emu|both] [--only decode|generic|features|encoder|prefill|graph]\n",
                     argv[0]);
             return 2;
         }
@@ -795,6 +866,8 @@ int main(int argc, char **argv)
             model_feature_cases(ctx);
         if (!only || strcmp(only, "encoder") == 0)
             encoder_cases(ctx, arch);
+        if (!only || strcmp(only, "prefill") == 0)
+            prefill_cases(ctx, arch);
         if (!only || strcmp(only, "graph") == 0) {
             graph_case(ctx, arch, 0);
             graph_case(ctx, arch, 1);

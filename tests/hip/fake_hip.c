@@ -28,6 +28,7 @@
 #endif
 
 #include "encoder/encoder_args.h"
+#include "encoder/prefill_args.h"
 #include "decode/decode_args.h"
 #include "generic/generic_args.h"
 
@@ -211,7 +212,7 @@ EXPORT int hipModuleGetFunction(void **function, void *module, const char *name)
 
 #ifndef FAKE_HIP_EMULATOR
 /* Size of the one by-value argument struct of a kernel, from its name (decode_args.h, generic_args.h,
- * encoder_args.h). */
+ * encoder_args.h, prefill_args.h). */
 static size_t args_size_of(const char *kernel)
 {
     if (strncmp(kernel, "decode_", 7) == 0)
@@ -220,6 +221,9 @@ static size_t args_size_of(const char *kernel)
         return sizeof(r35a_generic_paged_args);
     if (strncmp(kernel, "generic_varlen_", 15) == 0)
         return sizeof(r35a_generic_varlen_args);
+    const size_t n = strlen(kernel);
+    if (strncmp(kernel, "encoder_", 8) == 0 && n > 6 && strcmp(kernel + n - 6, "_paged") == 0)
+        return sizeof(r35a_prefill_args);   /* an encoder variant's paged sibling (prefill_args.h) */
     if (strncmp(kernel, "encoder_", 8) == 0)
         return sizeof(r35a_encoder_args);
     return 0;

@@ -63,6 +63,7 @@
 #include "test_util.h"
 
 #include "encoder/encoder_args.h"
+#include "encoder/prefill_args.h"
 #include "decode/decode_args.h"
 #include "generic/generic_args.h"
 
@@ -384,6 +385,34 @@ static bool check_encoder_plan(const char *label, const r35a_plan_info *info, co
                              r35a_encoder_block_threads(v->nw));
 }
 
+/* An encoder variant's paged sibling ("encoder_..._paged", prefill_args.h): its grid from num_seqs,
+ * max_query_len and Hq, no workspace. */
+static bool check_prefill_plan(const char *label, const r35a_plan_info *info, const r35a_paged_attention_desc *d)
+{
+    char base[128];
+    const char *impl = info->implementation;
+    const size_t n = strlen(impl);
+    const gc_encoder_variant *v = NULL;
+    if (n > 6 && n - 6 < sizeof base && strcmp(impl + n - 6, "_paged") == 0) {
+        memcpy(base, impl, n - 6);
+        base[n - 6] = '\0';
+        v = gc_encoder_named(base);
+    }
+    if (!v || v->maxlen != 0) {
+        printf("FAIL %s: plan names %s, not the paged sibling of a workgroup-wide encoder variant\n", label, impl);
+        return false;
+    }
+    uint32_t grid[3];
+    r35a_prefill_grid(d->num_seqs, d->max_query_len, d->num_q_heads, v->rows * v->nw, grid);
+    bool ok = same_launch_shape(label, "prefill plan", info->grid, grid, info->block[0], r35a_encoder_block_threads(v->nw));
+    if (info->num_splits != 1 || info->workspace_bytes != 0) {
+        printf("FAIL %s: a prefill plan with %d splits and %zu workspace bytes\n", label, info->num_splits,
+               info->workspace_bytes);
+        ok = false;
+    }
+    return ok;
+}
+
 /* ---- what the library launched ---- */
 
 /* The recorded calls must be `order` ("M" memset, "L" launch: the library issues no memset) with
@@ -441,7 +470,8 @@ static int g_reported_cus; /* what the stand-in reports for the context under te
 
 /* The records a paged run must leave, from its plan and the case: a decode plan launches its
  * variant, then its split merge (decode_merge_<dtype>, exactly when it has more than one split),
- * then the generic kernel of a mixed batch (implementation "decode_...[+decode_merge_...][+generic_...]");
+ * then the generic kernel or the encoder's paged sibling of a mixed batch (implementation
+ * "decode_...[+decode_merge_...][+generic_... | +encoder_..._paged]"); a prefill plan is one launch;
  * merge_grid gets the split merge's grid by decode_args.h's formula. */
 static void expected_paged_records(const r35a_plan_info *info, const r35a_paged_attention_desc *d, bool fallback,
                                    char order[8], const char *kernels[3], char fallback_name[64],
@@ -472,7 +502,9 @@ static void expected_paged_records(const r35a_plan_info *info, const r35a_paged_
     }
     /* the decode plan's launches: the variant, its merge with splits, the generic kernel last */
     static char expected[3][128];
-    const bool merge = info->num_splits > 1, generic = strncmp(names[nn - 1], "generic_", 8) == 0;
+    /* the launch of a mixed batch's longer sequences: the generic kernel or an encoder paged sibling */
+    const bool merge = info->num_splits > 1,
+               generic = nn > 1 && (strncmp(names[nn - 1], "generic_", 8) == 0 || strncmp(names[nn - 1], "encoder_", 8) == 0);
     snprintf(expected[0], sizeof expected[0], "%s", names[0]);
     snprintf(expected[1], sizeof expected[1], "%s", d->dtype == R35A_DTYPE_BF16 ? "decode_merge_bf16" : "decode_merge_f16");
     snprintf(expected[2], sizeof expected[2], "%s", generic ? names[nn - 1] : "");
@@ -540,6 +572,8 @@ static bool emu_check_plan(gc_case *c)
         return strncmp(info->implementation, "decode_", 7) == 0
                    ? check_decode_plan(c->label, info, d) &&
                          check_decode_implementation(c->label, info, d, d->max_query_len > R35A_DECODE_MAX_QUERY_LEN)
+               : strncmp(info->implementation, "encoder_", 8) == 0
+                   ? check_prefill_plan(c->label, info, d)
                    : check_generic_plan(c->label, info, d->num_tokens, d->num_q_heads);
     }
     const r35a_varlen_attention_desc *d = &c->varlen->desc;
@@ -1146,6 +1180,199 @@ static void encoder_cases(void)
     }
 }
 
+/* ---- prefill: the encoder variants' paged siblings ---- */
+
+/* A block-table entry outside the cache in a page a chunk reaches (prefill_args.h): the sibling never
+ * dereferences it (the emulator's bounds checks), the rows that reach it are NaN (the others of its
+ * sequence NaN or right), the other sequence's rows are right, nothing outside the output rows is
+ * written, and the context reports R35A_ERR_INVALID_DATA naming block_table and the sequence. */
+static void prefill_bad_page_case(const gc_encoder_variant *e, const char *paged_name, int index)
+{
+    const char *group = "prefill_bad_page";
+    if (!gc_case_in_pass() || !tu_case_selected(group, index))
+        return;
+    char label[160];
+    snprintf(label, sizeof label, "%s/%s:%d", gc.prefix, group, index);
+    paged_spec s;
+    paged_spec_init(&s, e->dtype, 2, 1, e->head, 16);
+    paged_spec_add_seq(&s, 40, 10);
+    paged_spec_add_seq(&s, 200, 150);   /* rows i >= 30 (positions >= 80) reach keys 80..95, page entry 5 */
+    const int32_t bad_entry = 5, bad_first_pos = 80;
+    tu_rng rng;
+    tu_rng_init(&rng, tu_case_seed(group, index));
+    paged_problem p;
+    bool ok = paged_problem_init(&p, &s, &rng) == 0;
+    if (!ok) {
+        printf("FAIL %s: the harness could not build the problem\n", label);
+        gc_record(group, false, 0.0);
+        return;
+    }
+    r35a_plan *plan = NULL;
+    r35a_plan_info info = {.struct_size = sizeof info};
+    if (r35a_paged_attention_plan(gc.ctx, &p.desc, &plan) != R35A_OK || r35a_plan_get_info(plan, &info) != R35A_OK) {
+        printf("FAIL %s: plan: %s\n", label, r35a_last_error_detail());
+        ok = false;
+    }
+    const char *last = ok ? strrchr(info.implementation, '+') : NULL;
+    if (ok && strcmp(last ? last + 1 : info.implementation, paged_name) != 0) {
+        printf("FAIL %s: the plan is %s, the case is for %s\n", label, info.implementation, paged_name);
+        ok = false;
+    }
+    if (ok && gc_budget_skips(info.implementation)) {
+        r35a_plan_destroy(plan);
+        paged_problem_free(&p);
+        return;
+    }
+    if (ok) {
+        const tu_mem *m = gc.mem;
+        p.block_table[(size_t)p.bt_stride + (size_t)bad_entry] = p.desc.num_pages + 7;
+        tu_poison(p.out_alloc, p.out_alloc_bytes);
+        const int errors_before = hip.emulator_errors();
+        hip.reset_records();
+        void *dq = m->upload(m->user, p.q, p.q_bytes), *dk = m->upload(m->user, p.k, p.k_bytes);
+        void *dv = m->upload(m->user, p.v, p.v_bytes), *dout = m->upload(m->user, p.out_alloc, p.out_alloc_bytes);
+        void *dsl = m->upload(m->user, p.seq_lens, sizeof(int32_t) * (size_t)s.num_seqs);
+        void *dqsl = m->upload(m->user, p.query_start_loc, sizeof(int32_t) * ((size_t)s.num_seqs + 1));
+        void *dbt = m->upload(m->user, p.block_table, sizeof(int32_t) * p.bt_entries);
+        void *ws = info.workspace_bytes ? m->alloc(m->user, info.workspace_bytes) : NULL;
+        r35a_paged_attention_args a = {.struct_size = sizeof a, .q = dq, .k_cache = dk, .v_cache = dv,
+                                       .out = (uint8_t *)dout + p.out_guard_bytes, .seq_lens = dsl,
+                                       .query_start_loc = dqsl, .block_table = dbt};
+        if (r35a_paged_attention_run(gc.ctx, plan, &a, ws, info.workspace_bytes, m->stream) != R35A_OK ||
+            m->sync(m->user, m->stream) != 0) {
+            printf("FAIL %s: run: %s\n", label, r35a_last_error_detail());
+            ok = false;
+        }
+        m->download(m->user, p.out_alloc, dout, p.out_alloc_bytes);
+        for (int i = 0; i < hip.num_launches(); ++i)
+            gc_note_executed(hip.launch(i)->kernel);
+        m->release(m->user, dq, p.q);
+        m->release(m->user, dk, p.k);
+        m->release(m->user, dv, p.v);
+        m->release(m->user, dout, p.out_alloc);
+        m->release(m->user, dsl, p.seq_lens);
+        m->release(m->user, dqsl, p.query_start_loc);
+        m->release(m->user, dbt, p.block_table);
+        if (ws)
+            m->release(m->user, ws, NULL);
+        if (hip.emulator_errors() != errors_before) {
+            printf("FAIL %s: %d emulator errors (last: %s)\n", label, hip.emulator_errors() - errors_before,
+                   hip.emulator_last_error());
+            ok = false;
+        }
+        /* the rows */
+        const r35a_dtype dt = s.dtype;
+        const size_t es = tu_dtype_size(dt), guard = p.out_guard_bytes / es;
+        const double tol = tu_tolerance(dt) * (p.ref_max > 1e-6 ? p.ref_max : 1e-6);
+        int bad_rows = 0;
+        for (int32_t q = 0; q < s.num_seqs; ++q)
+            for (int32_t i = 0; i < s.q_len[q]; ++i) {
+                const int32_t t = p.query_start_loc[q] + i, pos = s.seq_len[q] - s.q_len[q] + i;
+                for (int32_t h = 0; h < s.num_q_heads; ++h) {
+                    const size_t base = guard + (size_t)(t * p.desc.o_token_stride + h * p.desc.o_head_stride);
+                    const double *ref = p.ref + ((size_t)t * (size_t)s.num_q_heads + (size_t)h) * (size_t)s.head_size;
+                    bool all_nan = true, all_right = true;
+                    for (int32_t el = 0; el < s.head_size; ++el) {
+                        const double x = tu_load(dt, p.out_alloc, base + (size_t)el);
+                        const bool poison = tu_elem_is_poison(dt, p.out_alloc, base + (size_t)el);
+                        all_nan = all_nan && !poison && isnan(x);
+                        all_right = all_right && !poison && isfinite(x) && fabs(x - ref[el]) <= tol;
+                    }
+                    const bool want_nan = q == 1 && pos >= bad_first_pos;
+                    const bool row_ok = want_nan ? all_nan : q == 1 ? all_nan || all_right : all_right;
+                    if (!row_ok && bad_rows++ < 4)
+                        printf("FAIL %s: row (token %d, head %d) of sequence %d is %s\n", label, (int)t, (int)h,
+                               (int)q, want_nan ? "not all NaN" : "wrong");
+                }
+            }
+        for (size_t b = 0; b < p.out_alloc_bytes; ++b)
+            if (!p.out_mask[b] && p.out_alloc[b] != TU_POISON_BYTE) {
+                printf("FAIL %s: output byte %zu outside the rows was written\n", label, b);
+                ++bad_rows;
+                break;
+            }
+        ok = ok && bad_rows == 0;
+        const r35a_status st = r35a_context_check_device(gc.ctx);
+        if (st != R35A_ERR_INVALID_DATA ||
+            !strstr(r35a_last_error_detail(), "paged_attention_args.block_table: sequence 1 ")) {
+            printf("FAIL %s: the context reports %s (%s), not the bad page of sequence 1\n", label,
+                   r35a_status_string(st), r35a_last_error_detail());
+            ok = false;
+        }
+        (void)r35a_context_check_device(gc.ctx);   /* cleared */
+    }
+    if (!ok)
+        printf("  replay: R35A_TEST_SEED=0x%016llx R35A_TEST_CASE=%s:%d\n", (unsigned long long)tu_seed(), group, index);
+    else if (tu_verbose())
+        printf("  ok %s [%s]: NaN rows, INVALID_DATA\n", label, info.implementation);
+    gc_record(group, ok, 0.0);
+    r35a_plan_destroy(plan);
+    paged_problem_free(&p);
+}
+
+/* Per workgroup-wide encoder variant, its paged sibling (prefill_args.h): causal chunks over the
+ * paged cache with chunk lengths that are not multiples of the tile (9, 16, 64, 77, 150: one and two
+ * row blocks), prefixes 0 and > 0 (L > M), pages of 16, 48 and 272 keys (a 32-key block spans two
+ * 16-key pages; 48 and 272 put page ends inside blocks), GQA 4:1 and 1:1; a batch with short rows
+ * (M <= 8: the decode launch where a decode variant of the head size exists, else the sibling serves
+ * them too), an empty sequence, M = L, padded Q / O and NHD strides; pages beyond 2^32 elements and a
+ * misaligned K (the portable kernel serves the run) once per dtype; a bad page index for a few. */
+static void prefill_cases(void)
+{
+    int pi = 0;
+    for (size_t i = 0; i < gc_num_encoder; ++i) {
+        const gc_encoder_variant *e = &gc_encoder[i];
+        if (strcmp(e->arch, ARCH) != 0 || e->maxlen != 0)
+            continue;
+        gc_begin_variant();
+        char paged_name[160];
+        snprintf(paged_name, sizeof paged_name, "%s_paged", e->name);
+        static const int pages[3] = {16, 48, 272};
+        static const int ms[5] = {77, 9, 16, 64, 150}, prefixes[5] = {0, 150, 35, 300, 20};
+        const int page = pages[pi % 3], m = ms[pi % 5], prefix = prefixes[pi % 5];
+        const bool gqa = pi % 2 == 0;
+        paged_spec s;
+        /* one sequence: the sibling alone */
+        paged_spec_init(&s, e->dtype, gqa ? 4 : 2, gqa ? 1 : 2, e->head, page);
+        paged_spec_add_seq(&s, prefix + m, m);
+        s.shuffle_pages = true;
+        s.garbage_unreached = true;
+        gc_run_paged(&s, "prefill_chunk", pi, &(gc_case_opts){.expect = paged_name});
+        /* a batch: decode rows beside the chunks (D 64 and 128 have decode variants) */
+        const bool decode_too = e->head == 64 || e->head == 128;
+        paged_spec_init(&s, e->dtype, gqa ? 2 : 4, gqa ? 2 : 1, e->head, pages[(pi + 1) % 3]);
+        paged_spec_add_seq(&s, 121, 1);
+        paged_spec_add_seq(&s, 100 + 64, 64);
+        paged_spec_add_seq(&s, 0, 0);
+        paged_spec_add_seq(&s, 16, 16);
+        paged_spec_add_seq(&s, 45, 9);
+        paged_spec_add_seq(&s, 7, 3);
+        s.shuffle_pages = true;
+        s.q_token_pad = 8;
+        s.o_token_pad = 16;
+        s.k_layout.nhd = s.v_layout.nhd = pi % 3 == 1;
+        gc_run_paged(&s, "prefill_batch", pi, &(gc_case_opts){.expect = decode_too ? "decode_" : paged_name,
+                                                              .expect_last = paged_name});
+        /* pages beyond 2^32 elements of K and V: 64-bit page offsets */
+        if (e->head == 128) {
+            paged_spec_init(&s, e->dtype, 2, 1, e->head, 544);
+            paged_spec_add_seq(&s, 700, 40);
+            s.shuffle_pages = true;
+            gc_run_paged(&s, "prefill_big_offsets", pi, &(gc_case_opts){.expect = paged_name, .big_offsets = true});
+        }
+        /* a page index outside the cache */
+        if (pi % 4 == 1)
+            prefill_bad_page_case(e, paged_name, pi);
+        /* K 2 bytes off a 16-byte boundary: the portable kernel runs instead */
+        if (e->head == 64) {
+            paged_spec_init(&s, e->dtype, 2, 2, e->head, 16);
+            paged_spec_add_seq(&s, 40, 20);
+            gc_run_paged(&s, "prefill_misaligned", pi, &(gc_case_opts){.expect = paged_name, .misalign_k = true});
+        }
+        ++pi;
+    }
+}
+
 /* ---- main ---- */
 
 /* Where the stand-in, the emulator and its cache are: the build's paths (CMake) unless the
@@ -1230,6 +1457,15 @@ static int check_coverage(const char *only)
             printf("FAIL: encoder variant %s was never executed\n", gc_encoder[i].name);
             ++missing;
         }
+    for (size_t i = 0; i < gc_num_encoder; ++i) {
+        char paged[160];
+        snprintf(paged, sizeof paged, "%s_paged", gc_encoder[i].name);
+        if (family_selected(only, "encoder") && strcmp(gc_encoder[i].arch, ARCH) == 0 && gc_encoder[i].maxlen == 0 &&
+            !gc_was_executed(paged)) {
+            printf("FAIL: encoder paged sibling %s was never executed\n", paged);
+            ++missing;
+        }
+    }
     return missing;
 }
 
@@ -1285,8 +1521,10 @@ int main(int argc, char **argv)
             kv8_codes_cases(false);
         }
         if (c == 0 && family_selected(only, "encoder"))
-            for (gc.pass = 0; gc.pass < 2; ++gc.pass)
+            for (gc.pass = 0; gc.pass < 2; ++gc.pass) {
                 encoder_cases();
+                prefill_cases();
+            }
         gc.pass = -1;
         r35a_context_destroy(gc.ctx);
         gc.ctx = NULL;

@@ -22,6 +22,7 @@
 
 #include "fake_hip.h"
 #include "encoder/encoder_args.h"
+#include "encoder/prefill_args.h"
 #include "decode/decode_args.h"
 #include "common/device_error.h"
 #include "generic/generic_args.h"
@@ -481,11 +482,12 @@ static void test_gpu_fallbacks(void **state)
     expect_generic(ctx, &mixed_page8, "generic_paged_f16_dmax256",
                    "decode: max_query_len 12 > 8 (prefill or mixed batch), page_size 8 is not a multiple of 16");
 
-    /* One sequence of 100 query tokens: a prefill, no decode launch. */
+    /* One sequence of 100 query tokens with softcap: a prefill the prefill kernels decline. */
     r35a_paged_attention_desc prefill;
     r35a_paged_attention_desc_init(&prefill, R35A_DTYPE_F16, 1, 100, 100, 4096, 32, 8, 128, 16, 256);
+    prefill.logit_softcap = 20.0f;
     expect_generic(ctx, &prefill, "generic_paged_f16_dmax256",
-                   "decode: max_query_len 100 > 8 (one sequence of 100 query tokens: prefill)");
+                   "decode: one sequence of 100 query tokens (a prefill): logit softcap (prefill)");
 
     r35a_paged_attention_desc d1024;
     r35a_paged_attention_desc_init(&d1024, R35A_DTYPE_BF16, 1, 1, 1, 64, 4, 4, 1024, 16, 4);
@@ -523,20 +525,80 @@ static void test_gpu_fallbacks(void **state)
     r35a_context_destroy(ctx);
 }
 
+/* One sequence of 100 query tokens: a prefill, the encoder's paged sibling alone (no decode launch),
+ * min_query_len 0; the generic kernel when a run's pointers miss its alignment. */
+static void test_gpu_prefill(void **state)
+{
+    (void)state;
+    open_fake();
+    r35a_context *ctx = create(R35A_BACKEND_GPU, R35A_OK);
+    r35a_paged_attention_desc d;
+    r35a_paged_attention_desc_init(&d, R35A_DTYPE_BF16, 1, 100, 100, 4096, 32, 8, 64, 16, 256);
+    r35a_plan *plan = plan_paged(ctx, &d, R35A_OK);
+    r35a_plan_info pi = plan_info_of(plan);
+    assert_string_equal(pi.implementation, "encoder_bf16_d64_r32_kb32_nw4_w6_paged");
+    assert_int_equal(pi.grid[0], 1);   /* ceil(100 / 128) row blocks */
+    assert_int_equal(pi.grid[1], 32);
+    assert_int_equal(pi.block[0], 128);
+    assert_int_equal(pi.workspace_bytes, 0);
+    fake.reset();
+    r35a_paged_attention_args a = paged_args();
+    assert_int_equal(r35a_paged_attention_run(ctx, plan, &a, NULL, 0, &stream_token), R35A_OK);
+    assert_string_equal(fake.order(), "L");
+    const fake_launch *l = fake.launch(0);
+    assert_string_equal(l->kernel, "encoder_bf16_d64_r32_kb32_nw4_w6_paged");
+    assert_int_equal(l->args_size, sizeof(r35a_prefill_args));
+    r35a_prefill_args pa;
+    memcpy(&pa, l->args, sizeof pa);
+    assert_int_equal(pa.min_query_len, 0);
+    assert_int_equal(pa.num_seqs, 1);
+    assert_int_equal(pa.max_query_len, 100);
+    assert_ptr_equal(pa.block_table, a.block_table);
+    assert_ptr_equal(pa.seq_lens, a.seq_lens);
+    fake.reset();
+    a.v_cache = kv_buf + 4;
+    assert_int_equal(r35a_paged_attention_run(ctx, plan, &a, NULL, 0, &stream_token), R35A_OK);
+    assert_string_equal(fake.order(), "L");
+    assert_string_equal(fake.launch(0)->kernel, "generic_paged_bf16_dmax256");
+    r35a_plan_destroy(plan);
+    /* A mixed batch of a head size no decode variant has (80): the sibling serves every sequence */
+    r35a_paged_attention_desc d80;
+    r35a_paged_attention_desc_init(&d80, R35A_DTYPE_F16, 3, 30, 20, 4096, 16, 16, 80, 48, 256);
+    plan = plan_paged(ctx, &d80, R35A_OK);
+    pi = plan_info_of(plan);
+    assert_string_equal(pi.implementation, "encoder_f16_d80_r16_kb32_nw8_w6_paged");
+    assert_int_equal(pi.grid[0], 3);   /* 3 sequences x ceil(20 / 128) */
+    fake.reset();
+    a = paged_args();
+    assert_int_equal(r35a_paged_attention_run(ctx, plan, &a, NULL, 0, &stream_token), R35A_OK);
+    memcpy(&pa, fake.launch(0)->args, sizeof pa);
+    assert_int_equal(pa.min_query_len, 0);
+    r35a_plan_destroy(plan);
+    /* page 24: declined, the portable kernel */
+    d80.page_size = 24;
+    d80.block_table_stride = 4096 / 24 + 1;
+    plan = plan_paged(ctx, &d80, R35A_OK);
+    assert_string_equal(plan_info_of(plan).implementation, "generic_paged_f16_dmax256");
+    r35a_plan_destroy(plan);
+    r35a_context_destroy(ctx);
+}
+
 static void test_gpu_mixed_batch(void **state)
 {
     (void)state;
     open_fake();
     r35a_context *ctx = create(R35A_BACKEND_GPU, R35A_OK);
     /* 2 sequences, 13 tokens, max_query_len 12, G=4, D=128: the decode part (M <= 8: 32 rows) takes
-     * the R=32 variant, one row group, 5 splits (test_planner.c); the generic kernel the rest. */
+     * the R=32 variant, one row group, 5 splits (test_planner.c); the D = 128 encoder variant's paged
+     * sibling the rest. */
     r35a_paged_attention_desc d;
     r35a_paged_attention_desc_init(&d, R35A_DTYPE_F16, 2, 13, 12, 4096, 32, 8, 128, 16, 512);
     r35a_plan *plan = plan_paged(ctx, &d, R35A_OK);
     r35a_plan_info pi = plan_info_of(plan);
-    assert_string_equal(pi.implementation, "decode_f16_d128_r32_kw1_dw4_w8_wmma16_pregs2_qregs+decode_merge_f16+generic_paged_f16_dmax256");
+    assert_string_equal(pi.implementation,
+                        "decode_f16_d128_r32_kw1_dw4_w8_wmma16_pregs2_qregs+decode_merge_f16+encoder_f16_d128_r16_kb32_nw8_w5_paged");
     assert_string_equal(pi.fallback_reason, "decode: max_query_len 12 > 8: the sequences with M > 8 run on "
-                                            "generic_paged_f16_dmax256 in a separate launch");
+                                            "encoder_f16_d128_r16_kb32_nw8_w5_paged in a separate launch");
     assert_int_equal(pi.num_splits, 5);
     assert_int_equal(pi.grid[0], 5);
     assert_int_equal(pi.grid[1], 8);
@@ -570,23 +632,39 @@ static void test_gpu_mixed_batch(void **state)
     assert_ptr_equal(ka.query_start_loc, meta + 1024);
 
     l = fake.launch(2);
-    assert_string_equal(l->kernel, "generic_paged_f16_dmax256");
-    assert_int_equal(l->grid[0], 13);
+    assert_string_equal(l->kernel, "encoder_f16_d128_r16_kb32_nw8_w5_paged");
+    assert_int_equal(l->grid[0], 2);   /* 2 sequences x ceil(12 / 128) row blocks */
     assert_int_equal(l->grid[1], 32);
     assert_int_equal(l->grid[2], 1);
-    assert_int_equal(l->block[0], R35A_GENERIC_THREADS);
+    assert_int_equal(l->block[0], 256);
     assert_ptr_equal(l->stream, &stream_token);
-    assert_int_equal(l->args_size, sizeof(r35a_generic_paged_args));
+    assert_int_equal(l->args_size, sizeof(r35a_prefill_args));
+    r35a_prefill_args pa;
+    memcpy(&pa, l->args, sizeof pa);
+    assert_int_equal(pa.min_query_len, 8); /* serves M > 8, skips the decode kernel's */
+    assert_int_equal(pa.num_seqs, 2);
+    assert_int_equal(pa.num_tokens, 13);
+    assert_int_equal(pa.num_heads, 32);
+    assert_int_equal(pa.kv_group, 4);
+    assert_int_equal(pa.page_size, 16);
+    assert_int_equal(pa.num_pages, 512);
+    assert_int_equal(pa.max_query_len, 12);
+    assert_int_equal(pa.max_seq_len, 4096);
+    assert_ptr_equal(pa.q, q_buf);
+    assert_ptr_equal(pa.out, o_buf);
+    assert_ptr_equal(pa.query_start_loc, meta + 1024);
+    assert_int_equal(pa.k_slot_stride, d.k_slot_stride);
+    assert_int_equal(pa.block_table_stride, d.block_table_stride);
     r35a_generic_paged_args ga;
-    memcpy(&ga, l->args, sizeof ga);
-    assert_int_equal(ga.min_query_len, 8); /* serves M > 8, skips the decode kernel's */
-    assert_int_equal(ga.num_seqs, 2);
-    assert_int_equal(ga.num_tokens, 13);
-    assert_int_equal(ga.head_size, 128);
-    assert_ptr_equal(ga.q, q_buf);
-    assert_ptr_equal(ga.out, o_buf);
-    assert_ptr_equal(ga.query_start_loc, meta + 1024);
-    assert_null(ga.alibi_slopes);
+
+    /* A misaligned output: the generic kernel alone serves every sequence of this run (the prefill
+     * kernel stores 16-byte rows) */
+    fake.reset();
+    a.out = o_buf + 2;
+    assert_int_equal(r35a_paged_attention_run(ctx, plan, &a, ws_buf, sizeof ws_buf, &stream_token), R35A_OK);
+    assert_string_equal(fake.order(), "L");
+    assert_string_equal(fake.launch(0)->kernel, "generic_paged_f16_dmax256");
+    a.out = o_buf;
 
     /* A misaligned K cache: the generic kernel alone serves every sequence of this run. */
     fake.reset();
@@ -604,7 +682,7 @@ static void test_gpu_mixed_batch(void **state)
     r35a_paged_attention_desc_init(&busy, R35A_DTYPE_BF16, 64, 200, 16, 4096, 8, 8, 64, 16, 64 * 256);
     plan = plan_paged(ctx, &busy, R35A_OK);
     pi = plan_info_of(plan);
-    assert_string_equal(pi.implementation, "decode_bf16_d64_r16_kw4_dw1_w6_wmma16_pregs2_qlds+generic_paged_bf16_dmax256");
+    assert_string_equal(pi.implementation, "decode_bf16_d64_r16_kw4_dw1_w6_wmma16_pregs2_qlds+encoder_bf16_d64_r32_kb32_nw4_w6_paged");
     assert_int_equal(pi.num_splits, 1);
     assert_int_equal(pi.workspace_bytes, 0);
     fake.reset();
@@ -616,11 +694,11 @@ static void test_gpu_mixed_batch(void **state)
     memcpy(&ka, fake.launch(0)->args, sizeof ka);
     assert_null(ka.workspace);
     assert_int_equal(ka.max_query_len, 8);
-    assert_string_equal(fake.launch(1)->kernel, "generic_paged_bf16_dmax256");
-    assert_int_equal(fake.launch(1)->grid[0], 200);
+    assert_string_equal(fake.launch(1)->kernel, "encoder_bf16_d64_r32_kb32_nw4_w6_paged");
+    assert_int_equal(fake.launch(1)->grid[0], 64);   /* 64 sequences x ceil(16 / 128) */
     assert_int_equal(fake.launch(1)->grid[1], 8);
-    memcpy(&ga, fake.launch(1)->args, sizeof ga);
-    assert_int_equal(ga.min_query_len, 8);
+    memcpy(&pa, fake.launch(1)->args, sizeof pa);
+    assert_int_equal(pa.min_query_len, 8);
     assert_null(fake.launch(1)->stream);
     r35a_plan_destroy(plan);
     r35a_context_destroy(ctx);
@@ -669,7 +747,7 @@ static void test_gpu_device_error_record(void **state)
     r35a_paged_attention_args aligned = paged_args();
     fake.reset();
     assert_int_equal(r35a_paged_attention_run(ctx, mixed_plan, &aligned, ws_buf, sizeof ws_buf, NULL), R35A_OK);
-    assert_int_equal(fake.num_launches(), 3);   /* decode, its split merge, generic */
+    assert_int_equal(fake.num_launches(), 3);   /* decode, its split merge, prefill */
     r35a_decode_args da;
     memcpy(&da, fake.launch(0)->args, sizeof da);
     assert_ptr_equal(da.error, rec->device);
@@ -678,9 +756,11 @@ static void test_gpu_device_error_record(void **state)
     assert_int_equal(da.num_tokens, 13);
     assert_int_equal(da.num_pages, 512);
     assert_int_equal(da.max_seq_len, 4096);
-    memcpy(&ga, fake.launch(2)->args, sizeof ga);
-    assert_ptr_equal(ga.error, rec->device);
-    assert_int_equal(ga.max_query_len, 12);
+    r35a_prefill_args pa;
+    memcpy(&pa, fake.launch(2)->args, sizeof pa);
+    assert_ptr_equal(pa.error, rec->device);
+    assert_int_equal(pa.max_query_len, 12);
+    assert_int_equal(pa.num_tokens, 13);
     r35a_plan_destroy(mixed_plan);
 
     /* A kernel recorded a bad page index of sequence 3: the next run reports it, launches nothing
@@ -949,7 +1029,7 @@ static void test_force_variant(void **state)
     r35a_paged_attention_desc d;
     r35a_paged_attention_desc_init(&d, R35A_DTYPE_F16, 1, 1, 1, 4096, 32, 8, 128, 16, 256);
     r35a_plan *plan = plan_paged(ctx, &d, R35A_OK);
-    char expected[128];
+    char expected[192];
     snprintf(expected, sizeof expected, "%s+decode_merge_f16", getenv("R35A_FORCE"));   /* with splits */
     assert_string_equal(plan_info_of(plan).implementation, expected);
     r35a_plan_destroy(plan);
@@ -963,9 +1043,14 @@ static void test_force_variant(void **state)
     r35a_paged_attention_desc mixed;
     r35a_paged_attention_desc_init(&mixed, R35A_DTYPE_F16, 2, 13, 12, 4096, 32, 8, 128, 16, 512);
     plan = plan_paged(ctx, &mixed, R35A_OK);
-    snprintf(expected, sizeof expected, "%s+decode_merge_f16+generic_paged_f16_dmax256", getenv("R35A_FORCE"));
+    snprintf(expected, sizeof expected, "%s+decode_merge_f16+encoder_f16_d128_r16_kb32_nw8_w5_paged", getenv("R35A_FORCE"));
     assert_string_equal(plan_info_of(plan).implementation, expected);
     r35a_plan_destroy(plan);
+    /* A single-sequence prefill has no decode rows: refused, not sent to the prefill kernel. */
+    r35a_paged_attention_desc prefill;
+    r35a_paged_attention_desc_init(&prefill, R35A_DTYPE_F16, 1, 100, 100, 4096, 32, 8, 128, 16, 512);
+    assert_null(plan_paged(ctx, &prefill, R35A_ERR_UNSUPPORTED));
+    expect_contains(r35a_last_error_detail(), "R35A_FORCE names a decode variant");
     r35a_context_destroy(ctx);
 }
 
@@ -1034,7 +1119,7 @@ int main(int argc, char **argv)
     mode = argc > 1 ? argv[1] : "absent";
     const struct {
         const char *mode;
-        struct CMUnitTest tests[7];
+        struct CMUnitTest tests[8];
         size_t count;
     } modes[] = {
         {"absent", {cmocka_unit_test(test_absent)}, 1},
@@ -1043,9 +1128,9 @@ int main(int argc, char **argv)
         {"gpu",
          {cmocka_unit_test(test_gpu_context), cmocka_unit_test(test_gpu_decode_plan_and_run),
           cmocka_unit_test(test_gpu_decode_features), cmocka_unit_test(test_gpu_fallbacks),
-          cmocka_unit_test(test_gpu_mixed_batch), cmocka_unit_test(test_gpu_encoder),
-          cmocka_unit_test(test_gpu_device_error_record)},
-         7},
+          cmocka_unit_test(test_gpu_mixed_batch), cmocka_unit_test(test_gpu_prefill),
+          cmocka_unit_test(test_gpu_encoder), cmocka_unit_test(test_gpu_device_error_record)},
+         8},
         {"force_variant", {cmocka_unit_test(test_force_variant)}, 1},
         {"force_generic", {cmocka_unit_test(test_force_generic)}, 1},
         {"force_encoder", {cmocka_unit_test(test_force_encoder)}, 1},

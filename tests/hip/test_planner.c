@@ -81,10 +81,30 @@ static void expect_generic_paged(const r35a_paged_attention_desc *d, const char 
     assert_int_equal(l.workspace_bytes, 0);
 }
 
+/* Checks a prefill launch (an encoder variant's paged sibling, prefill_args.h): its name, its grid
+ * { num_seqs x ceil(max_query_len / R), Hq, 1 }, block, min_query_len, no workspace. */
+static void expect_prefill_launch(const r35a_gpu_launch *l, const r35a_paged_attention_desc *d, const char *name,
+                                  int32_t min_query_len)
+{
+    assert_true(l->encoder_paged);
+    assert_int_equal(l->family, R35A_GPU_ENCODER);
+    assert_string_equal(r35a_encoder_paged_name(l->kernel), name);
+    const r35a_encoder_variant *v = &r35a_encoder_variants[l->kernel];
+    const uint32_t rows = (uint32_t)(v->rows * v->nw);
+    assert_int_equal(v->maxlen, 0);
+    assert_int_equal(l->grid[0], (uint32_t)d->num_seqs * (((uint32_t)d->max_query_len + rows - 1) / rows));
+    assert_int_equal(l->grid[1], (uint32_t)d->num_q_heads);
+    assert_int_equal(l->grid[2], 1);
+    assert_int_equal(l->block[0], 32u * (uint32_t)v->nw);
+    assert_int_equal(l->min_query_len, min_query_len);
+    assert_int_equal(l->workspace_bytes, 0);
+}
+
 /* Plans a mixed batch and checks both launches: the decode part's variant, splits, grid and
- * workspace, and the generic launch over every token. */
+ * workspace, and the launch of the longer sequences: the encoder's paged sibling `second` (a name
+ * ending in _paged), or the generic launch over every token. */
 static void expect_mixed(const r35a_paged_attention_desc *d, const char *only, const char *variant, int splits,
-                         uint32_t gy, size_t workspace, const char *generic)
+                         uint32_t gy, size_t workspace, const char *second)
 {
     r35a_gpu_launch dl, gl;
     char why[256];
@@ -98,7 +118,13 @@ static void expect_mixed(const r35a_paged_attention_desc *d, const char *only, c
     assert_int_equal(dl.grid[1], gy);
     assert_int_equal(dl.grid[2], (uint32_t)d->num_seqs);
     assert_int_equal(dl.workspace_bytes, workspace);
-    assert_string_equal(r35a_generic_kernels[gl.kernel].name, generic);
+    const size_t n = strlen(second);
+    if (n > 6 && strcmp(second + n - 6, "_paged") == 0) {
+        expect_prefill_launch(&gl, d, second, R35A_DECODE_MAX_QUERY_LEN);
+        return;
+    }
+    assert_false(gl.encoder_paged);
+    assert_string_equal(r35a_generic_kernels[gl.kernel].name, second);
     assert_int_equal(gl.grid[0], (uint32_t)d->num_tokens);
     assert_int_equal(gl.grid[1], (uint32_t)d->num_q_heads);
     assert_int_equal(gl.grid[2], 1);
@@ -766,10 +792,12 @@ static void test_mixed_batch(void **state)
     (void)state;
     /* 2 seqs, max_query_len 12, G=4, D=128: the decode part has 4 x 8 = 32 rows -> R=32, one row
      * group; 16 WGs want 5 splits (4096 keys = 257 tiles allow 64); 16 x 5 records of (2*32 + 32*128)
-     * floats. The generic launch covers all 24 tokens. */
+     * floats. The longer sequences: the D = 128 encoder variant's paged sibling, one 128-row block
+     * per sequence. */
     r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 2, 12, 4096, 32, 8, 128, 16);
-    expect_mixed(&d, NULL, "decode_f16_d128_r32_kw1_dw4_w8_wmma16_pregs2_qregs", 5, 8, 80 * 4160 * 4, "generic_paged_f16_dmax256");
-    /* bf16 D=256 picks the kernels of its dtype and the generic kernel that covers D. */
+    expect_mixed(&d, NULL, "decode_f16_d128_r32_kw1_dw4_w8_wmma16_pregs2_qregs", 5, 8, 80 * 4160 * 4,
+                 "encoder_f16_d128_r16_kb32_nw8_w5_paged");
+    /* bf16 D=256 (no encoder variant) picks the kernels of its dtype and the generic kernel that covers D. */
     r35a_paged_attention_desc b = paged(R35A_DTYPE_BF16, 3, 40, 1000, 8, 8, 256, 32);
     /* G=1, M<=8: 8 rows -> R=16; 3 x 8 = 24 WGs want 4 splits; 1000 keys: 64 tiles allow 16;
      * 24 x 4 records of (32 + 16*256) floats. */
@@ -778,21 +806,87 @@ static void test_mixed_batch(void **state)
      * WGs want 2 splits (2048 keys: 129 tiles allow 32); 128 records. */
     r35a_paged_attention_desc g8 = paged(R35A_DTYPE_F16, 4, 12, 2048, 64, 8, 128, 16);
     expect_mixed(&g8, NULL, "decode_f16_d128_r32_kw1_dw4_w8_wmma16_pregs2_qregs", 2, 16, 128 * 4160 * 4,
-                 "generic_paged_f16_dmax256");
+                 "encoder_f16_d128_r16_kb32_nw8_w5_paged");
     /* Window 80 with max_query_len 40: the decode part's rows reach 80 + 8 - 1 = 87 keys = 7 tiles
-     * -> one split, no workspace (M=40 would reach 119 keys = 9 tiles -> 2). */
+     * -> one split, no workspace (M=40 would reach 119 keys = 9 tiles -> 2); the window keeps the
+     * longer sequences on the generic kernel. */
     r35a_paged_attention_desc w = paged(R35A_DTYPE_F16, 2, 40, 4096, 32, 8, 128, 16);
     w.window = 80;
     expect_mixed(&w, NULL, "decode_f16_d128_r32_kw1_dw4_w8_wmma16_pregs2_qregs", 1, 8, 0, "generic_paged_f16_dmax256");
     /* A forced decode variant serves the decode part: R=16 needs two row groups for 32 rows; 32 WGs
      * want 3 splits; 96 records of (32 + 16*128) floats. */
     expect_mixed(&d, "decode_f16_d128_r16_kw2_dw2_w6_wmma16_pregs2_qlds", "decode_f16_d128_r16_kw2_dw2_w6_wmma16_pregs2_qlds", 3, 16,
-                 96 * 2080 * 4, "generic_paged_f16_dmax256");
-    /* One sequence whose M = num_tokens is known to be <= 8: decode serves it, generic skips it. */
+                 96 * 2080 * 4, "encoder_f16_d128_r16_kb32_nw8_w5_paged");
+    /* One sequence whose M = num_tokens is known to be <= 8: decode serves it, the prefill launch
+     * skips it. */
     r35a_paged_attention_desc one_short = paged(R35A_DTYPE_F16, 1, 12, 4096, 32, 8, 128, 16);
     one_short.num_tokens = 5;
     expect_mixed(&one_short, NULL, "decode_f16_d128_r32_kw1_dw4_w8_wmma16_pregs2_qregs", 10, 8, 80 * 4160 * 4,
+                 "encoder_f16_d128_r16_kb32_nw8_w5_paged");
+    /* What the prefill kernels decline (here softcap) goes to the generic kernel beside decode */
+    r35a_paged_attention_desc capped = d;
+    capped.logit_softcap = 30.f;
+    expect_mixed(&capped, NULL, "decode_f16_d128_r32_kw1_dw4_w8_wmma16_pregs2_qregs", 5, 8, 80 * 4160 * 4,
                  "generic_paged_f16_dmax256");
+}
+
+static void expect_prefill_declines(const r35a_paged_attention_desc *d, const char *needle)
+{
+    r35a_gpu_launch l;
+    char why[512] = "";
+    bool ok = r35a_plan_prefill(d, ARCH, 40, 0, &l, why, sizeof why);
+    if (ok || !strstr(why, needle))
+        print_error("expected a prefill decline mentioning '%s', got %s '%s'\n", needle, ok ? "acceptance" : "decline",
+                    why);
+    assert_false(ok);
+    assert_non_null(strstr(why, needle));
+}
+
+/* Prefill on the encoder's paged siblings: the workgroup-wide tiling of (dtype, D), its grid from
+ * num_seqs and max_query_len; what it declines, with the reason. */
+static void test_prefill(void **state)
+{
+    (void)state;
+    r35a_gpu_launch l;
+    char why[512] = "";
+    r35a_paged_attention_desc d = paged(R35A_DTYPE_F16, 1, 300, 4096, 32, 8, 128, 16);
+    assert_true(r35a_plan_prefill(&d, ARCH, 40, 0, &l, why, sizeof why));
+    expect_prefill_launch(&l, &d, "encoder_f16_d128_r16_kb32_nw8_w5_paged", 0);
+    r35a_paged_attention_desc b = paged(R35A_DTYPE_BF16, 3, 64, 1000, 8, 2, 64, 272);
+    assert_true(r35a_plan_prefill(&b, ARCH, 40, 8, &l, why, sizeof why));
+    expect_prefill_launch(&l, &b, "encoder_bf16_d64_r32_kb32_nw4_w6_paged", 8);
+    r35a_paged_attention_desc x = d;
+    x.page_size = 24;
+    expect_prefill_declines(&x, "page_size 24 not a multiple of 16");
+    x = d;
+    x.window = 128;
+    expect_prefill_declines(&x, "sliding window");
+    x = d;
+    x.logit_softcap = 10.f;
+    expect_prefill_declines(&x, "logit softcap");
+    x = d;
+    x.use_alibi = 1;
+    expect_prefill_declines(&x, "ALiBi");
+    x = d;
+    x.use_sinks = 1;
+    expect_prefill_declines(&x, "attention sinks");
+    x = d;
+    x.use_lse = 1;
+    expect_prefill_declines(&x, "LSE output");
+    x = d;
+    x.kv_dtype = R35A_DTYPE_FP8_E4M3;
+    expect_prefill_declines(&x, "kv_dtype fp8");
+    x = paged(R35A_DTYPE_F32, 1, 300, 4096, 32, 8, 128, 16);
+    expect_prefill_declines(&x, "dtype f32");
+    x = paged(R35A_DTYPE_F16, 1, 300, 4096, 32, 8, 256, 16);
+    expect_prefill_declines(&x, "head_size 256 not built");
+    x = d;
+    x.k_slot_stride = 132;
+    expect_prefill_declines(&x, "k_slot_stride 132 is not a multiple of 8");
+    x = d;
+    x.v_slot_stride = (int64_t)1 << 24;
+    x.v_page_stride = x.v_slot_stride * 16;
+    expect_prefill_declines(&x, "v_slot_stride 16777216 >= 2^24");
 }
 
 static void test_mixed_batch_declines(void **state)
@@ -802,7 +896,7 @@ static void test_mixed_batch_declines(void **state)
     /* Not a mixed batch. */
     r35a_paged_attention_desc m8 = paged(R35A_DTYPE_F16, 2, 8, 4096, 32, 8, 128, 16);
     expect_mixed_declines(&m8, "max_query_len 8 <= 8 is not a mixed batch");
-    /* One sequence of more than 8 tokens: a prefill, the generic kernel's alone. */
+    /* One sequence of more than 8 tokens: a prefill, planned alone (src/gpu_impls.c), not as a mixed batch. */
     r35a_paged_attention_desc prefill = paged(R35A_DTYPE_F16, 1, 100, 4096, 32, 8, 128, 16);
     expect_mixed_declines(&prefill, "max_query_len 100 > 8 (one sequence of 100 query tokens: prefill)");
     /* What decode declines for other reasons goes to generic whole, with every reason named. */
@@ -1330,6 +1424,7 @@ int main(void)
         cmocka_unit_test(test_generic_args_features),
         cmocka_unit_test(test_decode_args),
         cmocka_unit_test(test_mixed_batch),
+        cmocka_unit_test(test_prefill),
         cmocka_unit_test(test_mixed_batch_declines),
         cmocka_unit_test(test_mixed_batch_features),
         cmocka_unit_test(test_encoder_plan),
