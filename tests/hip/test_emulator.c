@@ -34,6 +34,9 @@
  *            elements for D = 128; split counts that differ between the two reported CU counts
  *            for two variants. The stand-in reports 20 (a Radeon 8060S's WGPs) and then 40 units:
  *            under the second every case is planned and checked, and those split cases run again.
+ *            decode_lse (under 20 units): the LSE output on decode plans (gpu_cases.c
+ *            gc_decode_lse_cases: one split and several, the few-row, 16- and 32-row layers, sinks,
+ *            softcap + ALiBi, a window, a mixed batch, 8-bit caches).
  *   decode8  per 8-bit (fp8 e4m3, int8) decode variant: the partial case with per-tensor scales,
  *            the window case (per-kv-head scales, slots padded by 16 elements) and the features case;
  *            every stored code through the D = 256 variants of rows 4 and 16 (decode8_codes).
@@ -1274,6 +1277,9 @@ int main(int argc, char **argv)
             continue;
         }
         any_context = true;
+        /* (first: under a spent budget they would be left out, their kernels all executed) */
+        if (c == 0 && family_selected(only, "decode"))
+            gc_decode_lse_cases();
         if (family_selected(only, "decode") || family_selected(only, "decode8"))
             for (gc.pass = 0; gc.pass < 2; ++gc.pass)
                 decode_cases(c > 0, only);
