@@ -82,9 +82,10 @@
  *     lse = log( sum_j exp(s_j) + exp(sinks[h]) )     (computed as m + log(sum_j exp(s_j - m) + ...))
  * It is float32, written for row (token t, head h) at lse[t * lse_token_stride + h * lse_head_stride].
  * A row that sees no key gives lse = -inf and O = 0, whatever its sink (its sink is not counted). A
- * NaN or +inf logit makes lse NaN, like the row. Which implementations write it: the reference and
- * the portable GPU kernel; the decode and encoder kernels do not yet, so a plan with use_lse runs on
- * the portable kernel (the plan's fallback_reason says so). With O and lse of two calls over
+ * NaN or +inf logit makes lse NaN, like the row. Which implementations write it: the reference,
+ * the decode kernels (paged calls with M <= 8, and the decode part of a mixed batch) and the portable
+ * GPU kernel; the encoder kernels do not yet, so a varlen plan with use_lse runs on the portable
+ * kernel (the plan's fallback_reason says so). With O and lse of two calls over
  * disjoint key sets of the same rows, r35a_merge_states gives the call over their union (see
  * "Merging partial states" below).
  *

@@ -119,7 +119,8 @@ class DecodeArgs(ctypes.Structure):   # mirrors r35a_decode_args (checked agains
                 ("query_len_bound", ctypes.c_int32), ("scale_log2", ctypes.c_float),
                 ("logit_softcap", ctypes.c_float), ("kv_scale_per_head", ctypes.c_int32),
                 ("rows_per_group", ctypes.c_int32), ("head_size", ctypes.c_int32), ("min_split_tiles", ctypes.c_int32),
-                ("reserved", ctypes.c_int32)]
+                ("reserved", ctypes.c_int32),
+                ("lse", ctypes.c_uint64), ("lse_token_stride", ctypes.c_int64), ("lse_head_stride", ctypes.c_int64)]
 
 
 class GenericPagedArgs(ctypes.Structure):   # mirrors r35a_generic_paged_args

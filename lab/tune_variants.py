@@ -254,7 +254,8 @@ class DecodeArgs(ctypes.Structure):   # r35a_decode_args (kernels/decode/decode_
                                                 "num_pages", "max_seq_len", "query_len_bound")]
                 + [("scale_log2", ctypes.c_float), ("logit_softcap", ctypes.c_float), ("kv_scale_per_head", ctypes.c_int32),
                    ("rows_per_group", ctypes.c_int32), ("head_size", ctypes.c_int32), ("min_split_tiles", ctypes.c_int32),
-                   ("reserved", ctypes.c_int32)])
+                   ("reserved", ctypes.c_int32),
+                   ("lse", ctypes.c_uint64), ("lse_token_stride", ctypes.c_int64), ("lse_head_stride", ctypes.c_int64)])
 
 
 MIN_TILES_PER_SPLIT, MAX_SPLITS, WGS_PER_CU = 4, 64, 2   # decode_args.h

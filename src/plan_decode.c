@@ -2,12 +2,12 @@
  * split count, grid and workspace from host-known values only; mixed batches as decode + the
  * portable kernel; the decode kernels' argument struct.
  *
- * The variants of the desc's dtype, K/V element format and head size compete (softcap, ALiBi and
- * sinks are run-time arguments of every decode kernel); the one that needs the fewest row groups
- * (each row group reads the KV once) wins, the smaller R on a tie (fewer padded rows). The split
- * count then fills the device (decode_args.h: r35a_decode_num_splits; each sequence then uses as
- * many of them as its own length needs, on the device). Everything the choice reads is in the
- * descriptor, so a plan is graph-capture safe. */
+ * The variants of the desc's dtype, K/V element format and head size compete (softcap, ALiBi,
+ * sinks and the LSE output are run-time arguments of every decode kernel); the one that needs the
+ * fewest row groups (each row group reads the KV once) wins, the smaller R on a tie (fewer padded
+ * rows). The split count then fills the device (decode_args.h: r35a_decode_num_splits; each
+ * sequence then uses as many of them as its own length needs, on the device). Everything the choice
+ * reads is in the descriptor, so a plan is graph-capture safe. */
 #include "planner.h"
 
 #include "env.h"
@@ -101,14 +101,13 @@ bool r35a_plan_decode(const r35a_paged_attention_desc *d, const char *arch, int 
     if (d->max_query_len > R35A_DECODE_MAX_QUERY_LEN)
         r35a_text_append(reason, cap, ", ", "max_query_len %d > %d (prefill or mixed batch)", (int)d->max_query_len,
                    R35A_DECODE_MAX_QUERY_LEN);
-    /* softcap, ALiBi and sinks are run-time arguments of every decode kernel; the KV format picks the kernel */
+    /* softcap, ALiBi, sinks and the LSE output are run-time arguments of every decode kernel; the KV
+     * format picks the kernel */
     const r35a_dtype kv = decode_kv_format(d);
     if (!r35a_decode_page_size_ok(d->page_size))
         r35a_text_append(reason, cap, ", ", "page_size %d is not a multiple of %d", (int)d->page_size,
                          R35A_DECODE_PAGE_MULTIPLE);
     check_decode_strides(d, reason, cap);
-    if (d->use_lse)
-        r35a_text_append(reason, cap, ", ", "LSE output: the decode kernels do not write it yet");
     if ((uint32_t)d->num_seqs > R35A_GRID_YZ_MAX)
         r35a_text_append(reason, cap, ", ", "num_seqs %d above the grid limit %u", (int)d->num_seqs, R35A_GRID_YZ_MAX);
 
@@ -265,6 +264,11 @@ void r35a_fill_decode_args(const r35a_paged_attention_desc *d, const r35a_paged_
     out->rows_per_group = r35a_decode_variants[launch->kernel].rows;
     out->head_size = d->head_size;
     out->min_split_tiles = launch->min_split_tiles;
+    /* the LSE output: written by the single split's workgroup or the split merge (a mixed batch's
+     * generic launch writes its own rows') */
+    out->lse = d->use_lse ? a->lse : NULL;
+    out->lse_token_stride = d->lse_token_stride;
+    out->lse_head_stride = d->lse_head_stride;
 }
 
 bool r35a_decode_pointers_aligned(const r35a_paged_attention_args *a, const void *workspace, int32_t num_splits,

@@ -453,3 +453,79 @@ bool gc_run_varlen(const varlen_spec *spec, const char *group, int index, const 
     varlen_problem_free(&p);
     return c.ok;
 }
+
+/* ---- the LSE output on the decode kernels ---- */
+
+void gc_decode_lse_cases(void)
+{
+    static const struct {
+        r35a_dtype dt, kv;
+        int32_t hq, hkv, d, page;
+    } shape[] = {
+        {R35A_DTYPE_F16, 0, 8, 2, 64, 16},                   /* G 4, M 1: few-row layers, one split */
+        {R35A_DTYPE_BF16, 0, 8, 2, 64, 32},                  /* G 4, M 4: 16 rows, splits and one */
+        {R35A_DTYPE_F16, R35A_DTYPE_FP8_E4M3, 4, 2, 128, 16}, /* fp8, G 2, M 4: a window with sinks */
+        {R35A_DTYPE_BF16, 0, 8, 1, 128, 16},                 /* G 8, M 4: 32 rows, 11 splits (4 merge lanes) */
+        {R35A_DTYPE_F16, 0, 2, 1, 64, 16},                   /* a mixed batch: decode + the portable kernel */
+        {R35A_DTYPE_BF16, R35A_DTYPE_INT8, 4, 4, 64, 16},    /* int8, G 1, M 2, per-head scales, splits */
+    };
+    for (int i = 0; i < (int)(sizeof shape / sizeof *shape); ++i) {
+        paged_spec s;
+        paged_spec_init(&s, shape[i].dt, shape[i].hq, shape[i].hkv, shape[i].d, shape[i].page);
+        s.num_seqs = 0;
+        s.kv_dtype = shape[i].kv;
+        s.kv_scale_per_head = i == 5;
+        s.use_lse = true;
+        s.lse_pad = i % 2;
+        s.shuffle_pages = true;
+        switch (i) {
+        case 0:
+            paged_spec_add_seq(&s, 23, 1);
+            paged_spec_add_seq(&s, 0, 0);
+            paged_spec_add_seq(&s, 50, 1);
+            s.use_sinks = 1;
+            s.sink_amp = 3.0;
+            s.sink_some_neg_inf = true;
+            break;
+        case 1: /* 200 keys: 3 splits of 4-5 tiles; 41 keys: one split, written directly */
+            paged_spec_add_seq(&s, 200, 4);
+            paged_spec_add_seq(&s, 0, 0);
+            paged_spec_add_seq(&s, 41, 3);
+            s.logit_softcap = 10.f;
+            s.use_alibi = 1;
+            s.use_sinks = 1;
+            s.sink_amp = 2.0;
+            break;
+        case 2:
+            paged_spec_add_seq(&s, 200, 4);
+            paged_spec_add_seq(&s, 25, 2);
+            s.window = 40;
+            s.garbage_unreached = true;
+            s.use_sinks = 1;
+            s.sink_center = 1.0;
+            s.sink_amp = 2.0;
+            break;
+        case 3:
+            paged_spec_add_seq(&s, 700, 4);
+            s.use_sinks = 1;
+            s.sink_amp = 2.0;
+            s.max_seq_len_slack = 20;
+            break;
+        case 4: /* the M = 9 sequence on the portable kernel, the others on decode */
+            paged_spec_add_seq(&s, 60, 1);
+            paged_spec_add_seq(&s, 12, 9);
+            paged_spec_add_seq(&s, 0, 0);
+            paged_spec_add_seq(&s, 40, 8);
+            s.use_sinks = 1;
+            s.sink_amp = 2.0;
+            break;
+        default:
+            paged_spec_add_seq(&s, 150, 2);
+            paged_spec_add_seq(&s, 9, 1);
+            s.logit_softcap = 20.f;
+            s.use_alibi = 1;
+            break;
+        }
+        gc_run_paged(&s, "decode_lse", i, &(gc_case_opts){.expect = "decode_"});
+    }
+}

@@ -124,6 +124,13 @@ void gc_begin_variant(void);
 bool gc_run_paged(const paged_spec *spec, const char *group, int index, const gc_case_opts *o);
 bool gc_run_varlen(const varlen_spec *spec, const char *group, int index, const gc_case_opts *o);
 
+/* The softmax LSE output on the decode kernels (group "decode_lse", gc.pass -1): one split and several
+ * (the split merge with one lane and with four per item), M 1 to 8 (a mixed batch's decode and
+ * portable launches), GQA on the few-row and the 16- and 32-row layers, sinks, softcap + ALiBi, a
+ * window, an empty sequence, f16 and bf16, fp8 and int8 caches; O and LSE against the oracle, the
+ * plan a decode_ one. Short contexts and few heads: the emulator runs them too. */
+void gc_decode_lse_cases(void);
+
 /* Whether the current pass runs the case met next: call once per case a program runs by itself. */
 bool gc_case_in_pass(void);
 /* Whether to leave out a case planned as `implementation` (budget spent, nothing new to execute);

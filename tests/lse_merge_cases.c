@@ -4,8 +4,9 @@
  * emulator) and tests/gpu/test_gpu_merge.c (an NVIDIA GPU through the CUDA backend).
  *
  *   lse     paged calls asking for the LSE (sinks, softcap + ALiBi, a window, GQA, f16 and bf16, a
- *           padded LSE buffer whose gaps must stay poisoned) and a varlen one: the plan must be the
- *           portable kernel with "LSE output" in its fallback reason, O and LSE against the float64
+ *           padded LSE buffer whose gaps must stay poisoned) and a varlen one: the plan must be a
+ *           decode kernel where one serves the call (cases 0 and 1), else the portable kernel (a
+ *           page size of 7, a head size no decode variant has), O and LSE against the float64
  *           oracle (tests/harness.c's checks, the same as the reference suites').
  *   merge   merge_states_f16 / _bf16: strided parts, -inf parts whose O holds NaN (not read), a row
  *           whose parts are all -inf (O = 0, LSE = -inf), a NaN LSE part (row NaN), against a
@@ -29,7 +30,7 @@ static void lm_download(void *host, const void *buffer, size_t bytes)
 }
 static void lm_release(void *buffer, const void *host) { g_lm_mem->release(g_lm_mem->user, buffer, host); }
 
-/* ---- LSE on the portable kernel ---- */
+/* ---- LSE on the decode and portable kernels ---- */
 
 static void expect_plan(const r35a_plan *plan, const char *prefix, const char *reason, const char *label)
 {
@@ -75,7 +76,7 @@ static void paged_lse_case(int index, r35a_dtype dt, int32_t hq, int32_t hkv, in
         printf("FAIL %s: plan: %s\n", label, r35a_last_error_detail());
         ++g_lm_failures;
     } else {
-        expect_plan(plan, "generic_paged_", "LSE output", label);
+        expect_plan(plan, index < 2 ? "decode_" : "generic_paged_", index == 2 ? "page_size 7" : NULL, label);
         if (!paged_problem_check(g_lm_ctx, &p, plan, g_lm_mem, label)) {
             char desc[2048];
             paged_spec_describe(&s, desc, sizeof desc);
@@ -259,7 +260,7 @@ int lse_merge_cases(r35a_context *ctx, const tu_mem *mem)
         tu_rng_init(&rng, tu_case_seed("merge", i));
         merge_case(i, i % 2 ? R35A_DTYPE_BF16 : R35A_DTYPE_F16, &rng);
     }
-    printf("[lse_merge_cases] 5 LSE cases (portable kernel) and 4 merge_states cases on %s: %d failed\n", mem->name,
+    printf("[lse_merge_cases] 5 LSE cases (decode and portable kernels) and 4 merge_states cases on %s: %d failed\n", mem->name,
            g_lm_failures);
     return g_lm_failures;
 }

@@ -11,8 +11,8 @@ What it checks, from `llvm-readelf --notes` (the AMDGPU metadata) and `llvm-objd
     runs (R35A_GPU_ARCH rows, from variants/archs.tsv; one per entry);
   - every kernel has no scratch (.private_segment_fixed_size == 0, no VGPR spills, no dynamic
     stack); SGPR spills only into VGPR lanes (v_writelane/v_readlane, no memory: scratch stays 0)
-    and at most SGPR_SPILL_MAX of them, each listed as a note (the 8-bit R = 32 decode variants
-    have 1-4 since the device-metadata checks hold the error record's address and the page bound);
+    and at most SGPR_SPILL_MAX of them, each listed as a note (no decode variant has any since the
+    single-split epilogue reads its arguments where it uses them, decode/softmax.h args_here);
   - occupancy: the VGPRs and the LDS of each kernel both allow at least the waves per SIMD its
     variant states (variants.def's `waves` column, stated for a 1536-entry VGPR file as gfx1151's,
     allocated in granules of 24 in wave32; an arch with a 1024-entry file (archs.tsv `vgprs`) is held

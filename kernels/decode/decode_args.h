@@ -24,11 +24,16 @@
  * sequences with 1 <= M <= max_query_len and skips the others (M = 0: nothing to write; M larger:
  * the generic kernel serves them in the same call).
  *
+ * Every decode kernel writes the softmax LSE when args.lse is set (a uniform run-time branch where a
+ * row is normalized): from the row's base-2 state (m, l) and its sink, (mu + log2(l 2^(m - mu) +
+ * 2^(sink - mu))) x ln 2 with mu = max(m, sink), -inf for a row that saw no key, NaN where the row's
+ * O is NaN (softmax.h row_lse).
+ *
  * Bad device metadata (device_error.h): a sequence that fails r35a_paged_sequence_error has its rows
- * written as NaN by the workgroups of split 0 and row group 0 (one per kv head) when its
- * query_start_loc range is sound, and recorded; a block_table entry outside the cache met while
- * streaming is replaced by page 0 (read, never used: the (sequence, kv head, row group)'s rows come
- * out NaN) and recorded.
+ * (and their LSE) written as NaN by the workgroups of split 0 and row group 0 (one per kv head) when
+ * its query_start_loc range is sound, and recorded; a block_table entry outside the cache met while
+ * streaming is replaced by page 0 (read, never used: the (sequence, kv head, row group)'s rows and
+ * LSE come out NaN) and recorded.
  */
 #ifndef R35A_DECODE_ARGS_H
 #define R35A_DECODE_ARGS_H
@@ -88,6 +93,11 @@ typedef struct r35a_decode_args {
     int32_t head_size;
     int32_t min_split_tiles;
     int32_t reserved;
+    /* The softmax LSE output (rdna35attn.h "Softmax LSE"), or NULL (none): lse[t * lse_token_stride +
+     * h * lse_head_stride] for query token t, query head h, in floats. Written where a row is
+     * normalized: by the single split's workgroup, or by the split merge. */
+    float *lse;
+    int64_t lse_token_stride, lse_head_stride;
 } r35a_decode_args;
 
 /* ---- the rules a call must meet (the planner falls back to the portable kernel otherwise) ---- */

@@ -535,17 +535,24 @@ R35A_DEV void decode_body(const r35a_decode_args &a, unsigned char *smem) {
     R35A_TIMING(tm.done(a, R, D, false);)
     if (kg != 0) return;
 
-    /* ---- one split: O = O^T / (l + the sink's share), zeros for rows that saw no key ---- */
+    /* ---- one split: O = O^T / (l + the sink's share), zeros for rows that saw no key; the LSE when
+     * the call writes it (a uniform branch), by the lane that owns the row's column. What only this
+     * part reads of the argument is read here (args_here). ---- */
+    const r35a_decode_args &ah = args_here(a);
+    const bool write_lse = ah.lse != nullptr && dg == 0;
 #pragma unroll
     for (int t = 0; t < TW; ++t) {
         typename Frag::colv inv;
 #pragma unroll
         for (int c = 0; c < Frag::NCOL; ++c) {
-            const int row = imin(rg * R + (t0 + t) * TR + Frag::acc_n_of_slot(c), rows - 1);
-            inv.v[c] = row_inv(st[t].m.v[c], st[t].l.v[c], sink_base2(a, g * G + row / M)) * v_fac;
+            const int row = imin(rg * R + (t0 + t) * TR + Frag::acc_n_of_slot(c), rows - 1), hl = row / M;
+            const float sink2 = sink_base2(ah, g * G + hl);
+            inv.v[c] = row_inv(st[t].m.v[c], st[t].l.v[c], sink2) * v_fac;
+            if (write_lse && Frag::col_owner(c) && row_ok[t][c])
+                store_lse(ah, q0 + row - hl * M, g * G + hl, row_lse(st[t].m.v[c], st[t].l.v[c], sink2));
         }
 #pragma unroll
-        for (int c = 0; c < NC; ++c) store_o<Frag, E, P>(a, st[t].o[c], inv, t0 + t, dg * NC + c, rg, R, q0, M, g, row_ok[t]);
+        for (int c = 0; c < NC; ++c) store_o<Frag, E, P>(ah, st[t].o[c], inv, t0 + t, dg * NC + c, rg, R, q0, M, g, row_ok[t]);
     }
 }
 

@@ -71,7 +71,8 @@ R35A_DEV void merge_records(const float *grec, i64 rec_floats, int R, int D, int
  * ... (merge_records: 4 or 16 records' loads in flight at a time, as the sequence's split count needs;
  * up to 64 records in one round trip), the lanes combine their partial states (two cross-lane steps),
  * normalize with the row's sink (row_inv) and each writes one of the 4 outputs; with P = 1 (at most 8
- * splits) one lane merges all records in one round trip and writes the 4. No LDS, no barrier; lanes
+ * splits) one lane merges all records in one round trip and writes the 4. The row's LSE (when the
+ * call writes it) comes from the merged (m, l) and the sink (row_lse), written by lane 0 of d = 0. No LDS, no barrier; lanes
  * whose item has no row compute on row 0 and write nothing (the cross-lane steps need every lane of
  * the wave). */
 template <class E>
@@ -135,6 +136,8 @@ R35A_DEV void decode_merge(const r35a_decode_args &a) {
     /* l_run > 0 whenever a record saw a key (its max contributes 1); row_inv gives 0 for a row that
      * saw none and joins the sink */
     const float inv = row_inv(m_run, l_run, sink2);
+    /* the row's LSE, when the call writes it (uniform), by the lane of its first item */
+    if (a.lse && live && d == 0 && part == 0) store_lse(a, q0 + i, g * G + hl, row_lse(m_run, l_run, sink2));
     u16 *const out = (u16 *)a.out + (i64)(q0 + i) * a.o_token_stride + (i64)(g * G + hl) * a.o_head_stride + d;
     if (P == 4) {
         float mine = o[0];   /* lane `part` writes element d + part (a select, no indexed register) */

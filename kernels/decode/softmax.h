@@ -1,7 +1,7 @@
 /*
  * decode/softmax.h - the online softmax's scalar rules, shared by the kernel body, the key-group
  * merge and the split merge: merging two partial states (merge_scales), the softcap transform, the
- * row's normalization with its attention sink (row_inv, sink_base2).
+ * row's normalization with its attention sink (row_inv, sink_base2) and its LSE (row_lse, store_lse).
  */
 #ifndef R35A_DECODE_SOFTMAX_H
 #define R35A_DECODE_SOFTMAX_H
@@ -46,6 +46,53 @@ R35A_DEV float row_inv(float m, float l, float sink2) {
     if (m == neg_inf()) return 0.f;
     const float mu = fmax(m, sink2), cm = exp2_fast(m - mu);
     return cm * rcp_fast(l * cm + exp2_fast(sink2 - mu));
+}
+
+/* log2(x) in one instruction (v_log_f32 / MUFU.LG2); used on sums >= 1 only (row_lse), so no
+ * denormal handling is needed. */
+R35A_DEV float log2_fast(float x) {
+#if defined(R35A_TARGET_AMDGCN)
+    return __builtin_amdgcn_logf(x);
+#else
+    float r;
+    asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+    return r;
+#endif
+}
+constexpr float LN2_F = 0.6931471805599453f;
+
+/* The row's softmax LSE (rdna35attn.h "Softmax LSE": natural log, logit units) from the state row_inv
+ * normalizes with: (mu + log2(l x 2^(m - mu) + 2^(sink2 - mu))) x ln 2, mu = max(m, sink2), the sum
+ * >= 1. A row that saw no key (m = -inf) gives -inf whatever the sink (l = 0), or NaN when its l is
+ * NaN (a NaN logit, a page outside the cache: its O is NaN too); a NaN or +inf sink gives NaN, as
+ * it does to O. */
+R35A_DEV float row_lse(float m, float l, float sink2) {
+    if (m == neg_inf()) return l == 0.f ? neg_inf() : quiet_nan();
+    const float mu = fmax(m, sink2);
+    return (mu + log2_fast(l * exp2_fast(m - mu) + exp2_fast(sink2 - mu))) * LN2_F;
+}
+
+/* The kernel's argument, read at this point: what a workgroup reads only after its key loop (the
+ * output's pointer and strides, the sinks, the LSE output) is read there, so that it holds no
+ * register across the loop. gfx11: the struct (the kernels' only argument, at the start of the
+ * kernarg segment) through the segment pointer made opaque here; read at the kernel's entry
+ * instead, the LSE pointer and strides stayed live across the loop in SGPRs, of which the larger
+ * variants have none to spare (clang-19 spilled up to 76 of them into VGPR lanes). */
+R35A_DEV const r35a_decode_args &args_here(const r35a_decode_args &a) {
+#if defined(R35A_TARGET_AMDGCN)
+    (void)a;
+    typedef __attribute__((address_space(4))) const char *kernarg_ptr;
+    kernarg_ptr k = (kernarg_ptr)__builtin_amdgcn_kernarg_segment_ptr();
+    __asm__ volatile("" : "+s"(k));
+    return *(const r35a_decode_args *)k;
+#else
+    return a;
+#endif
+}
+
+/* Writes the LSE of query token t, query head h (decode_args.h lse; the caller checks it is set). */
+R35A_DEV void store_lse(const r35a_decode_args &a, int t, int h, float v) {
+    store_f32(a.lse + (i64)t * a.lse_token_stride + (i64)h * a.lse_head_stride, v);
 }
 
 /* A query row's sink logit in base 2 (-inf without sinks). */

@@ -15,7 +15,8 @@
  *              over garbage table entries, padded and NHD strides, two row groups, L == M, mixed
  *              batches (decode + portable kernel in one call)
  *              (8-bit variants: the same with their format's cache, decode8_* groups), and the
- *              model features of every variant: sinks with a 128-key window, softcap + ALiBi
+ *              model features of every variant: sinks with a 128-key window, softcap + ALiBi; the
+ *              LSE output on decode plans (decode_lse: gpu_cases.c gc_decode_lse_cases)
  *   generic    the portable kernel: softcap, ALiBi, odd page sizes, head sizes no variant has,
  *              chunked prefill, varlen causal / GQA / fused qkv, attention sinks (paged and varlen)
  *   features   sinks and 8-bit KV caches (fp8 e4m3, int8; scales per tensor and per kv head) on
@@ -858,8 +859,10 @@ int main(int argc, char **argv)
         if (!ctx)
             return 77;
         snprintf(gc.prefix, sizeof gc.prefix, "%s", modes[mi]);
-        if (!only || strcmp(only, "decode") == 0)
+        if (!only || strcmp(only, "decode") == 0) {
             decode_cases(ctx, arch);
+            gc_decode_lse_cases();
+        }
         if (!only || strcmp(only, "generic") == 0)
             generic_cases(ctx);
         if (!only || strcmp(only, "generic") == 0 || strcmp(only, "features") == 0)

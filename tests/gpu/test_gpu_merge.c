@@ -1,7 +1,8 @@
 /*
- * test_gpu_merge.c - the LSE output of the portable kernel and the merge_states kernels on an NVIDIA
- * GPU through the CUDA backend: tests/lse_merge_cases.c's cases (the ones test_emulator_merge runs
- * on the gfx11 emulator), with exactly sized device buffers, against float64. Built everywhere
+ * test_gpu_merge.c - the LSE output of the decode and portable kernels and the merge_states kernels
+ * on an NVIDIA GPU through the CUDA backend: tests/lse_merge_cases.c's cases (the ones
+ * test_emulator_merge runs on the gfx11 emulator), with exactly sized device buffers, against
+ * float64. Built everywhere
  * (plain C, the driver is dlopen'ed); exits 77 = skipped without a CUDA GPU or without cubins for
  * it (R35A_NVIDIA_TARGETS), 0 passed, 1 failed. Replay: R35A_TEST_SEED (printed first).
  */

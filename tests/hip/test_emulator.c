@@ -34,6 +34,10 @@
  *            elements for D = 128; split counts that differ between the two reported CU counts
  *            for two variants. The stand-in reports 20 (a Radeon 8060S's WGPs) and then 40 units:
  *            under the second every case is planned and checked, and those split cases run again.
+ *            decode_lse (under 20 units): the LSE output on decode plans (gpu_cases.c
+ *            gc_decode_lse_cases: one split and several, the few-row, 16- and 32-row layers, sinks,
+ *            softcap + ALiBi, a window, a mixed batch, 8-bit caches); decode_lse_bad: the LSE of
+ *            rows the device checks poison (a bad seq_len, a page outside the cache) is NaN.
  *   decode8  per 8-bit (fp8 e4m3, int8) decode variant: the partial case with per-tensor scales,
  *            the window case (per-kv-head scales, slots padded by 16 elements) and the features case;
  *            every stored code through the D = 256 variants of rows 4 and 16 (decode8_codes).
@@ -687,6 +691,113 @@ static void decode_cu_split_case(const gc_decode_variant *v, int index)
     s.o_head_pad = 1;
     s.o_token_pad = 3;
     gc_run_paged(&s, "decode_cu_splits", index, &(gc_case_opts){.expect = v->name});
+}
+
+/* The LSE of rows the device checks poison (decode_args.h "Bad device metadata"): sequence 0's
+ * seq_len above max_seq_len (its rows written NaN by bad_sequence) and a block-table entry of
+ * sequence 1 outside the cache (its state NaN: with one split written directly, with several through
+ * the split merge); sequence 2's LSE stays finite, the run reports R35A_ERR_INVALID_DATA at the next
+ * check. Run outside the case driver: the output is not the oracle's. */
+static void decode_lse_bad_case(int index)
+{
+    const char *group = "decode_lse_bad";
+    if (!tu_case_selected(group, index))
+        return;
+    char label[64];
+    snprintf(label, sizeof label, "%dwgp/%s:%d", g_reported_cus, group, index);
+    paged_spec s;
+    paged_spec_init(&s, R35A_DTYPE_F16, 8, 2, 64, 16);
+    s.num_seqs = 0;
+    paged_spec_add_seq(&s, 60, 1);
+    paged_spec_add_seq(&s, index ? 300 : 40, 4);
+    paged_spec_add_seq(&s, 50, 2);
+    s.use_lse = true;
+    s.defer_oracle = true;
+    tu_rng rng;
+    tu_rng_init(&rng, tu_case_seed(group, index));
+    paged_problem p;
+    bool ok = paged_problem_init(&p, &s, &rng) == 0;
+    if (!ok) {
+        printf("FAIL %s: problem setup\n", label);
+        gc_record(group, false, 0.0);
+        return;
+    }
+    p.seq_lens[0] = p.desc.max_seq_len + 1;
+    p.block_table[(size_t)p.bt_stride + 1] = p.num_pages + 7;   /* sequence 1's second page */
+    r35a_plan *plan = NULL;
+    r35a_plan_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    if (r35a_paged_attention_plan(gc.ctx, &p.desc, &plan) != R35A_OK || r35a_plan_get_info(plan, &info) != R35A_OK ||
+        strncmp(info.implementation, "decode_", 7) != 0 || (index > 0) != (info.num_splits > 1)) {
+        printf("FAIL %s: plan \"%s\" with %d splits (%s)\n", label, info.implementation, info.num_splits,
+               r35a_last_error_detail());
+        ok = false;
+    }
+    const size_t lse_bytes = sizeof(float) * p.lse.elems;
+    for (size_t i = 0; i < p.lse.elems; ++i)   /* finite: poison bytes (0xFF) would read as NaN */
+        p.lse.buf[i] = 1234.5f;
+    g_keep_workspace = false;
+    g_misalign_host = NULL;
+    void *dq = g_mem.upload(NULL, p.q, p.q_bytes), *dk = g_mem.upload(NULL, p.k, p.k_bytes);
+    void *dv = g_mem.upload(NULL, p.v, p.v_bytes), *dout = g_mem.upload(NULL, p.out_alloc, p.out_alloc_bytes);
+    void *dsl = g_mem.upload(NULL, p.seq_lens, sizeof(int32_t) * (size_t)s.num_seqs);
+    void *dqsl = g_mem.upload(NULL, p.query_start_loc, sizeof(int32_t) * ((size_t)s.num_seqs + 1));
+    void *dbt = g_mem.upload(NULL, p.block_table, sizeof(int32_t) * p.bt_entries);
+    void *dlse = g_mem.upload(NULL, p.lse.buf, lse_bytes);
+    void *ws = info.workspace_bytes ? g_mem.alloc(NULL, info.workspace_bytes) : NULL;
+    if (ok) {
+        r35a_paged_attention_args a;
+        memset(&a, 0, sizeof a);
+        a.struct_size = sizeof a;
+        a.q = dq;
+        a.k_cache = dk;
+        a.v_cache = dv;
+        a.out = (uint8_t *)dout + p.out_guard_bytes;
+        a.seq_lens = dsl;
+        a.query_start_loc = dqsl;
+        a.block_table = dbt;
+        a.lse = dlse;
+        hip.reset_records();
+        if (r35a_paged_attention_run(gc.ctx, plan, &a, ws, info.workspace_bytes, g_stream) != R35A_OK ||
+            g_mem.sync(NULL, g_stream) != 0) {
+            printf("FAIL %s: run: %s\n", label, r35a_last_error_detail());
+            ok = false;
+        }
+    }
+    if (ok) {
+        g_mem.download(NULL, p.lse.buf, dlse, lse_bytes);
+        int bad = 0;
+        for (int32_t q = 0; q < s.num_seqs; ++q)
+            for (int32_t t = p.query_start_loc[q]; t < p.query_start_loc[q + 1]; ++t)
+                for (int32_t h = 0; h < s.num_q_heads; ++h) {
+                    const float got = p.lse.buf[(size_t)t * (size_t)p.lse.token_stride + (size_t)h];
+                    if ((q < 2 ? !isnan(got) : !isfinite(got) || got == 1234.5f) && bad++ < 5)
+                        printf("FAIL %s: LSE of sequence %d (token %d, head %d) is %g, expected %s\n", label, (int)q,
+                               (int)t, (int)h, (double)got, q < 2 ? "NaN" : "finite (written)");
+                }
+        ok = bad == 0;
+        const r35a_status st = r35a_context_check_device(gc.ctx);
+        if (st != R35A_ERR_INVALID_DATA) {
+            printf("FAIL %s: the device check reported %s\n", label, r35a_status_string(st));
+            ok = false;
+        }
+    }
+    (void)r35a_context_check_device(gc.ctx);   /* leave no record to the next case */
+    r35a_plan_destroy(plan);
+    g_mem.release(NULL, dq, p.q);
+    g_mem.release(NULL, dk, p.k);
+    g_mem.release(NULL, dv, p.v);
+    g_mem.release(NULL, dout, p.out_alloc);
+    g_mem.release(NULL, dsl, p.seq_lens);
+    g_mem.release(NULL, dqsl, p.query_start_loc);
+    g_mem.release(NULL, dbt, p.block_table);
+    g_mem.release(NULL, dlse, p.lse.buf);
+    if (ws)
+        g_mem.release(NULL, ws, NULL);
+    paged_problem_free(&p);
+    gc_record(group, ok, 0.0);
+    ++gc.cases_ran;
 }
 
 /* second_count: the context reports the second CU count, which changes split counts only: every
@@ -1510,6 +1621,12 @@ int main(int argc, char **argv)
             continue;
         }
         any_context = true;
+        /* (first: under a spent budget they would be left out, their kernels all executed) */
+        if (c == 0 && family_selected(only, "decode")) {
+            gc_decode_lse_cases();
+            decode_lse_bad_case(0);
+            decode_lse_bad_case(1);
+        }
         if (family_selected(only, "decode") || family_selected(only, "decode8"))
             for (gc.pass = 0; gc.pass < 2; ++gc.pass)
                 decode_cases(c > 0, only);

@@ -1,11 +1,13 @@
 /*
- * test_emulator_merge.c - the LSE output of the portable kernel and the merge_states kernels,
- * executed: public API -> dispatch -> planner -> src/gpu_impls.c -> src/backend_hip.c, with the
- * embedded gfx1151 code objects run on the gfx11 ISA emulator by the executing stand-in HIP runtime
- * (r35a_emu_hip, as tests/hip/test_emulator.c; kept separate from it so each can change alone).
+ * test_emulator_merge.c - the LSE output of the decode and portable kernels and the merge_states
+ * kernels, executed: public API -> dispatch -> planner -> src/gpu_impls.c -> src/backend_hip.c,
+ * with the embedded gfx1151 code objects run on the gfx11 ISA emulator by the executing stand-in
+ * HIP runtime (r35a_emu_hip, as tests/hip/test_emulator.c; kept separate from it so each can change
+ * alone).
  *
  * The cases are tests/lse_merge_cases.c's (shared with tests/gpu/test_gpu_merge.c): LSE on the
- * portable kernel (paged and varlen) and merge_states_<dtype>, against float64.
+ * decode kernels and the portable kernel (paged and varlen) and merge_states_<dtype>, against
+ * float64.
  * Exactly sized hipMalloc buffers and gfx11emu's bounds checks: a read or write outside them fails.
  * Fresh random inputs (seed printed; replay with R35A_TEST_SEED). Exit 0 passed, 1 failed.
  */

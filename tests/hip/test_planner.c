@@ -1121,9 +1121,11 @@ static void test_encoder_grid_fill(void **state)
     assert_string_equal(encoder_variant_on(&g, ARCH, 80, NULL), "encoder_f16_d64_r32_kb32_nw4_w6");
 }
 
-/* The LSE output (0.3): the fast planners decline it with a reason naming it (so it runs on the
- * portable kernel, never silently without LSE); the portable kernel's arguments carry it; the merge
- * planner picks merge_states_<dtype> with the portable grid, and its arguments copy every stride. */
+/* The LSE output (0.3): the decode planner serves it (the same plan as without it) and its
+ * arguments carry it, as the portable kernel's do (a mixed batch's two launches both write their
+ * rows'); the encoder planner declines it with a reason naming it (so it runs on the portable kernel,
+ * never silently without LSE); the merge planner picks merge_states_<dtype> with the portable grid,
+ * and its arguments copy every stride. */
 static void test_lse_and_merge(void **state)
 {
     (void)state;
@@ -1131,16 +1133,38 @@ static void test_lse_and_merge(void **state)
     d.use_lse = 1;
     d.lse_token_stride = 40;
     d.lse_head_stride = 1;
-    expect_decode_declines(&d, NULL, "LSE output: the decode kernels do not write it yet");
+    r35a_paged_attention_desc no_lse = d;
+    no_lse.use_lse = 0;
+    r35a_gpu_launch with, without;
+    char why[256] = "";
+    assert_true(r35a_plan_decode(&d, ARCH, 40, NULL, &with, why, sizeof why));
+    assert_true(r35a_plan_decode(&no_lse, ARCH, 40, NULL, &without, why, sizeof why));
+    assert_int_equal(with.kernel, without.kernel);
+    assert_int_equal(with.num_splits, without.num_splits);
+    assert_int_equal(with.workspace_bytes, without.workspace_bytes);
     r35a_paged_attention_desc mixed = paged(R35A_DTYPE_F16, 4, 16, 4096, 32, 8, 128, 16);
     mixed.use_lse = 1;
-    expect_mixed_declines(&mixed, "LSE output");
+    r35a_gpu_launch dl, gl;
+    assert_true(r35a_plan_mixed(&mixed, ARCH, 40, NULL, &dl, &gl, why, sizeof why));
     expect_generic_paged(&d, "generic_paged_f16_dmax256");
     static float lse[64];
     r35a_paged_attention_args a;
     memset(&a, 0, sizeof a);
     a.struct_size = sizeof a;
     a.lse = lse;
+    r35a_decode_args da;
+    static _Alignas(16) unsigned char ws[64];
+    r35a_fill_decode_args(&d, &a, &with, ws, &da);
+    assert_ptr_equal(da.lse, lse);
+    assert_int_equal(da.lse_token_stride, 40);
+    assert_int_equal(da.lse_head_stride, 1);
+    r35a_fill_decode_args(&mixed, &a, &dl, ws, &da);
+    assert_ptr_equal(da.lse, lse);
+    r35a_fill_decode_args(&no_lse, &a, &without, ws, &da);   /* no flag, no pointer handed on */
+    assert_null(da.lse);
+    r35a_generic_paged_args mg;
+    r35a_fill_generic_paged_args(&mixed, &a, gl.min_query_len, &mg);
+    assert_ptr_equal(mg.lse, lse);
     r35a_generic_paged_args ka;
     r35a_fill_generic_paged_args(&d, &a, 0, &ka);
     assert_ptr_equal(ka.lse, lse);
@@ -1191,7 +1215,7 @@ static void test_lse_and_merge(void **state)
     r35a_merge_states_desc m32;
     r35a_merge_states_desc_init(&m32, R35A_DTYPE_F32, 2, 1, 1, 8);
     r35a_gpu_launch l;
-    char why[256] = "";
+    why[0] = '\0';
     assert_false(r35a_plan_generic_merge(&m32, ARCH, NULL, &l, why, sizeof why));
     assert_non_null(strstr(why, "dtype f32"));
     assert_false(r35a_plan_generic_paged(&d, ARCH, "merge_states_f16", &l, why, sizeof why));
