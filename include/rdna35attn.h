@@ -83,9 +83,10 @@
  * It is float32, written for row (token t, head h) at lse[t * lse_token_stride + h * lse_head_stride].
  * A row that sees no key gives lse = -inf and O = 0, whatever its sink (its sink is not counted). A
  * NaN or +inf logit makes lse NaN, like the row. Which implementations write it: the reference,
- * the decode kernels (paged calls with M <= 8, and the decode part of a mixed batch) and the portable
- * GPU kernel; the encoder kernels do not yet, so a varlen plan with use_lse runs on the portable
- * kernel (the plan's fallback_reason says so). With O and lse of two calls over
+ * the decode kernels (paged calls with M <= 8, and the decode part of a mixed batch; on gfx11 - on
+ * NVIDIA the portable kernel writes it until the decode kernels' LSE has run on a GPU) and the
+ * portable GPU kernel; the encoder kernels and their paged siblings (prefill) do not yet, so a varlen
+ * plan or a prefill with use_lse runs on the portable kernel (the plan's fallback_reason says so). With O and lse of two calls over
  * disjoint key sets of the same rows, r35a_merge_states gives the call over their union (see
  * "Merging partial states" below).
  *

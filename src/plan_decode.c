@@ -107,6 +107,10 @@ bool r35a_plan_decode(const r35a_paged_attention_desc *d, const char *arch, int 
     if (!r35a_decode_page_size_ok(d->page_size))
         r35a_text_append(reason, cap, ", ", "page_size %d is not a multiple of %d", (int)d->page_size,
                          R35A_DECODE_PAGE_MULTIPLE);
+    /* The LSE stores of the NVIDIA decode layers have been built, not yet run on a GPU: the portable
+     * kernel writes the LSE there until tests/gpu/test_gpu_cuda.c has run decode_lse on them. */
+    if (d->use_lse && r35a_tuning_is_nvidia(arch))
+        r35a_text_append(reason, cap, ", ", "LSE output on the NVIDIA decode kernels (not yet run on a GPU)");
     check_decode_strides(d, reason, cap);
     if ((uint32_t)d->num_seqs > R35A_GRID_YZ_MAX)
         r35a_text_append(reason, cap, ", ", "num_seqs %d above the grid limit %u", (int)d->num_seqs, R35A_GRID_YZ_MAX);

@@ -456,7 +456,7 @@ bool gc_run_varlen(const varlen_spec *spec, const char *group, int index, const 
 
 /* ---- the LSE output on the decode kernels ---- */
 
-void gc_decode_lse_cases(void)
+void gc_decode_lse_cases(const char *expect)
 {
     static const struct {
         r35a_dtype dt, kv;
@@ -526,6 +526,6 @@ void gc_decode_lse_cases(void)
             s.use_alibi = 1;
             break;
         }
-        gc_run_paged(&s, "decode_lse", i, &(gc_case_opts){.expect = "decode_"});
+        gc_run_paged(&s, "decode_lse", i, &(gc_case_opts){.expect = expect});
     }
 }

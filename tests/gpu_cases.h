@@ -129,7 +129,7 @@ bool gc_run_varlen(const varlen_spec *spec, const char *group, int index, const 
  * portable launches), GQA on the few-row and the 16- and 32-row layers, sinks, softcap + ALiBi, a
  * window, an empty sequence, f16 and bf16, fp8 and int8 caches; O and LSE against the oracle, the
  * plan a decode_ one. Short contexts and few heads: the emulator runs them too. */
-void gc_decode_lse_cases(void);
+void gc_decode_lse_cases(const char *expect); /* the implementation prefix the plans must have */
 
 /* Whether the current pass runs the case met next: call once per case a program runs by itself. */
 bool gc_case_in_pass(void);

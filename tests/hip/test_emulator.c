@@ -1623,7 +1623,7 @@ int main(int argc, char **argv)
         any_context = true;
         /* (first: under a spent budget they would be left out, their kernels all executed) */
         if (c == 0 && family_selected(only, "decode")) {
-            gc_decode_lse_cases();
+            gc_decode_lse_cases("decode_");
             decode_lse_bad_case(0);
             decode_lse_bad_case(1);
         }
