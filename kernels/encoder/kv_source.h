@@ -23,7 +23,7 @@
  * A paged block reads one table entry per 16-key sub-tile (a page size that is a multiple of 16 never
  * splits a sub-tile); entries of sub-tiles at or past klen are not read. An entry outside
  * 0..num_pages-1 is never dereferenced: page 0 stands in; scan_pages, after the key loop, sets `bad`
- * (group-uniform), which the body turns into NaN rows and a device error record. The paged source's
+ * (the same in every wave), which the body turns into NaN rows and a device error record. The paged source's
  * functions are forced inline (nvcc otherwise passes its blocks through local memory).
  */
 #ifndef R35A_ENCODER_KV_SOURCE_H
@@ -36,6 +36,16 @@
 
 namespace r35a {
 namespace {   /* internal linkage, as the kernel body's lambdas have */
+
+/* Rows [t0, t1) of head h of O as NaN (a bad item's rows; the error path only), by the GT threads of
+ * a group. */
+template <class E, int D, int GT>
+R35A_DEV void nan_rows(void *out, i64 o_token_stride, i64 o_head_stride, int t0, int t1, int h, int gtid) {
+    const u16 nan = E::from_f32(quiet_nan());
+    u16 *const og = (u16 *)out + (i64)t0 * o_token_stride + (i64)h * o_head_stride;
+    for (i64 idx = gtid; idx < (i64)(t1 - t0) * D; idx += GT)
+        store_u16(og + (idx / D) * o_token_stride + idx % D, nan);
+}
 
 /* ---- varlen: a segment's contiguous rows ---- */
 struct varlen_source {
@@ -56,12 +66,8 @@ struct varlen_source {
      * them); thread 0 of head 0 records it. The error path only. */
     template <class E, int D, int GT>
     R35A_ENC_FN void bad_item(u32 code, int s, int h, int t1, int gtid) const {
-        if (code == R35A_DEVICE_ERROR_SEGMENT_LEN) {
-            const u16 nan = E::from_f32(quiet_nan());
-            u16 *const og = (u16 *)a.out + (i64)t0 * a.o_token_stride + (i64)h * a.o_head_stride;
-            for (i64 idx = gtid; idx < (i64)(t1 - t0) * D; idx += GT)
-                store_u16(og + (idx / D) * a.o_token_stride + idx % D, nan);
-        }
+        if (code == R35A_DEVICE_ERROR_SEGMENT_LEN)
+            nan_rows<E, D, GT>(a.out, a.o_token_stride, a.o_head_stride, t0, t1, h, gtid);
         if (h == 0 && gtid == 0) report_bad_data(a.error, code, (u32)s);
     }
 
@@ -127,12 +133,8 @@ struct paged_source {
      * records it. The error path only. */
     template <class E, int D, int GT>
     R35A_MEMBER void bad_item(u32 code, int s, int h, int q1, int gtid) const {
-        if (code != R35A_DEVICE_ERROR_QUERY_START_LOC) {
-            const u16 nan = E::from_f32(quiet_nan());
-            u16 *const og = (u16 *)a.out + (i64)t0 * a.o_token_stride + (i64)h * a.o_head_stride;
-            for (i64 idx = gtid; idx < (i64)(q1 - t0) * D; idx += GT)
-                store_u16(og + (idx / D) * a.o_token_stride + idx % D, nan);
-        }
+        if (code != R35A_DEVICE_ERROR_QUERY_START_LOC)
+            nan_rows<E, D, GT>(a.out, a.o_token_stride, a.o_head_stride, t0, q1, h, gtid);
         if (h == 0 && gtid == 0) report_bad_data(a.error, code, (u32)s);
     }
 
@@ -222,13 +224,7 @@ struct paged_source {
         R35A_MEMBER const char *row(const char *base, int jc, bool next, int key, u32 extra, i64 page_stride,
                                     i64 slot_stride) const {
             int pg, sl;
-            sub(jc, pg, sl);
-            if (next) {
-                int pn, sn;
-                sub(jc + 1 < NS ? jc + 1 : jc, pn, sn);
-                pg = pn;
-                sl = sn;
-            }
+            sub(next && jc + 1 < NS ? jc + 1 : jc, pg, sl);   /* one table read per row */
             return base + 2 * ((i64)pg * page_stride + (i64)(sl + (key & 15)) * slot_stride) + extra;
         }
         R35A_MEMBER const char *k_row(int jc, bool next, int key, u32 extra) const {
@@ -260,13 +256,15 @@ struct paged_source {
     }
 
     /* After the key loop: whether an entry of the pages holding keys 0 .. nkeys - 1 (those the group
-     * streamed) lies outside the cache (uniform loads, one per page). Sets bad. */
+     * streamed) lies outside the cache. Each wave's 32 lanes read the entries 32 apart (independent
+     * loads, not one dependent scalar load per page) and vote; every wave reaches the same answer.
+     * Sets bad (uniform). */
     R35A_MEMBER void scan_pages(int nkeys) {
         const int32_t *const bt = a.block_table + (i64)seq * a.block_table_stride;
         const int n = imin(nkeys, klen), np = (n + a.page_size - 1) / a.page_size;
         bool any = false;
-        for (int pi = 0; pi < np; ++pi) any |= !r35a_page_index_ok(load_i32_uniform(bt + pi), a.num_pages);
-        bad = any;
+        for (int pi = lane_id(); pi < np; pi += 32) any |= !r35a_page_index_ok(load_i32(bt + pi), a.num_pages);
+        bad = wave_any(any);
     }
 };
 
