@@ -298,6 +298,25 @@ static void check_planned(gc_case *c)
     }
 }
 
+/* A case not run: plan-only mode (recorded as "<group> (plan only)") or one the emulator's time budget
+ * skips. Then the case has no runs and its after_case hook is told so; true: the caller returns. */
+static bool left_out(gc_case *c, const char *group, const char *desc, bool runnable)
+{
+    if (gc.plan_only) {
+        char plan_group[64];
+        snprintf(plan_group, sizeof plan_group, "%s (plan only)", group);
+        if (!c->ok)
+            print_failure_context(c, desc);
+        gc_record(plan_group, c->ok, 0.0);
+    } else if (!(runnable && gc_budget_skips(c->info.implementation))) {
+        return false;
+    }
+    c->runs = 0;
+    if (gc.hooks.after_case)
+        gc.hooks.after_case(c);
+    return true;
+}
+
 bool gc_run_paged(const paged_spec *spec, const char *group, int index, const gc_case_opts *o)
 {
     if (!gc_case_in_pass() || !tu_case_selected(group, index))
@@ -333,21 +352,7 @@ bool gc_run_paged(const paged_spec *spec, const char *group, int index, const gc
     if (c.ok && gc.hooks.check_plan)
         c.ok = gc.hooks.check_plan(&c);
 
-    bool left_out = false;
-    if (gc.plan_only) {
-        char plan_group[64];
-        snprintf(plan_group, sizeof plan_group, "%s (plan only)", group);
-        if (!c.ok)
-            print_failure_context(&c, desc);
-        gc_record(plan_group, c.ok, 0.0);
-        left_out = true;
-    } else if (runnable && gc_budget_skips(c.info.implementation)) {
-        left_out = true;
-    }
-    if (left_out) {
-        c.runs = 0;
-        if (gc.hooks.after_case)
-            gc.hooks.after_case(&c);
+    if (left_out(&c, group, desc, runnable)) {
         r35a_plan_destroy(plan);
         for (int i = 0; i < built; ++i)
             paged_problem_free(&p[i]);
@@ -415,21 +420,7 @@ bool gc_run_varlen(const varlen_spec *spec, const char *group, int index, const 
     const bool runnable = c.ok; /* as in gc_run_paged: a plan the checks reject still runs */
     if (c.ok && gc.hooks.check_plan)
         c.ok = gc.hooks.check_plan(&c);
-    bool left_out = false;
-    if (gc.plan_only) {
-        char plan_group[64];
-        snprintf(plan_group, sizeof plan_group, "%s (plan only)", group);
-        if (!c.ok)
-            print_failure_context(&c, desc);
-        gc_record(plan_group, c.ok, 0.0);
-        left_out = true;
-    } else if (runnable && gc_budget_skips(c.info.implementation)) {
-        left_out = true;
-    }
-    if (left_out) {
-        c.runs = 0;
-        if (gc.hooks.after_case)
-            gc.hooks.after_case(&c);
+    if (left_out(&c, group, desc, runnable)) {
         r35a_plan_destroy(plan);
         varlen_problem_free(&p);
         return c.ok;
