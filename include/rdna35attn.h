@@ -244,8 +244,9 @@ typedef struct r35a_plan_info {
                                     reports its first, decode launch here (grid, block,
                                     workspace_bytes and num_splits alike); its second launch has no
                                     workspace and grid {num_tokens, num_q_heads, 1} (generic) or
-                                    {num_seqs x ceil(max_query_len / R), num_q_heads, 1} (prefill, R
-                                    query rows per workgroup) */
+                                    {num_seqs x ceil(max_query_len x G / R), num_kv_heads, 1} (prefill:
+                                    R rows per workgroup, the G = num_q_heads / num_kv_heads query
+                                    heads of a kv head packed into its rows) */
     uint32_t block[3];           /* workgroup size in threads (0s on the reference backend) */
     int32_t num_splits;          /* KV splits per (kv head, row group); 1 without split-KV */
 } r35a_plan_info;

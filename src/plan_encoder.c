@@ -275,9 +275,12 @@ bool r35a_plan_prefill(const r35a_paged_attention_desc *d, const char *arch, int
     memset(&shape, 0, sizeof shape);
     shape.dtype = d->dtype;
     shape.head_size = d->head_size;
-    shape.num_q_heads = d->num_q_heads;
+    /* the items are (sequence, kv head) with the kv head's query heads packed: M x G rows each */
+    const int32_t group = d->num_kv_heads > 0 && d->num_q_heads % d->num_kv_heads == 0 ? d->num_q_heads / d->num_kv_heads : 1;
+    const int64_t packed = (int64_t)d->max_query_len * group;
+    shape.num_q_heads = d->num_q_heads / group;
     shape.num_segments = d->num_seqs;
-    shape.max_seqlen = d->max_query_len;
+    shape.max_seqlen = packed <= R35A_PREFILL_MAX_ROWS ? (int32_t)packed : (int32_t)R35A_PREFILL_MAX_ROWS;
     const int best = half ? choose_encoder_variant(&shape, arch, num_cus, -1, true) : -1;
     if (best < 0 && half)
         r35a_registry_explain_missing(R35A_GPU_ENCODER, arch, d->dtype, (r35a_dtype)0, d->head_size, -1, NULL, reason, cap);
@@ -287,10 +290,11 @@ bool r35a_plan_prefill(const r35a_paged_attention_desc *d, const char *arch, int
     if (best >= 0) {
         const r35a_encoder_variant *v = &r35a_encoder_variants[best];
         const int32_t rows = r35a_encoder_rows_per_workgroup(v->rows, v->nw);
-        if (!r35a_prefill_grid(d->num_seqs, d->max_query_len, d->num_q_heads, rows, grid) && d->max_query_len > 0 &&
+        if (!r35a_prefill_grid(d->num_seqs, d->max_query_len, d->num_q_heads, group, rows, grid) && d->max_query_len > 0 &&
             d->num_seqs > 0 && d->num_q_heads > 0)
-            r35a_text_append(reason, cap, ", ", "num_seqs %d x ceil(max_query_len %d / %d) above the grid limit 2^31-1",
-                             (int)d->num_seqs, (int)d->max_query_len, (int)rows);
+            r35a_text_append(reason, cap, ", ", "num_seqs %d x ceil(max_query_len %d x %d query heads per kv head / %d) "
+                             "above the grid limit 2^31-1 (or the packed rows above 2^30)",
+                             (int)d->num_seqs, (int)d->max_query_len, (int)group, (int)rows);
     }
     if (reason[0])
         return false;

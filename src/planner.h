@@ -51,7 +51,8 @@ bool r35a_plan_encoder(const r35a_varlen_attention_desc *desc, const char *arch,
                        size_t reason_len);
 
 /* Causal prefill over the paged cache on the encoder's paged siblings (prefill_args.h): one launch for
- * every sequence with M > min_query_len, its grid { num_seqs * ceil(max_query_len / R), num_q_heads, 1 }
+ * every sequence with M > min_query_len, its grid { num_seqs * ceil(max_query_len * G / R), num_kv_heads, 1 }
+ * (the G = Hq / Hkv query heads of a kv head packed into one item)
  * (a 0 in grid: max_query_len is 0). The variant is the encoder's workgroup-wide tiling of (dtype,
  * head size), chosen by the encoder's grid-fill rule on that grid; no tail split. Declines (with the
  * reason) dtypes other than f16/bf16, 8-bit caches, GQA that does not divide, page sizes that are not

@@ -130,9 +130,18 @@ bool tu_case_selected(const char *group, int index)
     if (!only || !*only) {
         return true;
     }
+    /* a comma-separated list of <group>:<index> (one case) or <group> (all its cases) */
     char want[160];
     snprintf(want, sizeof want, "%s:%d", group, index);
-    return strcmp(want, only) == 0;
+    const size_t gl = strlen(group), wl = strlen(want);
+    for (const char *p = only; *p;) {
+        const char *e = strchr(p, ',');
+        const size_t n = e ? (size_t)(e - p) : strlen(p);
+        if ((n == wl && strncmp(p, want, n) == 0) || (n == gl && strncmp(p, group, n) == 0))
+            return true;
+        p += n + (e ? 1 : 0);
+    }
+    return false;
 }
 
 int tu_scaled(int count)

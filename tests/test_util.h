@@ -33,7 +33,7 @@ size_t tu_dtype_size(r35a_dtype dtype);
 void tu_begin(const char *program);
 uint64_t tu_seed(void);
 uint64_t tu_case_seed(const char *group, int index);
-/* False when R35A_TEST_CASE names another case. */
+/* False when R35A_TEST_CASE (a comma-separated list of <group>:<index> and <group>) names other cases. */
 bool tu_case_selected(const char *group, int index);
 /* R35A_TEST_SCALE (default 1.0) multiplies the number of random cases of the sweeps. */
 int tu_scaled(int count);

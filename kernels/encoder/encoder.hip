@@ -59,8 +59,9 @@
  * model.
  *
  * Paged siblings (prefill_args.h, <variant>_paged of every workgroup-wide variant): the same body over
- * a paged sequence: M query rows, L keys read through the block table, causal with offset L - M (row i
- * sees keys 0 .. L - M + i). The body takes its item from a SOURCE (kv_source.h: varlen_source,
+ * a paged sequence and kv head: its G query heads' M query tokens packed as M x G rows (row r: token
+ * r / G, head r % G of the kv head's), L keys read through the block table once for all of them,
+ * causal with offset L - M (row r sees keys 0 .. L - M + r / G). The body takes its item from a SOURCE (kv_source.h: varlen_source,
  * paged_source): query and key counts, the causal offset, the metadata check, and each key row's
  * address for the staging policies.
  *
@@ -114,20 +115,17 @@ R35A_DEV void encoder_body(S &src, unsigned char *smem, int g, int s, int xb, in
     if (!src.template open<E, D, GT>(s, xb, h, half, gtid))
         return;
     const int qlen = src.qlen, klen = src.klen;
-    const int coff = src.coff;                               /* row i sees keys 0 .. coff + i (causal) */
     const int row0 = xb * C::R * KG + (half > 0 ? C::R : 0);
     if (row0 >= qlen)
         return;
 
     /* Uniform bases (scalar registers); per-thread offsets below are 32-bit byte offsets from them
      * (token strides < 2^24 elements, see encoder_args.h), so loads use the SGPR + VGPR form. */
-    const char *const qg = src.q_rows(h);
     src.bind(h, gtid);                                       /* K/V: GQA, query head h reads kv head h / kv_group */
-    u16 *const og = src.o_rows(h);
     const u32x4 zero4 = {0u, 0u, 0u, 0u};
     /* causal: the blocks up to the group's last row (the planner runs no tail split then, KG = 1) */
     const bool causal = src.causal();                        /* uniform */
-    const int nblk = ((causal ? imin(klen, coff + row0 + C::R) : klen) + KB - 1) / KB;
+    const int nblk = ((causal ? imin(klen, src.pos(row0 + C::R - 1) + 1) : klen) + KB - 1) / KB;
 
     /* ---- K/V staging: the target's policy (encoder_paths in frag_*.h), rows from the source ---- */
     const typename C::KV::template tiles<C> kt{lds};           /* the staged tiles and their operands */
@@ -144,13 +142,17 @@ R35A_DEV void encoder_body(S &src, unsigned char *smem, int g, int s, int xb, in
             constexpr int QPT = C::Q_PER_THREAD;
             u16 *const ql = lds + C::Q_OFFSET;
             u32x4 qr[QPT];
-            const char *const qb = qg + 2 * (i64)row0 * a.q_token_stride;
 #pragma unroll
             for (int i = 0; i < QPT; ++i) {
                 const int idx = gtid + i * GT;
                 const int r = idx / D8, d8 = idx - r * D8;
                 const bool ok = (C::Q_CHUNKS % GT == 0 || idx < C::Q_CHUNKS) && row0 + r < qlen;
-                qr[i] = ok ? load_b128(qb + ((u32)(2 * r * a.q_token_stride) + 16u * d8)) : zero4;
+                if constexpr (S::PACKED) {                   /* each row its own (token, head) */
+                    qr[i] = ok ? load_b128(src.q_row(row0 + r) + 16u * d8) : zero4;
+                } else {
+                    const char *const qb = src.q_rows(h) + 2 * (i64)row0 * a.q_token_stride;
+                    qr[i] = ok ? load_b128(qb + ((u32)(2 * r * a.q_token_stride) + 16u * d8)) : zero4;
+                }
             }
 #pragma unroll
             for (int i = 0; i < QPT; ++i) {
@@ -166,7 +168,8 @@ R35A_DEV void encoder_body(S &src, unsigned char *smem, int g, int s, int xb, in
         group_sync<C::GW>();
         const int wrow0 = row0 + rw * 16 * T + 16 * TE * pass;   /* first row of this wave in this pass */
         const bool wave_has_rows = wrow0 < qlen;                 /* uniform per wave */
-        const int wpos0 = coff + wrow0;                          /* its position (causal: the last key it sees) */
+        const int wpos0 = src.pos(wrow0);                        /* its first row's position (causal: the last key it sees) */
+        const int wposn = src.pos(wrow0 + 16 * TE - 1);          /* and its last row's */
         /* Q^T operand of this pass's tile t, d chunk c, from the staged rows */
         auto q_operand = [&](int t, int c) {
             return frag::load_vec16_lds(lds + C::Q_OFFSET + (rw * 16 * T + 16 * (TE * pass + t)) * KLD + 16 * c, KLD);
@@ -205,7 +208,7 @@ R35A_DEV void encoder_body(S &src, unsigned char *smem, int g, int s, int xb, in
             if (!wave_has_rows || (KG > 1 && key0 >= klen))  /* uniform */
                 return;
             /* causal: a block wholly above this wave's rows is skipped, one on their diagonal masked */
-            if (causal && key0 > wpos0 + 16 * TE - 1)          /* uniform */
+            if (causal && key0 > wposn)                        /* uniform */
                 return;
             const bool diag = causal && key0 + KBC - 1 > wpos0;
             const u16 *const kl = kt.kstage(st) + (KG > 1 ? kgi * KBC * KLD : 0);
@@ -263,14 +266,15 @@ R35A_DEV void encoder_body(S &src, unsigned char *smem, int g, int s, int xb, in
                                 for (int t = 0; t < TE; ++t) sc[t][j].v[e] = neg_inf();
                     }
             }
-            if (diag) {                                      /* key > coff + row: -inf (key 0 of block 0 stays) */
+            if (diag) {                                      /* key > pos(row): -inf (key 0 of block 0 stays) */
 #pragma unroll
                 for (int j = 0; j < NS; ++j)
 #pragma unroll
                     for (int e = 0; e < frag::ACC_ELEMS; ++e)
 #pragma unroll
                         for (int t = 0; t < TE; ++t)
-                            if (key0 + 16 * j + frag::acc_m(e) > wpos0 + 16 * t + frag::acc_n(e))
+                            if (key0 + 16 * j + frag::acc_m(e) >
+                                (S::PACKED ? src.pos(wrow0 + 16 * t + frag::acc_n(e)) : wpos0 + 16 * t + frag::acc_n(e)))
                                 sc[t][j].v[e] = neg_inf();
             }
             /* P^T = exp2(S^T * scale_log2 - m) in place; returns this lane's share of the block's
@@ -376,8 +380,16 @@ R35A_DEV void encoder_body(S &src, unsigned char *smem, int g, int s, int xb, in
         }
 
         /* ---- O = O^T / l, written as whole rows ---- */
-        if (wave_has_rows && kgi == 0)                           /* key group 0 stores the joined rows */
-            store_rows<C, E, D>(wrow0, qlen, og, a.o_token_stride, l, o);
+        if (wave_has_rows && kgi == 0) {                         /* key group 0 stores the joined rows */
+            if constexpr (S::PACKED) {
+                store_rows<C, E, D>(wrow0, l, o, [&](int row) -> u16 * { return row < qlen ? src.o_row(row) : nullptr; });
+            } else {
+                u16 *const og = src.o_rows(h);
+                store_rows<C, E, D>(wrow0, l, o, [&](int row) -> u16 * {
+                    return row < qlen ? og + (i64)row * a.o_token_stride : nullptr;
+                });
+            }
+        }
         if constexpr (C::PASSES > 1) {                           /* the next pass restages Q and K/V */
             kv.drain();
             group_sync<C::GW>();
@@ -444,9 +456,10 @@ R35A_DEV void encoder_tail_kernel(const r35a_encoder_args &a) {
 }
 
 /* The paged sibling of a workgroup-wide variant (prefill_args.h): causal prefill over the paged KV
- * cache with the variant's tiling and body, K/V rows read through the block table (paged_source).
- * Grid { num_seqs * nrb, num_heads, 1 }, nrb = ceil(max_query_len / R): workgroup x serves row block
- * x % nrb of sequence x / nrb. */
+ * cache with the variant's tiling and body, K/V rows read through the block table (paged_source), the
+ * G = kv_group query heads of a kv head packed into one item of M x G rows (each K/V block staged
+ * once for all of them). Grid { num_seqs * nrb, num_kv_heads, 1 }, nrb = ceil(max_query_len G / R):
+ * workgroup (x, y) serves row block x % nrb of sequence x / nrb and kv head y. */
 template <class E, int D, int T, int KB, int NW, int WAVES>
 R35A_DEV void encoder_paged_kernel(const r35a_prefill_args &a) {
     typedef encoder_cfg<E, D, T, KB, NW, WAVES, 0, 1> C;
@@ -455,14 +468,15 @@ R35A_DEV void encoder_paged_kernel(const r35a_prefill_args &a) {
 #else
     __shared__ __attribute__((aligned(16))) unsigned char smem[C::LDS_BYTES];
 #endif
-    const int nrb = (a.max_query_len + C::R - 1) / C::R;   /* row blocks per sequence (> 0: the host
-                                                              launches nothing for max_query_len 0) */
+    /* row blocks per sequence (> 0: the host launches nothing for max_query_len 0; max_query_len x G
+     * < 2^31 - R, planner) */
+    const int nrb = (a.max_query_len * a.kv_group + C::R - 1) / C::R;
     if (nrb <= 0)
         return;
     const int item = block_x();
     const int s = item / nrb, xb = item - s * nrb;
     paged_source src{a};
-    encoder_body<E, D, T, KB, NW, WAVES, 0, 1>(src, smem, 0, s, xb, block_y(), -1);
+    encoder_body<E, D, T, KB, NW, WAVES, 0, 1>(src, smem, 0, s, xb, block_y(), -1);   /* h: the kv head */
 }
 
 } /* namespace r35a */

@@ -11,10 +11,10 @@
 
 namespace r35a {
 
-/* Rows [wrow0, wrow0 + 16 TE) of this wave (those < len) from its O^T and l. */
-template <class C, class E, int D>
-R35A_DEV void store_rows(int wrow0, int len, u16 *og, i64 o_token_stride,
-                         const frag::colv (&l)[C::TE], const frag::acc (&o)[C::TE][C::DC]) {
+/* Rows [wrow0, wrow0 + 16 TE) of this wave from its O^T and l; row_at(row) gives a row's O row, or
+ * nullptr for a row not stored (past the item's end). */
+template <class C, class E, int D, class RowAt>
+R35A_DEV void store_rows(int wrow0, const frag::colv (&l)[C::TE], const frag::acc (&o)[C::TE][C::DC], RowAt &&row_at) {
     constexpr int TE = C::TE, DC = C::DC;
 #pragma unroll
     for (int t = 0; t < TE; ++t) {
@@ -32,8 +32,8 @@ R35A_DEV void store_rows(int wrow0, int len, u16 *og, i64 o_token_stride,
             frag::ab ob = frag::b_from_acc<E>(x);
             frag::pin(ob);                                   /* see pin(): the store below is per lane */
             frag::store_vec16_global_pv(ob, imin(16, D - 16 * c), [&](int n) -> void * {
-                const int row = trow0 + n;
-                return row < len ? og + (i64)row * o_token_stride + 16 * c : nullptr;
+                u16 *const r = row_at(trow0 + n);
+                return r ? r + 16 * c : nullptr;
             });
         }
     }

@@ -6,14 +6,22 @@
  *
  *   varlen_source   a segment of a varlen call (encoder_args.h): Q, K, V rows of tokens t0 .. t1-1,
  *                   qlen = klen = t1 - t0, causal offset 0 (row i sees keys 0 .. i with causal).
- *   paged_source    a sequence of a paged call (prefill_args.h): M query rows from query_start_loc[s],
- *                   L keys through the block table, causal offset L - M (row i sees keys 0 .. L-M+i).
+ *   paged_source    a sequence of a paged call (prefill_args.h) and one kv head: the M query tokens
+ *                   from query_start_loc[s] of its G = kv_group query heads packed as M x G rows
+ *                   (row r: token r / G, query head g G + r % G), L keys through the block table,
+ *                   causal offset L - M (row r sees keys 0 .. L - M + r / G).
  *
  * Both offer (C: the kernel's encoder_cfg):
  *   open(s, xb, h, half, gtid)      checks the item's metadata (device_error.h) and sets qlen, klen,
  *                                   coff; false: the group has nothing to do (bad metadata: its NaN
  *                                   rows written and recorded)
- *   bind(h, gtid)                   what the item needs of query head h (varlen: its kv head's K/V bases)
+ *   bind(h, gtid)                   what the item needs of head h (varlen: query head h, its kv head's
+ *                                   K/V bases; paged: kv head h)
+ *   pos(r)                          row r's position: the last key it sees with causal (coff + r, or
+ *                                   coff + r / G packed)
+ *   PACKED                          rows are (token, head) pairs: q_row(r) / o_row(r) give each row's
+ *                                   Q and O row (else q_rows(h) / o_rows(h) give row 0's, and row r
+ *                                   is r token strides further)
  *   block<C> at<C>(key0)            the rows of the K/V block starting at key key0 (a multiple of 16):
  *       k_at(key, extra), v_at(key, extra)   byte address of key row key0 + key (< klen) plus extra
  *                                            (a 32-bit offset within the row); a paged block also
@@ -50,7 +58,7 @@ R35A_DEV void nan_rows(void *out, i64 o_token_stride, i64 o_head_stride, int t0,
 /* ---- varlen: a segment's contiguous rows ---- */
 struct varlen_source {
     typedef r35a_encoder_args args;
-    static constexpr bool PAGED = false;
+    static constexpr bool PAGED = false, PACKED = false;
     const r35a_encoder_args &a;
     int t0, qlen, klen;
     static constexpr int coff = 0;                    /* row i sees keys 0 .. i (causal) */
@@ -59,6 +67,7 @@ struct varlen_source {
     R35A_ENC_FN explicit varlen_source(const r35a_encoder_args &args_) : a(args_) {}
 
     R35A_ENC_FN bool causal() const { return a.causal != 0; }
+    R35A_ENC_FN int pos(int r) const { return r; }
 
     /* A segment whose cu_seqlens entries fail their check (device_error.h): when only its length is
      * wrong (longer than max_seqlen, its range inside 0..num_tokens) the group of its row block 0
@@ -119,22 +128,25 @@ struct varlen_source {
 /* ---- paged: a sequence's keys through its block table ---- */
 struct paged_source {
     typedef r35a_prefill_args args;
-    static constexpr bool PAGED = true;
+    static constexpr bool PAGED = true, PACKED = true;
     const r35a_prefill_args &a;
-    int seq, t0, qlen, klen, coff;
+    int seq, t0, qlen, klen, coff;                    /* qlen: the packed rows, M x G */
+    int hq0;                                          /* the kv head's first query head */
     bool bad;                                         /* a block-table entry outside the cache was met */
     bool reporter;                                    /* the thread that records it (head 0, thread 0) */
     R35A_MEMBER explicit paged_source(const r35a_prefill_args &args_) : a(args_) {}
 
     R35A_MEMBER bool causal() const { return true; }
+    R35A_MEMBER int pos(int r) const { return coff + r / a.kv_group; }
 
-    /* A sequence whose metadata fails its check: its M rows of head h become NaN when its
-     * query_start_loc range is sound (the workgroup of row block 0 writes them), thread 0 of head 0
-     * records it. The error path only. */
+    /* A sequence whose metadata fails its check: its M rows of the query heads of kv head h become
+     * NaN when its query_start_loc range is sound (the workgroup of row block 0 writes them), thread 0
+     * of kv head 0 records it. The error path only. */
     template <class E, int D, int GT>
     R35A_MEMBER void bad_item(u32 code, int s, int h, int q1, int gtid) const {
         if (code != R35A_DEVICE_ERROR_QUERY_START_LOC)
-            nan_rows<E, D, GT>(a.out, a.o_token_stride, a.o_head_stride, t0, q1, h, gtid);
+            for (int x = 0; x < a.kv_group; ++x)
+                nan_rows<E, D, GT>(a.out, a.o_token_stride, a.o_head_stride, t0, q1, h * a.kv_group + x, gtid);
         if (h == 0 && gtid == 0) report_bad_data(a.error, code, (u32)s);
     }
 
@@ -153,28 +165,35 @@ struct paged_source {
             if (xb == 0) bad_item<E, D, GT>(code, s, h, q1, gtid);
             return false;
         }
-        qlen = q1 - t0;
+        const int m = q1 - t0;
+        qlen = m * a.kv_group;                           /* < 2^31: the planner bounds max_query_len x G */
         klen = L;
-        coff = L - qlen;
-        return qlen > a.min_query_len;                   /* else the decode launch's rows */
+        coff = L - m;
+        return m > a.min_query_len;                      /* else the decode launch's rows */
     }
     R35A_MEMBER void bind(int h, int gtid) {
+        hq0 = h * a.kv_group;
         bad = false;
         reporter = h == 0 && gtid == 0;
     }
-    /* head h's row of the item's first token in Q and in O */
-    R35A_MEMBER const char *q_rows(int h) const {
-        return (const char *)a.q + 2 * ((i64)t0 * a.q_token_stride + (i64)h * a.q_head_stride);
+    /* packed row r's row in Q and in O: token r / G, query head hq0 + r % G */
+    R35A_MEMBER const char *q_row(int r) const {
+        const int i = r / a.kv_group, x = r - i * a.kv_group;
+        return (const char *)a.q + 2 * ((i64)(t0 + i) * a.q_token_stride + (i64)(hq0 + x) * a.q_head_stride);
     }
-    R35A_MEMBER u16 *o_rows(int h) const { return (u16 *)a.out + (i64)t0 * a.o_token_stride + (i64)h * a.o_head_stride; }
+    R35A_MEMBER u16 *o_row(int r) const {
+        const int i = r / a.kv_group, x = r - i * a.kv_group;
+        return (u16 *)a.out + (i64)(t0 + i) * a.o_token_stride + (i64)(hq0 + x) * a.o_head_stride;
+    }
     /* The rows of a block. Each 16-key sub-tile lies in one page (page sizes are multiples of 16): its
      * table entry gives the page (page 0 in place of an entry outside the cache; entries at or past the
      * keys are not read), its first slot follows from the block's first key. Two forms:
      *   - register staging (gfx11): every sub-tile's row 0 in K and V at once (uniform), and a row's
      *     address from its sub-tile's by a select and a 32-bit offset (k_at, v_at: lane-varying keys);
-     *   - asynchronous copies (NVIDIA): nothing held; each row's sub-tile is known where it is copied
-     *     (k_row, v_row: the copy's pass gives jc), and its entry is read there (a uniform load; the
-     *     passes are not unrolled), so no page row stays live beside the products' registers.
+     *   - asynchronous copies (NVIDIA): the block's NS page indices, read at once when the block is
+     *     issued (independent loads, one latency per block), and each row's address formed where it is
+     *     copied (k_row, v_row: the copy's pass gives jc; the passes are not unrolled), so no page row
+     *     stays live beside the products' registers and no copy waits on a table load of its own.
      * Whether an entry was outside the cache is found after the key loop (scan_pages). */
     template <class C>
     struct block {
@@ -182,6 +201,7 @@ struct paged_source {
         static constexpr int NS = C::KEYS_PER_BLOCK / 16;
         static constexpr bool EAGER = !C::ASYNC;
         const char *kp[EAGER ? NS : 1], *vp[EAGER ? NS : 1];   /* EAGER: each sub-tile's row 0 in K and V */
+        int pe[EAGER ? 1 : NS];                       /* else each sub-tile's page */
         int pi0, slot0, nsub;                         /* the first key's page index and slot; sub-tiles below klen */
         const char *kb, *vb;                          /* the kv head's rows in page 0 */
         const int32_t *bt;                            /* the sequence's block-table row */
@@ -203,9 +223,9 @@ struct paged_source {
             return pick(vp, key) + ((u32)(key & 15) * (u32)(2 * a.v_slot_stride) + extra);
         }
 
-        /* sub-tile j's page (read here) and first slot */
-        R35A_MEMBER void sub(int j, int &pg, int &sl) const {
-            int pi = pi0;
+        /* sub-tile j's page index in the table and first slot */
+        R35A_MEMBER void place(int j, int &pi, int &sl) const {
+            pi = pi0;
             sl = slot0;
 #pragma unroll
             for (int x = 0; x < NS - 1; ++x)
@@ -216,15 +236,23 @@ struct paged_source {
                         ++pi;
                     }
                 }
+        }
+        /* sub-tile j's page, read from the table (page 0 for an entry outside the cache; none read at
+         * or past klen) */
+        R35A_MEMBER int page(int pi, int j) const {
             const int entry = j < nsub ? load_i32_uniform(bt + pi) : 0;
-            pg = r35a_page_index_ok(entry, a.num_pages) ? entry : 0;
+            return r35a_page_index_ok(entry, a.num_pages) ? entry : 0;
         }
         /* key's row with its sub-tile given: jc (a constant where the caller unrolls) or, with next,
-         * jc + 1 */
+         * jc + 1; the page from pe (read when the block was made) */
         R35A_MEMBER const char *row(const char *base, int jc, bool next, int key, u32 extra, i64 page_stride,
                                     i64 slot_stride) const {
-            int pg, sl;
-            sub(next && jc + 1 < NS ? jc + 1 : jc, pg, sl);   /* one table read per row */
+            const int j = next && jc + 1 < NS ? jc + 1 : jc;
+            int pi, sl, pg = pe[0];
+            place(j, pi, sl);
+#pragma unroll
+            for (int x = 1; x < NS; ++x)
+                if (j == x) pg = pe[EAGER ? 0 : x];
             return base + 2 * ((i64)pg * page_stride + (i64)(sl + (key & 15)) * slot_stride) + extra;
         }
         R35A_MEMBER const char *k_row(int jc, bool next, int key, u32 extra) const {
@@ -236,20 +264,28 @@ struct paged_source {
     };
     template <class C>
     R35A_MEMBER block<C> at(int key0) {
-        /* the kv head from the grid (block y is the query head), not a register held across the products */
-        const int g = block_y() / a.kv_group;
+        /* the kv head from the grid (block y), not a register held across the products */
+        const int g = block_y();
         const int pi = key0 / a.page_size;
-        block<C> b{{}, {}, pi, key0 - pi * a.page_size, (klen - key0 + 15) >> 4,
+        block<C> b{{}, {}, {}, pi, key0 - pi * a.page_size, (klen - key0 + 15) >> 4,
                    (const char *)a.k_cache + 2 * (i64)g * a.k_head_stride,
                    (const char *)a.v_cache + 2 * (i64)g * a.v_head_stride,
                    a.block_table + (i64)seq * a.block_table_stride, a};
         if constexpr (block<C>::EAGER) {   /* uniform (scalar) arithmetic, once per block */
 #pragma unroll
             for (int j = 0; j < block<C>::NS; ++j) {
-                int pg, sl;
-                b.sub(j, pg, sl);
+                int pi, sl;
+                b.place(j, pi, sl);
+                const int pg = b.page(pi, j);
                 b.kp[j] = b.kb + 2 * ((i64)pg * a.k_page_stride + (i64)sl * a.k_slot_stride);
                 b.vp[j] = b.vb + 2 * ((i64)pg * a.v_page_stride + (i64)sl * a.v_slot_stride);
+            }
+        } else {   /* the block's entries, independent loads issued together */
+#pragma unroll
+            for (int j = 0; j < block<C>::NS; ++j) {
+                int pi, sl;
+                b.place(j, pi, sl);
+                b.pe[j] = b.page(pi, j);
             }
         }
         return b;

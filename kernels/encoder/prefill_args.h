@@ -9,18 +9,22 @@
  * Included by C11 host code (src/) and by the device code: a plain C struct passed BY VALUE as the
  * kernel's single argument, and static inline functions. Strides in ELEMENTS, int64.
  *
+ * Rows: the G = kv_group query heads of a kv head are packed into one item, M x G rows of a sequence,
+ * row r = query token r / G of query head g G + r % G (kv head g), so a K/V block staged once serves
+ * every query head that reads it; row r sits at position L - M + r / G.
+ *
  * Launch (graph-capture safe: host-known values only), R = rows per workgroup of the variant (rows x
- * NW), nrb = ceil(max_query_len / R):
- *     grid = { num_seqs * nrb, num_heads, 1 },  block = { 32 * NW }
- * Workgroup (x, h) serves row block x % nrb of sequence x / nrb and query head h; it exits at once when
+ * NW), nrb = ceil(max_query_len G / R):
+ *     grid = { num_seqs * nrb, num_heads / G, 1 },  block = { 32 * NW }
+ * Workgroup (x, g) serves row block x % nrb of sequence x / nrb and kv head g; it exits at once when
  * the sequence has M <= min_query_len (the decode launch of a mixed batch serves those) or fewer rows
  * than its first. The body is the encoder's (one group per workgroup, no tail split), with K/V rows
  * read through the block table: a page size that is a multiple of 16 keeps every 16-key sub-tile of a
  * block in one page, so a block costs one table entry per sub-tile.
  *
  * Device checks (device_error.h): each workgroup checks its sequence's query_start_loc entries and
- * seq_len before reading anything (r35a_paged_sequence_error); a bad sequence's rows of head h are
- * written as NaN by the workgroup of its row block 0 (when its query range is sound) and recorded. A
+ * seq_len before reading anything (r35a_paged_sequence_error); a bad sequence's rows of kv head g's
+ * query heads are written as NaN by the workgroup of its row block 0 (when its query range is sound) and recorded. A
  * block_table entry outside 0..num_pages-1 is never dereferenced: page 0 is read in its place and the
  * workgroup's rows become NaN (R35A_DEVICE_ERROR_PAGE_INDEX recorded).
  *
@@ -56,8 +60,8 @@ typedef struct r35a_prefill_args {
     int64_t block_table_stride;
 
     int32_t num_seqs;
-    int32_t num_heads;               /* Hq (grid.y) */
-    int32_t kv_group;                /* Hq / Hkv >= 1 */
+    int32_t num_heads;               /* Hq */
+    int32_t kv_group;                /* G = Hq / Hkv >= 1: the query heads packed into one item (grid.y = Hkv) */
     int32_t page_size;               /* a multiple of 16 */
     int32_t num_pages;               /* block_table entries must lie in 0 .. num_pages-1 (checked) */
     int32_t max_query_len;           /* host-known bound on every M (checked; shapes the grid) */
@@ -80,14 +84,19 @@ _Static_assert(sizeof(r35a_prefill_args) == R35A_PREFILL_ARGS_BYTES, "host and d
 /* Keys per sub-tile: a page size must be a multiple of it. */
 #define R35A_PREFILL_PAGE_ALIGN 16
 
-/* grid[3] of a paged sibling with R rows per workgroup. Returns 0 when there is nothing to launch
- * (max_query_len, num_seqs or num_heads is 0) or grid.x would pass 2^31 - 1, else 1. */
-R35A_HD int r35a_prefill_grid(int32_t num_seqs, int32_t max_query_len, int32_t num_heads, int32_t rows_per_workgroup,
-                              uint32_t grid[3]) {
-    const int64_t nrb = max_query_len > 0 ? ((int64_t)max_query_len + rows_per_workgroup - 1) / rows_per_workgroup : 0;
+/* Packed rows of a sequence, max_query_len x G: the kernel's row index is a 32-bit int. */
+#define R35A_PREFILL_MAX_ROWS ((int64_t)1 << 30)
+
+/* grid[3] of a paged sibling with R rows per workgroup, num_heads query heads in groups of kv_group.
+ * Returns 0 when there is nothing to launch (max_query_len, num_seqs or num_heads is 0), the packed
+ * rows max_query_len x kv_group pass R35A_PREFILL_MAX_ROWS or grid.x would pass 2^31 - 1, else 1. */
+R35A_HD int r35a_prefill_grid(int32_t num_seqs, int32_t max_query_len, int32_t num_heads, int32_t kv_group,
+                              int32_t rows_per_workgroup, uint32_t grid[3]) {
+    const int64_t rows = max_query_len > 0 && kv_group > 0 ? (int64_t)max_query_len * kv_group : 0;
+    const int64_t nrb = rows <= R35A_PREFILL_MAX_ROWS ? (rows + rows_per_workgroup - 1) / rows_per_workgroup : 0;
     const int64_t x = nrb * (num_seqs > 0 ? num_seqs : 0);
     grid[0] = x <= 0x7fffffff ? (uint32_t)x : 0u;
-    grid[1] = (uint32_t)(num_heads > 0 ? num_heads : 0);
+    grid[1] = (uint32_t)(num_heads > 0 && kv_group > 0 ? num_heads / kv_group : 0);
     grid[2] = 1u;
     return grid[0] > 0 && grid[1] > 0;
 }

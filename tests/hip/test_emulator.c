@@ -406,8 +406,9 @@ static bool check_prefill_plan(const char *label, const r35a_plan_info *info, co
         printf("FAIL %s: plan names %s, not the paged sibling of a workgroup-wide encoder variant\n", label, impl);
         return false;
     }
-    uint32_t grid[3];
-    r35a_prefill_grid(d->num_seqs, d->max_query_len, d->num_q_heads, v->rows * v->nw, grid);
+    /* items are (sequence, kv head), the kv head's query heads packed: M x G rows each */
+    const int64_t rows = (int64_t)d->max_query_len * (d->num_q_heads / d->num_kv_heads), r = v->rows * v->nw;
+    const uint32_t grid[3] = {(uint32_t)(d->num_seqs * ((rows + r - 1) / r)), (uint32_t)d->num_kv_heads, 1u};
     bool ok = same_launch_shape(label, "prefill plan", info->grid, grid, info->block[0], r35a_encoder_block_threads(v->nw));
     if (info->num_splits != 1 || info->workspace_bytes != 0) {
         printf("FAIL %s: a prefill plan with %d splits and %zu workspace bytes\n", label, info->num_splits,
@@ -1424,7 +1425,7 @@ static void prefill_bad_page_case(const gc_encoder_variant *e, const char *paged
 /* Per workgroup-wide encoder variant, its paged sibling (prefill_args.h): causal chunks over the
  * paged cache with chunk lengths that are not multiples of the tile (9, 16, 64, 77, 150: one and two
  * row blocks), prefixes 0 and > 0 (L > M), pages of 16, 48 and 272 keys (a 32-key block spans two
- * 16-key pages; 48 and 272 put page ends inside blocks), GQA 4:1 and 1:1; a batch with short rows
+ * 16-key pages; 48 and 272 put page ends inside blocks), GQA 4:1, 3:1 and 1:1 (the packed rows); a batch with short rows
  * (M <= 8: the decode launch where a decode variant of the head size exists, else the sibling serves
  * them too), an empty sequence, M = L, padded Q / O and NHD strides; pages beyond 2^32 elements and a
  * misaligned K (the portable kernel serves the run) once per dtype; a bad page index for a few. */
@@ -1443,8 +1444,10 @@ static void prefill_cases(void)
         const int page = pages[pi % 3], m = ms[pi % 5], prefix = prefixes[pi % 5];
         const bool gqa = pi % 2 == 0;
         paged_spec s;
-        /* one sequence: the sibling alone */
-        paged_spec_init(&s, e->dtype, gqa ? 4 : 2, gqa ? 1 : 2, e->head, page);
+        /* one sequence: the sibling alone; 4 query heads on 1 kv head, 2 on 2, or 6 on 2 (packed rows of
+         * 3 heads: a group that is not a power of two) */
+        static const int hq[3] = {4, 2, 6}, hkv[3] = {1, 2, 2};
+        paged_spec_init(&s, e->dtype, hq[pi % 3], hkv[pi % 3], e->head, page);
         paged_spec_add_seq(&s, prefix + m, m);
         s.shuffle_pages = true;
         s.garbage_unreached = true;

@@ -537,8 +537,8 @@ static void test_gpu_prefill(void **state)
     r35a_plan *plan = plan_paged(ctx, &d, R35A_OK);
     r35a_plan_info pi = plan_info_of(plan);
     assert_string_equal(pi.implementation, "encoder_bf16_d64_r32_kb32_nw4_w6_paged");
-    assert_int_equal(pi.grid[0], 1);   /* ceil(100 / 128) row blocks */
-    assert_int_equal(pi.grid[1], 32);
+    assert_int_equal(pi.grid[0], 4);   /* ceil(100 x 4 packed heads / 128) row blocks */
+    assert_int_equal(pi.grid[1], 8);   /* kv heads */
     assert_int_equal(pi.block[0], 128);
     assert_int_equal(pi.workspace_bytes, 0);
     fake.reset();
@@ -633,8 +633,8 @@ static void test_gpu_mixed_batch(void **state)
 
     l = fake.launch(2);
     assert_string_equal(l->kernel, "encoder_f16_d128_r16_kb32_nw8_w5_paged");
-    assert_int_equal(l->grid[0], 2);   /* 2 sequences x ceil(12 / 128) row blocks */
-    assert_int_equal(l->grid[1], 32);
+    assert_int_equal(l->grid[0], 2);   /* 2 sequences x ceil(12 x 4 packed heads / 128) row blocks */
+    assert_int_equal(l->grid[1], 8);   /* kv heads */
     assert_int_equal(l->grid[2], 1);
     assert_int_equal(l->block[0], 256);
     assert_ptr_equal(l->stream, &stream_token);

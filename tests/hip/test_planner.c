@@ -82,7 +82,8 @@ static void expect_generic_paged(const r35a_paged_attention_desc *d, const char 
 }
 
 /* Checks a prefill launch (an encoder variant's paged sibling, prefill_args.h): its name, its grid
- * { num_seqs x ceil(max_query_len / R), Hq, 1 }, block, min_query_len, no workspace. */
+ * { num_seqs x ceil(max_query_len x G / R), Hkv, 1 } (G = Hq / Hkv query heads packed per item),
+ * block, min_query_len, no workspace. */
 static void expect_prefill_launch(const r35a_gpu_launch *l, const r35a_paged_attention_desc *d, const char *name,
                                   int32_t min_query_len)
 {
@@ -92,8 +93,9 @@ static void expect_prefill_launch(const r35a_gpu_launch *l, const r35a_paged_att
     const r35a_encoder_variant *v = &r35a_encoder_variants[l->kernel];
     const uint32_t rows = (uint32_t)(v->rows * v->nw);
     assert_int_equal(v->maxlen, 0);
-    assert_int_equal(l->grid[0], (uint32_t)d->num_seqs * (((uint32_t)d->max_query_len + rows - 1) / rows));
-    assert_int_equal(l->grid[1], (uint32_t)d->num_q_heads);
+    const uint32_t group = (uint32_t)(d->num_q_heads / d->num_kv_heads);   /* query heads packed per item */
+    assert_int_equal(l->grid[0], (uint32_t)d->num_seqs * (((uint32_t)d->max_query_len * group + rows - 1) / rows));
+    assert_int_equal(l->grid[1], (uint32_t)d->num_kv_heads);
     assert_int_equal(l->grid[2], 1);
     assert_int_equal(l->block[0], 32u * (uint32_t)v->nw);
     assert_int_equal(l->min_query_len, min_query_len);
