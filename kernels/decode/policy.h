@@ -8,6 +8,7 @@
 
 #include "common/device.h"
 #include "common/device_error.h"
+#include "common/row_norm.h"
 #include "decode/decode_layers.h"
 #include "decode/decode_args.h"
 
@@ -19,7 +20,6 @@ enum { DECODE_PIPE_regs = 0, DECODE_PIPE_lds = 1, DECODE_PIPE_lds_shared = 2 };
 enum { DECODE_Q_regs = 0, DECODE_Q_staged = 1, DECODE_Q_lds = 2 };
 
 constexpr int cmax(int a, int b) { return a > b ? a : b; }
-constexpr float LOG2E_F = 1.4426950408889634f;
 
 /* Keeps the scheduler from hoisting every chunk's operand loads ahead of the products (on gfx11 it
  * would hold all V^T fragments of a tile at once: NC x 8 VGPRs). */

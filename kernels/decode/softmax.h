@@ -1,11 +1,13 @@
 /*
  * decode/softmax.h - the online softmax's scalar rules, shared by the kernel body, the key-group
  * merge and the split merge: merging two partial states (merge_scales), the softcap transform, the
- * row's normalization with its attention sink (row_inv, sink_base2) and its LSE (row_lse, store_lse).
+ * row's sink (sink_base2) and LSE store (store_lse); the normalization and the LSE themselves are
+ * common/row_norm.h's (row_inv, row_lse), which the encoder family uses too.
  */
 #ifndef R35A_DECODE_SOFTMAX_H
 #define R35A_DECODE_SOFTMAX_H
 
+#include "common/row_norm.h"
 #include "decode/policy.h"
 
 namespace r35a {
@@ -37,40 +39,6 @@ struct softcap_rule {
         return __builtin_copysignf(__builtin_fmaf(-cap2, t, cap2) * rcp_fast(1.f + t), s);
     }
 };
-
-/* The one place a row is normalized: 1 / (its softmax denominator), the sink joining the denominator
- * here, once (m, l: the row's base-2 running max and sum over all its keys; sink2: its sink logit in
- * base 2, -inf for none). A row that saw no key (m = -inf) gives 0 whatever the sink; a NaN or +inf
- * sink gives NaN (the row's whole output). */
-R35A_DEV float row_inv(float m, float l, float sink2) {
-    if (m == neg_inf()) return 0.f;
-    const float mu = fmax(m, sink2), cm = exp2_fast(m - mu);
-    return cm * rcp_fast(l * cm + exp2_fast(sink2 - mu));
-}
-
-/* log2(x) in one instruction (v_log_f32 / MUFU.LG2); used on sums >= 1 only (row_lse), so no
- * denormal handling is needed. */
-R35A_DEV float log2_fast(float x) {
-#if defined(R35A_TARGET_AMDGCN)
-    return __builtin_amdgcn_logf(x);
-#else
-    float r;
-    asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
-    return r;
-#endif
-}
-constexpr float LN2_F = 0.6931471805599453f;
-
-/* The row's softmax LSE (rdna35attn.h "Softmax LSE": natural log, logit units) from the state row_inv
- * normalizes with: (mu + log2(l x 2^(m - mu) + 2^(sink2 - mu))) x ln 2, mu = max(m, sink2), the sum
- * >= 1. A row that saw no key (m = -inf) gives -inf whatever the sink (l = 0), or NaN when its l is
- * NaN (a NaN logit, a page outside the cache: its O is NaN too); a NaN or +inf sink gives NaN, as
- * it does to O. */
-R35A_DEV float row_lse(float m, float l, float sink2) {
-    if (m == neg_inf()) return l == 0.f ? neg_inf() : quiet_nan();
-    const float mu = fmax(m, sink2);
-    return (mu + log2_fast(l * exp2_fast(m - mu) + exp2_fast(sink2 - mu))) * LN2_F;
-}
 
 /* The kernel's argument, read at this point: what a workgroup reads only after its key loop (the
  * output's pointer and strides, the sinks, the LSE output) is read there, so that it holds no

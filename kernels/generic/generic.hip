@@ -36,25 +36,12 @@
  */
 #include "common/device.h"
 #include "common/device_error.h"
+#include "common/row_norm.h"
 #include "generic/generic_args.h"
 
 namespace r35a {
 
 constexpr int GEN_WAVES = R35A_GENERIC_THREADS / R35A_WAVE;
-constexpr float LOG2E_F = 1.4426950408889634f;
-constexpr float LN2_F = 0.6931471805599453f;
-
-/* log2(x) in one instruction (v_log_f32 / MUFU.LG2); used on sums >= 1 only, so no denormal
- * handling is needed. */
-R35A_DEV float log2_fast(float x) {
-#if defined(R35A_TARGET_AMDGCN)
-    return __builtin_amdgcn_logf(x);
-#else
-    float r;
-    asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
-    return r;
-#endif
-}
 
 /* max(a, b) that is NaN when either is (the reference's rule; v_max_f32 / fmaxf return the other
  * operand). */
