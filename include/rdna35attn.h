@@ -84,9 +84,9 @@
  * A row that sees no key gives lse = -inf and O = 0, whatever its sink (its sink is not counted). A
  * NaN or +inf logit makes lse NaN, like the row. Which implementations write it: the reference,
  * the decode kernels (paged calls with M <= 8, and the decode part of a mixed batch; on gfx11 - on
- * NVIDIA the portable kernel writes it until the decode kernels' LSE has run on a GPU) and the
- * portable GPU kernel; the encoder kernels and their paged siblings (prefill) do not yet, so a varlen
- * plan or a prefill with use_lse runs on the portable kernel (the plan's fallback_reason says so). With O and lse of two calls over
+ * NVIDIA the portable kernel writes it until the decode kernels' LSE has run on a GPU), the prefill
+ * kernels (the encoder's paged siblings) and the portable GPU kernel; the encoder kernels do not yet,
+ * so a varlen plan with use_lse runs on the portable kernel (the plan's fallback_reason says so). With O and lse of two calls over
  * disjoint key sets of the same rows, r35a_merge_states gives the call over their union (see
  * "Merging partial states" below).
  *
@@ -302,7 +302,7 @@ R35A_API void r35a_plan_destroy(r35a_plan *plan);
  * launches on the caller's stream within one run call: the decode kernel serves the sequences with
  * M <= 8, and the sequences with M > 8 run on a prefill kernel (an encoder variant's paged sibling,
  * "encoder_..._paged": f16/bf16 with a 16-bit cache, a head size of the encoder kernels, page size a
- * multiple of 16, no window, softcap, ALiBi, sinks or LSE output, strides multiples of 8 elements)
+ * multiple of 16, strides multiples of 8 elements; windows, softcap, ALiBi, sinks and the LSE run there)
  * or else on the portable kernel, each launch skipping the other's sequences on the device, so
  * nothing is read back to the host. The plan's implementation then names both, e.g.
  * "decode_f16_d128_r16_kw2_dw2_w6_wmma16_pregs2_qlds+encoder_f16_d128_r16_kb32_nw8_w5_paged". A single
@@ -361,7 +361,7 @@ typedef struct r35a_paged_attention_desc {
     int64_t lse_token_stride;      /* float32 elements between tokens' LSE rows, >= 0 */
     int64_t lse_head_stride;       /* float32 elements between heads' LSE, >= 0 */
     int32_t use_lse;               /* 0 or 1; 1 requires args.lse and writes each row's LSE (see
-                                      "Softmax LSE" above); it runs on the portable kernel on GPUs */
+                                      "Softmax LSE" above: which kernels write it) */
 } r35a_paged_attention_desc;
 
 typedef struct r35a_paged_attention_args {

@@ -232,16 +232,6 @@ bool r35a_plan_prefill(const r35a_paged_attention_desc *d, const char *arch, int
     if (d->page_size % R35A_PREFILL_PAGE_ALIGN != 0)
         r35a_text_append(reason, cap, ", ", "page_size %d not a multiple of %d (prefill)", (int)d->page_size,
                          R35A_PREFILL_PAGE_ALIGN);
-    if (d->window > 0)
-        r35a_text_append(reason, cap, ", ", "sliding window (prefill)");
-    if (d->logit_softcap > 0.0f)
-        r35a_text_append(reason, cap, ", ", "logit softcap (prefill)");
-    if (d->use_alibi)
-        r35a_text_append(reason, cap, ", ", "ALiBi (prefill)");
-    if (d->use_sinks)
-        r35a_text_append(reason, cap, ", ", "attention sinks (prefill)");
-    if (d->use_lse)
-        r35a_text_append(reason, cap, ", ", "LSE output (prefill)");
     /* 16-byte rows; 32-bit per-thread offsets: Q token strides (a block of query rows) and K/V slot
      * strides (a 16-key sub-tile) below 2^24 elements */
     const struct {
@@ -325,6 +315,20 @@ void r35a_fill_prefill_args(const r35a_paged_attention_desc *d, const r35a_paged
     out->num_tokens = d->num_tokens;
     out->min_query_len = min_query_len;
     out->scale_log2 = r35a_scale_log2(d->softmax_scale);   /* out->error: the context's record, set at launch */
+    out->window = d->window;
+    if (d->logit_softcap > 0.0f) {
+        out->softcap = d->logit_softcap;
+        out->softcap_in = d->softmax_scale / d->logit_softcap;
+        out->softcap_out = d->logit_softcap / d->softmax_scale;
+    }
+    out->inv_scale = 1.0f / d->softmax_scale;
+    out->alibi_slopes = d->use_alibi ? a->alibi_slopes : NULL;
+    out->sinks = d->use_sinks ? a->sinks : NULL;
+    if (d->use_lse) {
+        out->lse = a->lse;
+        out->lse_token_stride = d->lse_token_stride;
+        out->lse_head_stride = d->lse_head_stride;
+    }
 }
 
 bool r35a_prefill_pointers_aligned(const r35a_paged_attention_args *a, char *why, size_t why_len)

@@ -56,7 +56,7 @@ bool r35a_plan_encoder(const r35a_varlen_attention_desc *desc, const char *arch,
  * (a 0 in grid: max_query_len is 0). The variant is the encoder's workgroup-wide tiling of (dtype,
  * head size), chosen by the encoder's grid-fill rule on that grid; no tail split. Declines (with the
  * reason) dtypes other than f16/bf16, 8-bit caches, GQA that does not divide, page sizes that are not
- * multiples of 16, windows, softcap, ALiBi, sinks, LSE output, head sizes without a workgroup-wide
+ * multiples of 16, head sizes without a workgroup-wide
  * encoder variant, strides that are not multiples of 8 elements, Q token strides and K/V slot strides
  * >= 2^24 elements. */
 bool r35a_plan_prefill(const r35a_paged_attention_desc *desc, const char *arch, int num_cus, int32_t min_query_len,

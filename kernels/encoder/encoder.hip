@@ -76,6 +76,7 @@
 #include "encoder/kv_source.h"
 #include "encoder/key_group_merge.h"
 #include "encoder/epilogue.h"
+#include "common/row_norm.h"
 
 namespace r35a {
 
@@ -131,6 +132,14 @@ R35A_DEV void encoder_body(S &src, unsigned char *smem, int g, int s, int xb, in
     const typename C::KV::template tiles<C> kt{lds};           /* the staged tiles and their operands */
     typename C::KV::template carry<C> held;                  /* what a thread carries between blocks */
     typename C::KV::template stage<C, S> kv{src, lds, gtid, kt, held};
+    if constexpr (S::FEATURES) {
+        /* a sliding window: the group's keys start at its first row's window (keys below it, and
+         * their pages, are never read) */
+        if (a.window > 0) {
+            src.klo = imax(0, src.pos(row0) - a.window + 1);
+            kv.first = src.klo / KB;
+        }
+    }
 
     const float sl2 = a.scale_log2;
     for (int pass = 0; pass < C::PASSES; ++pass) {
@@ -211,10 +220,20 @@ R35A_DEV void encoder_body(S &src, unsigned char *smem, int g, int s, int xb, in
             if (causal && key0 > wposn)                        /* uniform */
                 return;
             const bool diag = causal && key0 + KBC - 1 > wpos0;
+            /* a window: a block wholly below this wave's first row's window is skipped, one reaching
+             * below its last row's masked */
+            bool below = false;
+            if constexpr (S::FEATURES) {
+                if (a.window > 0) {
+                    if (key0 + KBC - 1 < wpos0 - a.window + 1) /* uniform */
+                        return;
+                    below = key0 < wposn - a.window + 1;
+                }
+            }
             const u16 *const kl = kt.kstage(st) + (KG > 1 ? kgi * KBC * KLD : 0);
             const u16 *const vl = KG > 1 ? kt.v_at_key(kt.vstage(st), kgi * KBC) : kt.vstage(st);
             const bool partial = key0 + KBC > klen;
-            const bool masked = partial || diag;               /* scores set to -inf: the exact way */
+            const bool masked = partial || diag || below;      /* scores set to -inf: the exact way */
             frag::acc sc[TE][NS];
             frag::ab pf[TE][NS];
 
@@ -254,7 +273,51 @@ R35A_DEV void encoder_body(S &src, unsigned char *smem, int g, int s, int xb, in
                     }
                 }
             };
+            /* the model features on the scores of tile tsel (all: tsel < 0), in score units (the
+             * exponent takes them times scale_log2): softcap, then ALiBi's bias slope (j - p) */
+            [[maybe_unused]] auto features = [&](int tsel) {
+                if constexpr (S::FEATURES) {
+                    if (a.softcap > 0.f) {
+#pragma unroll
+                        for (int t = 0; t < TE; ++t)
+                            if (tsel < 0 || t == tsel)
+#pragma unroll
+                                for (int j = 0; j < NS; ++j)
+#pragma unroll
+                                    for (int e = 0; e < frag::ACC_ELEMS; ++e)
+                                        sc[t][j].v[e] = a.softcap_out * tanh_fast(sc[t][j].v[e] * a.softcap_in);
+                    }
+                    if (a.alibi_slopes) {
+#pragma unroll
+                        for (int t = 0; t < TE; ++t) {
+                            if (!(tsel < 0 || t == tsel))
+                                continue;
+                            /* per column: the slope and the bias at this lane's first key, formed here
+                             * per block (not hoisted out of the key loop: registers) */
+                            float sl[frag::NCOL], b0[frag::NCOL];
+#pragma unroll
+                            for (int c = 0; c < frag::NCOL; ++c) {
+                                int row = wrow0 + 16 * t + frag::acc_n_of_slot(c);
+                                opaque(row);
+                                sl[c] = load_f32(a.alibi_slopes + src.row_head(row)) * a.inv_scale;
+                                b0[c] = sl[c] * (float)(key0 + frag::acc_m(0) - src.pos(row));
+                            }
+                            /* element e's key is acc_m(0) + a constant: the factors are immediates */
+#pragma unroll
+                            for (int j = 0; j < NS; ++j)
+#pragma unroll
+                                for (int e = 0; e < frag::ACC_ELEMS; ++e) {
+                                    const int c = frag::acc_slot(e);
+                                    const float dk = (float)(16 * j + (frag::acc_m(e) - frag::acc_m(0)));
+                                    sc[t][j].v[e] += __builtin_fmaf(sl[c], dk, b0[c]);
+                                }
+                        }
+                    }
+                }
+            };
             scores(-1);
+            if constexpr (S::FEATURES)
+                features(-1);
             if (partial) {
 #pragma unroll
                 for (int j = 0; j < NS; ++j)
@@ -276,6 +339,18 @@ R35A_DEV void encoder_body(S &src, unsigned char *smem, int g, int s, int xb, in
                             if (key0 + 16 * j + frag::acc_m(e) >
                                 (S::PACKED ? src.pos(wrow0 + 16 * t + frag::acc_n(e)) : wpos0 + 16 * t + frag::acc_n(e)))
                                 sc[t][j].v[e] = neg_inf();
+            }
+            if constexpr (S::FEATURES) {
+                if (below) {                                 /* key < pos(row) - window + 1: -inf */
+#pragma unroll
+                    for (int j = 0; j < NS; ++j)
+#pragma unroll
+                        for (int e = 0; e < frag::ACC_ELEMS; ++e)
+#pragma unroll
+                            for (int t = 0; t < TE; ++t)
+                                if (key0 + 16 * j + frag::acc_m(e) < src.pos(wrow0 + 16 * t + frag::acc_n(e)) - a.window + 1)
+                                    sc[t][j].v[e] = neg_inf();
+                }
             }
             /* P^T = exp2(S^T * scale_log2 - m) in place; returns this lane's share of the block's
              * column sums */
@@ -309,6 +384,8 @@ R35A_DEV void encoder_body(S &src, unsigned char *smem, int g, int s, int xb, in
                              * K operand reads out of the loop into registers held for the whole block */
                             wave_lds_sync();
                             scores(t);
+                            if constexpr (S::FEATURES)
+                                features(t);
                         }
                         frag::acc mx = sc[t][0];
 #pragma unroll
@@ -379,13 +456,37 @@ R35A_DEV void encoder_body(S &src, unsigned char *smem, int g, int s, int xb, in
             }
         }
 
-        /* ---- O = O^T / l, written as whole rows ---- */
+        /* ---- O = O^T / l (with a sink: row_inv), written as whole rows, and the LSE ---- */
         if (wave_has_rows && kgi == 0) {                         /* key group 0 stores the joined rows */
+            frag::colv inv[TE];
+#pragma unroll
+            for (int t = 0; t < TE; ++t) {
+                const frag::colv lt = frag::col_sum_finish(l[t]);
+#pragma unroll
+                /* l >= 1 once a row saw a key (its max counts 1); l = 0: it saw none, zeros; NaN stays NaN */
+                for (int c = 0; c < frag::NCOL; ++c) inv[t].v[c] = lt.v[c] == 0.f ? 0.f : rcp_fast(lt.v[c]);
+                if constexpr (S::FEATURES) {
+                    if (a.sinks || a.lse) {                      /* uniform */
+#pragma unroll
+                        for (int c = 0; c < frag::NCOL; ++c) {
+                            const int row = wrow0 + 16 * t + frag::acc_n_of_slot(c);
+                            const int hq = src.row_head(row);
+                            const float mm = lt.v[c] == 0.f ? neg_inf() : m[t].v[c];   /* no key: -inf */
+                            const float sink2 = a.sinks ? load_f32(a.sinks + hq) * LOG2E_F : neg_inf();
+                            inv[t].v[c] = row_inv(mm, lt.v[c], sink2);
+                            if (a.lse && row < qlen && frag::col_owner(c))
+                                store_f32(a.lse + (i64)(src.t0 + row / a.kv_group) * a.lse_token_stride +
+                                              (i64)hq * a.lse_head_stride,
+                                          row_lse(mm, lt.v[c], sink2));
+                        }
+                    }
+                }
+            }
             if constexpr (S::PACKED) {
-                store_rows<C, E, D>(wrow0, l, o, [&](int row) -> u16 * { return row < qlen ? src.o_row(row) : nullptr; });
+                store_rows<C, E, D>(wrow0, inv, o, [&](int row) -> u16 * { return row < qlen ? src.o_row(row) : nullptr; });
             } else {
                 u16 *const og = src.o_rows(h);
-                store_rows<C, E, D>(wrow0, l, o, [&](int row) -> u16 * {
+                store_rows<C, E, D>(wrow0, inv, o, [&](int row) -> u16 * {
                     return row < qlen ? og + (i64)row * a.o_token_stride : nullptr;
                 });
             }

@@ -11,18 +11,15 @@
 
 namespace r35a {
 
-/* Rows [wrow0, wrow0 + 16 TE) of this wave from its O^T and l; row_at(row) gives a row's O row, or
- * nullptr for a row not stored (past the item's end). */
+/* Rows [wrow0, wrow0 + 16 TE) of this wave from its O^T and each row's normalization inv (1 / l, 0 for
+ * a row that saw no key); row_at(row) gives a row's O row, or nullptr for a row not stored (past the
+ * item's end). */
 template <class C, class E, int D, class RowAt>
-R35A_DEV void store_rows(int wrow0, const frag::colv (&l)[C::TE], const frag::acc (&o)[C::TE][C::DC], RowAt &&row_at) {
+R35A_DEV void store_rows(int wrow0, const frag::colv (&inv_)[C::TE], const frag::acc (&o)[C::TE][C::DC], RowAt &&row_at) {
     constexpr int TE = C::TE, DC = C::DC;
 #pragma unroll
     for (int t = 0; t < TE; ++t) {
-        const frag::colv lt = frag::col_sum_finish(l[t]);
-        frag::colv inv;
-#pragma unroll
-        /* l >= 1 once a row saw a key (its max counts 1); l = 0: it saw none, zeros; NaN stays NaN */
-        for (int c = 0; c < frag::NCOL; ++c) inv.v[c] = lt.v[c] == 0.f ? 0.f : rcp_fast(lt.v[c]);
+        const frag::colv inv = inv_[t];
         const int trow0 = wrow0 + 16 * t;
 #pragma unroll
         for (int c = 0; c < DC; ++c) {

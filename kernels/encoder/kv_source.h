@@ -21,7 +21,11 @@
  *                                   coff + r / G packed)
  *   PACKED                          rows are (token, head) pairs: q_row(r) / o_row(r) give each row's
  *                                   Q and O row (else q_rows(h) / o_rows(h) give row 0's, and row r
- *                                   is r token strides further)
+ *                                   is r token strides further), row_head(r) its query head
+ *   FEATURES                        the args carry the model features (window, softcap, ALiBi, sinks,
+ *                                   LSE: prefill_args.h); klo, the first key the group reads (its
+ *                                   first row's window), set by the body: keys below it are neither
+ *                                   read nor looked up (block.first(): the block's first such row)
  *   block<C> at<C>(key0)            the rows of the K/V block starting at key key0 (a multiple of 16):
  *       k_at(key, extra), v_at(key, extra)   byte address of key row key0 + key (< klen) plus extra
  *                                            (a 32-bit offset within the row); a paged block also
@@ -58,7 +62,8 @@ R35A_DEV void nan_rows(void *out, i64 o_token_stride, i64 o_head_stride, int t0,
 /* ---- varlen: a segment's contiguous rows ---- */
 struct varlen_source {
     typedef r35a_encoder_args args;
-    static constexpr bool PAGED = false, PACKED = false;
+    static constexpr bool PAGED = false, PACKED = false, FEATURES = false;
+    static constexpr int klo = 0;
     const r35a_encoder_args &a;
     int t0, qlen, klen;
     static constexpr int coff = 0;                    /* row i sees keys 0 .. i (causal) */
@@ -117,6 +122,7 @@ struct varlen_source {
         R35A_ENC_FN const char *k_at(int key, u32 extra) const { return k_base + ((u32)(2 * key * a.k_token_stride) + extra); }
         R35A_ENC_FN const char *v_at(int key, u32 extra) const { return v_base + ((u32)(2 * key * a.v_token_stride) + extra); }
         R35A_ENC_FN u32 k_stride() const { return (u32)(2 * a.k_token_stride); }
+        static constexpr int first() { return 0; }
         R35A_ENC_FN u32 v_stride() const { return (u32)(2 * a.v_token_stride); }
     };
     template <class C>
@@ -128,9 +134,10 @@ struct varlen_source {
 /* ---- paged: a sequence's keys through its block table ---- */
 struct paged_source {
     typedef r35a_prefill_args args;
-    static constexpr bool PAGED = true, PACKED = true;
+    static constexpr bool PAGED = true, PACKED = true, FEATURES = true;
     const r35a_prefill_args &a;
     int seq, t0, qlen, klen, coff;                    /* qlen: the packed rows, M x G */
+    int klo;                                          /* the first key the group reads (a window's) */
     int hq0;                                          /* the kv head's first query head */
     bool bad;                                         /* a block-table entry outside the cache was met */
     bool reporter;                                    /* the thread that records it (head 0, thread 0) */
@@ -169,6 +176,7 @@ struct paged_source {
         qlen = m * a.kv_group;                           /* < 2^31: the planner bounds max_query_len x G */
         klen = L;
         coff = L - m;
+        klo = 0;
         return m > a.min_query_len;                      /* else the decode launch's rows */
     }
     R35A_MEMBER void bind(int h, int gtid) {
@@ -176,6 +184,8 @@ struct paged_source {
         bad = false;
         reporter = h == 0 && gtid == 0;
     }
+    /* packed row r's query head */
+    R35A_MEMBER int row_head(int r) const { return hq0 + r % a.kv_group; }
     /* packed row r's row in Q and in O: token r / G, query head hq0 + r % G */
     R35A_MEMBER const char *q_row(int r) const {
         const int i = r / a.kv_group, x = r - i * a.kv_group;
@@ -203,6 +213,7 @@ struct paged_source {
         const char *kp[EAGER ? NS : 1], *vp[EAGER ? NS : 1];   /* EAGER: each sub-tile's row 0 in K and V */
         int pe[EAGER ? 1 : NS];                       /* else each sub-tile's page */
         int pi0, slot0, nsub;                         /* the first key's page index and slot; sub-tiles below klen */
+        int lo;                                       /* the block's first key at or past klo (0 .. KB) */
         const char *kb, *vb;                          /* the kv head's rows in page 0 */
         const int32_t *bt;                            /* the sequence's block-table row */
         const r35a_prefill_args &a;
@@ -237,10 +248,11 @@ struct paged_source {
                     }
                 }
         }
+        R35A_MEMBER int first() const { return lo; }
         /* sub-tile j's page, read from the table (page 0 for an entry outside the cache; none read at
-         * or past klen) */
+         * or past klen, nor wholly below klo) */
         R35A_MEMBER int page(int pi, int j) const {
-            const int entry = j < nsub ? load_i32_uniform(bt + pi) : 0;
+            const int entry = j < nsub && 16 * j + 16 > lo ? load_i32_uniform(bt + pi) : 0;
             return r35a_page_index_ok(entry, a.num_pages) ? entry : 0;
         }
         /* key's row with its sub-tile given: jc (a constant where the caller unrolls) or, with next,
@@ -267,7 +279,7 @@ struct paged_source {
         /* the kv head from the grid (block y), not a register held across the products */
         const int g = block_y();
         const int pi = key0 / a.page_size;
-        block<C> b{{}, {}, {}, pi, key0 - pi * a.page_size, (klen - key0 + 15) >> 4,
+        block<C> b{{}, {}, {}, pi, key0 - pi * a.page_size, (klen - key0 + 15) >> 4, imin(imax(klo - key0, 0), C::KEYS_PER_BLOCK),
                    (const char *)a.k_cache + 2 * (i64)g * a.k_head_stride,
                    (const char *)a.v_cache + 2 * (i64)g * a.v_head_stride,
                    a.block_table + (i64)seq * a.block_table_stride, a};
@@ -291,15 +303,16 @@ struct paged_source {
         return b;
     }
 
-    /* After the key loop: whether an entry of the pages holding keys 0 .. nkeys - 1 (those the group
-     * streamed) lies outside the cache. Each wave's 32 lanes read the entries 32 apart (independent
+    /* After the key loop: whether an entry of the pages holding keys klo .. nkeys - 1 (those the
+     * group streamed) lies outside the cache. Each wave's 32 lanes read the entries 32 apart (independent
      * loads, not one dependent scalar load per page) and vote; every wave reaches the same answer.
      * Sets bad (uniform). */
     R35A_MEMBER void scan_pages(int nkeys) {
         const int32_t *const bt = a.block_table + (i64)seq * a.block_table_stride;
         const int n = imin(nkeys, klen), np = (n + a.page_size - 1) / a.page_size;
         bool any = false;
-        for (int pi = lane_id(); pi < np; pi += 32) any |= !r35a_page_index_ok(load_i32(bt + pi), a.num_pages);
+        for (int pi = klo / a.page_size + lane_id(); pi < np; pi += 32)   /* from the first page read */
+            any |= !r35a_page_index_ok(load_i32(bt + pi), a.num_pages);
         bad = wave_any(any);
     }
 };

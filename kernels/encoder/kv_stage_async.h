@@ -93,8 +93,9 @@ R35A_DEV void copy_rows_async_at(u16 *tile, int ld, const B &rows, int nvalid, i
             const int pr = p * RS;
             if (ROWS % RS != 0 && r0 + pr >= ROWS)
                 continue;
-            const bool fill = r0 + pr < nvalid;       /* rows past nvalid: row 0 stands in, zeros land */
-            const int row = fill ? r0 + pr : 0;
+            /* rows past nvalid or before the block's first read key: a read row stands in, zeros land */
+            const bool fill = r0 + pr < nvalid && r0 + pr >= rows.first();
+            const int row = fill ? r0 + pr : rows.first();
             /* the row's 16-key sub-tile: pr / 16 (constant once unrolled), or, where a pass's RS rows
              * can cross a sub-tile boundary (RS not a divisor of 16; r0 < RS), the next one */
             constexpr bool CROSS = !(RS <= 16 && 16 % RS == 0);
@@ -145,7 +146,7 @@ struct kv_stage_async {
         const int &gtid;
         const tiles<C> &lt;
         carry<C> &kv;
-
+        int first = 0;                                           /* the first block streamed */
 
         /* block blk into stage st */
         R35A_ENC_FN void issue(int blk, int st) {
@@ -162,14 +163,15 @@ struct kv_stage_async {
 
         R35A_MEMBER void before_q() {
             if constexpr (C::ISSUE_BEFORE_Q) {
-                issue(0, 0);                                     /* lands beside the Q staging */
+                issue(first, 0);                                 /* lands beside the Q staging */
                 async_commit();
             }
         }
+        /* step(b, st) for blocks b = first .. nblk - 1 */
         template <class F>
         R35A_MEMBER void stream(int nblk, F &&step) {
             if constexpr (C::SHORT) {
-                for (int b = 0; b < nblk; ++b) {
+                for (int b = first; b < nblk; ++b) {
                     issue(b, 0);
                     async_commit();
                     async_wait<0>();
@@ -180,16 +182,16 @@ struct kv_stage_async {
             } else {
                 constexpr int NST = C::NSTAGE;
                 if constexpr (!C::ISSUE_BEFORE_Q) {
-                    issue(0, 0);
+                    issue(first, 0);
                     async_commit();
                 }
 #pragma unroll
                 for (int st = 1; st < NST - 1; ++st) {
-                    if (st < nblk) issue(st, st);
+                    if (first + st < nblk) issue(first + st, st);
                     async_commit();                              /* possibly empty: keeps the group count uniform */
                 }
                 int st = 0;
-                for (int b = 0; b < nblk; ++b) {
+                for (int b = first; b < nblk; ++b) {
                     async_wait<NST - 2>();                       /* this thread's copies of block b have landed */
                     group_sync<C::GW>();                             /* everyone's have; block b - 1's stage is free */
                     const int nb = b + NST - 1;

@@ -105,13 +105,14 @@ struct kv_stage_regs {
             const int key0 = blk * KB;
             const typename S::template block<C> rows = src.template at<C>(key0);
             const int nk = src.klen - key0;                        /* keys left; >= KB: a full block */
-            const bool full = nk >= KB;
+            const int lo = rows.first();                           /* keys below: not read (zeros) */
+            const bool full = nk >= KB && lo == 0;
 #pragma unroll
             for (int i = 0; i < KPT; ++i) {
                 int key, d8;
                 const bool in = k_chunk(i, key, d8);
                 if ((parts & 1) && in) {
-                    r.k[i] = full || key < nk ? load_b128(rows.k_at(key, 16u * d8)) : zero4;
+                    r.k[i] = full || (key < nk && key >= lo) ? load_b128(rows.k_at(key, 16u * d8)) : zero4;
                 }
             }
 #pragma unroll
@@ -122,7 +123,7 @@ struct kv_stage_regs {
 #pragma unroll
                     for (int hi = 0; hi < 2; ++hi) {
                         const int key = v_key_of(kp, hi);
-                        r.v[i][hi] = full || key < nk ? load_b128(rows.v_at(key, 16u * d8)) : zero4;
+                        r.v[i][hi] = full || (key < nk && key >= lo) ? load_b128(rows.v_at(key, 16u * d8)) : zero4;
                     }
                 }
             }
@@ -151,14 +152,16 @@ struct kv_stage_regs {
         }
 
         static constexpr bool PREFETCHING = !C::SHORT && PREFETCH;
+        int first = 0;                                               /* the first block streamed */
         R35A_MEMBER void before_q() {
             if constexpr (PREFETCHING)
-                load(0, kv, 3);                                      /* in flight during the Q staging */
+                load(first, kv, 3);                                  /* in flight during the Q staging */
         }
+        /* step(b, st) for blocks b = first .. nblk - 1 */
         template <class F>
         R35A_MEMBER void stream(int nblk, F &&step) {
             if constexpr (!PREFETCHING) {
-                for (int b = 0; b < nblk; ++b) {
+                for (int b = first; b < nblk; ++b) {
                     /* K, then V, then the products: half the registers at a time */
                     load(b, kv, 1);
                     store(0, kv, 1);
@@ -171,11 +174,11 @@ struct kv_stage_regs {
             } else {
                 store(0, kv, 3);
                 group_sync<C::GW>();
-                for (int b = 0; b < nblk; ++b) {
+                for (int b = first; b < nblk; ++b) {
                     const bool more = b + 1 < nblk;
                     if (more) load(b + 1, kv, 3);                    /* in flight during the products */
-                    step(b, b & 1);
-                    if (more) store((b + 1) & 1, kv, 3);
+                    step(b, (b - first) & 1);
+                    if (more) store((b + 1 - first) & 1, kv, 3);
                     group_sync<C::GW>();
                 }
             }

@@ -28,9 +28,13 @@
  * block_table entry outside 0..num_pages-1 is never dereferenced: page 0 is read in its place and the
  * workgroup's rows become NaN (R35A_DEVICE_ERROR_PAGE_INDEX recorded).
  *
+ * Model features: a sliding window (the group streams only the blocks from its first row's window on;
+ * keys below it in the first block, whose pages no row reaches, are neither read nor looked up),
+ * softcap and ALiBi on the scores, sinks in the denominator, the LSE output (rdna35attn.h).
+ *
  * Fast-path rules (src/plan_encoder.c r35a_plan_prefill; the portable kernel serves the rest): f16 /
  * bf16 with a 16-bit cache, a head size with a workgroup-wide encoder variant, page_size a multiple of
- * 16, no window, softcap, ALiBi, sinks or LSE output, Q / O / K / V strides multiples of 8 elements
+ * 16, Q / O / K / V strides multiples of 8 elements
  * and 16-byte aligned pointers (encoder_args.h), the Q / O token strides and the K / V slot strides
  * below 2^24 elements (32-bit per-thread offsets within a block).
  */
@@ -70,9 +74,22 @@ typedef struct r35a_prefill_args {
     int32_t min_query_len;           /* sequences with M <= this exit at once (a mixed batch's decode rows) */
     float scale_log2;                /* softmax_scale * log2(e) */
     uint32_t *error;                 /* the context's device error record (device_error.h) */
+
+    /* The model features (rdna35attn.h "Semantics of the scores"), each off at its zero. */
+    int32_t window;                  /* > 0: row at position p sees keys p - window + 1 .. p only */
+    float softcap;                   /* > 0: s = softcap tanh(s / softcap) */
+    float softcap_in;                /* softmax_scale / softcap: the scores' factor inside tanh */
+    float softcap_out;               /* softcap / softmax_scale: tanh's factor back to score units */
+    float inv_scale;                 /* 1 / softmax_scale: ALiBi's bias in score units */
+    int32_t pad0;
+    const float *alibi_slopes;       /* [num_heads] or NULL: s += slope (j - p) */
+    const float *sinks;              /* [num_heads] or NULL: raw sink logits joining the denominator */
+    float *lse;                      /* NULL, or the natural-log LSE of each row at
+                                        lse[t * lse_token_stride + h * lse_head_stride] */
+    int64_t lse_token_stride, lse_head_stride;
 } r35a_prefill_args;
 
-#define R35A_PREFILL_ARGS_BYTES 192  /* sizeof(r35a_prefill_args) on LP64: the kernarg size checked by tools */
+#define R35A_PREFILL_ARGS_BYTES 256  /* sizeof(r35a_prefill_args) on LP64: the kernarg size checked by tools */
 #ifdef __cplusplus
 static_assert(sizeof(r35a_prefill_args) == R35A_PREFILL_ARGS_BYTES, "host and device must agree on the layout");
 #else

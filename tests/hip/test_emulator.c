@@ -1427,7 +1427,8 @@ static void prefill_bad_page_case(const gc_encoder_variant *e, const char *paged
  * row blocks), prefixes 0 and > 0 (L > M), pages of 16, 48 and 272 keys (a 32-key block spans two
  * 16-key pages; 48 and 272 put page ends inside blocks), GQA 4:1, 3:1 and 1:1 (the packed rows); a batch with short rows
  * (M <= 8: the decode launch where a decode variant of the head size exists, else the sibling serves
- * them too), an empty sequence, M = L, padded Q / O and NHD strides; pages beyond 2^32 elements and a
+ * them too), an empty sequence, M = L, padded Q / O and NHD strides; the model features (window,
+ * sinks, softcap, ALiBi, LSE) in rotation; pages beyond 2^32 elements and a
  * misaligned K (the portable kernel serves the run) once per dtype; a bad page index for a few. */
 static void prefill_cases(void)
 {
@@ -1439,6 +1440,9 @@ static void prefill_cases(void)
         gc_begin_variant();
         char paged_name[160];
         snprintf(paged_name, sizeof paged_name, "%s_paged", e->name);
+        /* a batch of several sequences plans the decode launch beside the sibling where a decode
+         * variant of the head size exists (D 64 and 128) */
+        const bool decode_too = e->head == 64 || e->head == 128;
         static const int pages[3] = {16, 48, 272};
         static const int ms[5] = {77, 9, 16, 64, 150}, prefixes[5] = {0, 150, 35, 300, 20};
         const int page = pages[pi % 3], m = ms[pi % 5], prefix = prefixes[pi % 5];
@@ -1452,8 +1456,7 @@ static void prefill_cases(void)
         s.shuffle_pages = true;
         s.garbage_unreached = true;
         gc_run_paged(&s, "prefill_chunk", pi, &(gc_case_opts){.expect = paged_name});
-        /* a batch: decode rows beside the chunks (D 64 and 128 have decode variants) */
-        const bool decode_too = e->head == 64 || e->head == 128;
+        /* a batch: decode rows beside the chunks */
         paged_spec_init(&s, e->dtype, gqa ? 2 : 4, gqa ? 2 : 1, e->head, pages[(pi + 1) % 3]);
         paged_spec_add_seq(&s, 121, 1);
         paged_spec_add_seq(&s, 100 + 64, 64);
@@ -1465,6 +1468,7 @@ static void prefill_cases(void)
         s.q_token_pad = 8;
         s.o_token_pad = 16;
         s.k_layout.nhd = s.v_layout.nhd = pi % 3 == 1;
+        s.use_lse = pi % 3 == 2;   /* both launches write it */
         gc_run_paged(&s, "prefill_batch", pi, &(gc_case_opts){.expect = decode_too ? "decode_" : paged_name,
                                                               .expect_last = paged_name});
         /* pages beyond 2^32 elements of K and V: 64-bit page offsets */
@@ -1474,6 +1478,45 @@ static void prefill_cases(void)
             s.shuffle_pages = true;
             gc_run_paged(&s, "prefill_big_offsets", pi, &(gc_case_opts){.expect = paged_name, .big_offsets = true});
         }
+        /* the model features on the sibling (prefill_args.h): a window shorter than the chunk over a
+         * prefix (pages before it hold invalid entries: never looked up), sinks, softcap, ALiBi and
+         * the LSE output, rotated per variant; 6 query heads on 2 kv heads (packed rows of 3) */
+        paged_spec_init(&s, e->dtype, 6, 2, e->head, pages[(pi + 2) % 3]);
+        paged_spec_add_seq(&s, 200 + m, m);
+        paged_spec_add_seq(&s, 40, 25);
+        s.shuffle_pages = true;
+        s.garbage_unreached = true;
+        switch (pi % 4) {
+        case 0:
+            s.window = 40;
+            s.use_sinks = 1;
+            s.sink_amp = 3.0;
+            s.sink_some_neg_inf = true;
+            break;
+        case 1:
+            s.logit_softcap = 20.f;
+            s.use_alibi = 1;
+            s.use_lse = true;
+            s.lse_pad = 1;
+            break;
+        case 2:
+            s.window = 100;
+            s.use_lse = true;
+            s.use_sinks = 1;
+            s.sink_center = 1.0;
+            s.sink_amp = 2.0;
+            s.use_alibi = 1;
+            break;
+        default:
+            s.window = 7;
+            s.logit_softcap = 10.f;
+            s.use_sinks = 1;
+            s.sink_amp = 2.0;
+            s.use_lse = true;
+            break;
+        }
+        gc_run_paged(&s, "prefill_features", pi, &(gc_case_opts){.expect = decode_too ? "decode_" : paged_name,
+                                                                 .expect_last = paged_name});
         /* a page index outside the cache */
         if (pi % 4 == 1)
             prefill_bad_page_case(e, paged_name, pi);

@@ -482,12 +482,11 @@ static void test_gpu_fallbacks(void **state)
     expect_generic(ctx, &mixed_page8, "generic_paged_f16_dmax256",
                    "decode: max_query_len 12 > 8 (prefill or mixed batch), page_size 8 is not a multiple of 16");
 
-    /* One sequence of 100 query tokens with softcap: a prefill the prefill kernels decline. */
+    /* One sequence of 100 query tokens over a page size of 24: a prefill the prefill kernels decline. */
     r35a_paged_attention_desc prefill;
-    r35a_paged_attention_desc_init(&prefill, R35A_DTYPE_F16, 1, 100, 100, 4096, 32, 8, 128, 16, 256);
-    prefill.logit_softcap = 20.0f;
+    r35a_paged_attention_desc_init(&prefill, R35A_DTYPE_F16, 1, 100, 100, 4096, 32, 8, 128, 24, 256);
     expect_generic(ctx, &prefill, "generic_paged_f16_dmax256",
-                   "decode: one sequence of 100 query tokens (a prefill): logit softcap (prefill)");
+                   "decode: one sequence of 100 query tokens (a prefill): page_size 24 not a multiple of 16 (prefill)");
 
     r35a_paged_attention_desc d1024;
     r35a_paged_attention_desc_init(&d1024, R35A_DTYPE_BF16, 1, 1, 1, 64, 4, 4, 1024, 16, 4);

@@ -810,11 +810,11 @@ static void test_mixed_batch(void **state)
     expect_mixed(&g8, NULL, "decode_f16_d128_r32_kw1_dw4_w8_wmma16_pregs2_qregs", 2, 16, 128 * 4160 * 4,
                  "encoder_f16_d128_r16_kb32_nw8_w5_paged");
     /* Window 80 with max_query_len 40: the decode part's rows reach 80 + 8 - 1 = 87 keys = 7 tiles
-     * -> one split, no workspace (M=40 would reach 119 keys = 9 tiles -> 2); the window keeps the
-     * longer sequences on the generic kernel. */
+     * -> one split, no workspace (M=40 would reach 119 keys = 9 tiles -> 2); the longer sequences on
+     * the paged sibling, which serves windows too. */
     r35a_paged_attention_desc w = paged(R35A_DTYPE_F16, 2, 40, 4096, 32, 8, 128, 16);
     w.window = 80;
-    expect_mixed(&w, NULL, "decode_f16_d128_r32_kw1_dw4_w8_wmma16_pregs2_qregs", 1, 8, 0, "generic_paged_f16_dmax256");
+    expect_mixed(&w, NULL, "decode_f16_d128_r32_kw1_dw4_w8_wmma16_pregs2_qregs", 1, 8, 0, "encoder_f16_d128_r16_kb32_nw8_w5_paged");
     /* A forced decode variant serves the decode part: R=16 needs two row groups for 32 rows; 32 WGs
      * want 3 splits; 96 records of (32 + 16*128) floats. */
     expect_mixed(&d, "decode_f16_d128_r16_kw2_dw2_w6_wmma16_pregs2_qlds", "decode_f16_d128_r16_kw2_dw2_w6_wmma16_pregs2_qlds", 3, 16,
@@ -825,10 +825,10 @@ static void test_mixed_batch(void **state)
     one_short.num_tokens = 5;
     expect_mixed(&one_short, NULL, "decode_f16_d128_r32_kw1_dw4_w8_wmma16_pregs2_qregs", 10, 8, 80 * 4160 * 4,
                  "encoder_f16_d128_r16_kb32_nw8_w5_paged");
-    /* What the prefill kernels decline (here softcap) goes to the generic kernel beside decode */
+    /* What the prefill kernels decline (here an 8-bit cache) goes to the generic kernel beside decode */
     r35a_paged_attention_desc capped = d;
-    capped.logit_softcap = 30.f;
-    expect_mixed(&capped, NULL, "decode_f16_d128_r32_kw1_dw4_w8_wmma16_pregs2_qregs", 5, 8, 80 * 4160 * 4,
+    capped.kv_dtype = R35A_DTYPE_FP8_E4M3;
+    expect_mixed(&capped, NULL, "decode_f16_fp8_d128_r32_kw1_dw4_w8_wmma16_pregs2_qregs", 5, 8, 80 * 4160 * 4,
                  "generic_paged_f16_dmax256");
 }
 
@@ -860,21 +860,15 @@ static void test_prefill(void **state)
     r35a_paged_attention_desc x = d;
     x.page_size = 24;
     expect_prefill_declines(&x, "page_size 24 not a multiple of 16");
+    /* the model features run on the sibling */
     x = d;
     x.window = 128;
-    expect_prefill_declines(&x, "sliding window");
-    x = d;
     x.logit_softcap = 10.f;
-    expect_prefill_declines(&x, "logit softcap");
-    x = d;
     x.use_alibi = 1;
-    expect_prefill_declines(&x, "ALiBi");
-    x = d;
     x.use_sinks = 1;
-    expect_prefill_declines(&x, "attention sinks");
-    x = d;
     x.use_lse = 1;
-    expect_prefill_declines(&x, "LSE output");
+    assert_true(r35a_plan_prefill(&x, ARCH, 40, 0, &l, why, sizeof why));
+    expect_prefill_launch(&l, &x, "encoder_f16_d128_r16_kb32_nw8_w5_paged", 0);
     x = d;
     x.kv_dtype = R35A_DTYPE_FP8_E4M3;
     expect_prefill_declines(&x, "kv_dtype fp8");
