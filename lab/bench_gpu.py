@@ -19,11 +19,15 @@
    docs/DESIGN.md section 2's (D, Hq) list) at 4 segments of 1024 tokens (their geomean and minimum ratio
    are the README's figures), then extra rows (ViT/SigLIP lengths, one 4096-token segment) and
    short-segment batches (4096 x 16 tokens, 1024 x 64, 1024 x 49: the small-problem tiling).
+4. Other tables instead of the sweep: --prefill (paged prefill rows and varlen causal GQA, TFLOP/s),
+   --mixed (a mixed batch beside its parts alone, and vLLM's kernel on each), --lse-cost (decode with
+   and without the LSE output, alternated), --merge (r35a_merge_states in GB/s against the roofline).
 Every row also checks our output against torch's (max abs difference).
 Prints a table per part (ratio = best torch time / ours) and the geomean; writes bench.json.
 """
 import argparse
 import ctypes
+import itertools
 import json
 import math
 import os
@@ -147,8 +151,9 @@ PAGE_SIZE = 16            # --page-size
 
 
 def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=None, hkv=8, peers=("flash", "cudnn", "efficient"),
-               vllm=None, kv8=None, per_head=False, sinks=False, softcap=0.0, alibi=False, layout=None, causal=False):
-    """One decode shape; kv8 ("fp8" / "int8", scales per tensor or per kv head), sinks, softcap and alibi
+               vllm=None, kv8=None, per_head=False, sinks=False, softcap=0.0, alibi=False, layout=None, causal=False,
+               lse=False):
+    """One decode shape; lse: the call writes the softmax LSE too (ours alone); kv8 ("fp8" / "int8", scales per tensor or per kv head), sinks, softcap and alibi
     make it a model-feature row (ours alone: peers and vllm are not run for those). The pages of the
     block tables are a random permutation of the pool (PAGE_ORDER "shuffled", the default: what a
     long-running engine's allocator leaves) or consecutive ("sorted": each sequence's pages one
@@ -206,6 +211,9 @@ def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=None, hkv=8, peers=("
         feat["alibi"] = torch.tensor([2.0 ** (-8.0 * (h + 1) / hq) for h in range(hq)], dtype=torch.float32,
                                      device="cuda")
     desc.logit_softcap = softcap
+    if lse:
+        desc.use_lse = 1
+        feat["lse"] = torch.empty(copies, B * M, hq, dtype=torch.float32, device="cuda")
     plan = ctypes.c_void_p()
     lib.check(lib.l.r35a_paged_attention_plan(lib.ctx, ctypes.byref(desc), ctypes.byref(plan)), "paged plan")
     pi = lib.plan_info(plan)
@@ -215,9 +223,9 @@ def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=None, hkv=8, peers=("
     for c in range(copies):
         a = PagedArgsC(ctypes.sizeof(PagedArgsC), q[c].data_ptr(), kc.data_ptr(), vc.data_ptr(), o[c].data_ptr(),
                        seq_lens.data_ptr(), qsl.data_ptr(), bt[c].data_ptr(), ptr("alibi"), ptr("sinks"),
-                       ptr("k_scale"), ptr("v_scale"))
+                       ptr("k_scale"), ptr("v_scale"), feat["lse"][c].data_ptr() if lse else None)
         args.append(a)
-    if kv8 or sinks or softcap or alibi:
+    if kv8 or sinks or softcap or alibi or lse:
         peers, vllm = (), None   # model-feature rows: ours alone
 
     def ours(c):
@@ -482,6 +490,163 @@ def prefill_table(lib, spec, peers, vllm, out, tag, result):
     return rows
 
 
+def lse_cost_table(lib, spec):
+    """What the LSE output costs: each decode shape (D:G:M:B:CTX, f16, 8 kv heads) without and with
+    use_lse, alternated over three rounds in one run; the ratio of the medians."""
+    shapes = [tuple(int(x) for x in it.split(":")) for it in spec.split(",")]
+    print(f"\n{'D':>4} {'G':>2} {'M':>2} {'B':>3} {'ctx':>6} {'implementation (LSE)':<44} {'us':>8} {'us LSE':>8} "
+          f"{'ratio':>6}", flush=True)
+    rows = []
+    for (D, G, M, B, c) in shapes:
+        t = {False: [], True: []}
+        impl = ""
+        for _ in range(3):
+            for lse in (False, True):
+                r = decode_row(lib, D, G, M, c, B, peers=(), lse=lse)
+                t[lse].append(r["t_ours_us"])
+                if lse:
+                    impl = r["impl"]
+        a, b = statistics.median(t[False]), statistics.median(t[True])
+        rows.append(dict(D=D, G=G, M=M, B=B, ctx=c, impl_lse=impl, t_us=a, t_lse_us=b, ratio=b / a))
+        print(f"{D:>4} {G:>2} {M:>2} {B:>3} {c:>6} {impl[:44]:<44} {a:8.1f} {b:8.1f} {b / a:6.3f}", flush=True)
+    if rows:
+        print(f"LSE cost (time with / without): max {max(r['ratio'] for r in rows):.3f}, geomean "
+              f"{geomean([r['ratio'] for r in rows]):.3f}", flush=True)
+    return rows
+
+
+def merge_table(lib, spec, peak):
+    """r35a_merge_states: N parts of T tokens x H heads x D (f16, contiguous, with the output LSE), in
+    GB/s of the bytes it must move (the parts' O and LSE read, O and LSE written) against the read
+    roofline; checked against a float64 torch merge."""
+    from rdna35attn._lib import MergeArgsC, MergeDescC
+    L = lib.l
+    vp = ctypes.c_void_p
+    L.r35a_merge_states_desc_init.argtypes = [ctypes.POINTER(MergeDescC), ctypes.c_int] + [ctypes.c_int32] * 4
+    L.r35a_merge_states_plan.argtypes = [vp, ctypes.POINTER(MergeDescC), ctypes.POINTER(vp)]
+    L.r35a_merge_states_run.argtypes = [vp, vp, ctypes.POINTER(MergeArgsC), vp, ctypes.c_size_t, vp]
+    shapes = [tuple(int(x) for x in it.split(":")) for it in spec.split(",")]
+    print(f"\n{'N':>2} {'tokens':>6} {'H':>3} {'D':>4} {'implementation':<28} {'us':>8} {'GB/s':>7} {'%roof':>6} "
+          f"{'maxdiff':>8}", flush=True)
+    rows = []
+    for (N, T, H, D) in shapes:
+        one = N * T * H * (2 * D + 4) + T * H * (2 * D + 4)
+        copies = max(1, min(64, math.ceil(MIN_TOUCH / one)))
+        po = torch.randn(copies, N, T, H, D, dtype=torch.float16, device="cuda")
+        pl = torch.randn(copies, N, T, H, dtype=torch.float32, device="cuda") * 4
+        out = torch.empty(copies, T, H, D, dtype=torch.float16, device="cuda")
+        olse = torch.empty(copies, T, H, dtype=torch.float32, device="cuda")
+        desc = MergeDescC()
+        L.r35a_merge_states_desc_init(ctypes.byref(desc), DT["f16"][0], N, T, H, D)
+        desc.use_out_lse = 1
+        plan = vp()
+        lib.check(L.r35a_merge_states_plan(lib.ctx, ctypes.byref(desc), ctypes.byref(plan)), "merge plan")
+        pi = lib.plan_info(plan)
+        args = [MergeArgsC(ctypes.sizeof(MergeArgsC), po[c].data_ptr(), pl[c].data_ptr(), out[c].data_ptr(),
+                           olse[c].data_ptr()) for c in range(copies)]
+
+        def ours(c):
+            st = torch.cuda.current_stream().cuda_stream
+            lib.check(L.r35a_merge_states_run(lib.ctx, plan, ctypes.byref(args[c]), None, 0, vp(st)), "merge run")
+        t = time_graph(ours, copies)
+        torch.cuda.synchronize()
+        w = torch.softmax(pl[0].double(), dim=0)                       # [N, T, H]
+        ref = (w[..., None] * po[0].double()).sum(0)
+        maxdiff = float((out[0].double() - ref).abs().max())
+        gbs = one / t / 1e9
+        rows.append(dict(N=N, T=T, H=H, D=D, impl=pi.implementation.decode(), t_us=t * 1e6, gbs=gbs,
+                         roof_pct=100 * gbs / peak, maxdiff=maxdiff))
+        print(f"{N:>2} {T:>6} {H:>3} {D:>4} {pi.implementation.decode()[:28]:<28} {t * 1e6:8.1f} {gbs:7.0f} "
+              f"{100 * gbs / peak:6.1f} {maxdiff:8.1e}", flush=True)
+        L.r35a_plan_destroy(plan)
+        del po, pl, out, olse
+        torch.cuda.empty_cache()
+    return rows
+
+
+def batch_row(lib, D, G, seqs, dtype="bf16", hkv=8, page=16, vllm=None):
+    """One paged call over a batch of unequal sequences, seqs = [(M, L), ...] (M query tokens over L keys,
+    causal bottom-right), ours and vLLM's Triton kernel on the same paged cache (torch has no ragged
+    call); each copy its own pages (cold L2). Returns times, TFLOP/s and the max difference to vLLM."""
+    tdt = DT[dtype][1]
+    hq = hkv * G
+    B, T = len(seqs), sum(m for m, _ in seqs)
+    maxm, maxl = max(m for m, _ in seqs), max(l for _, l in seqs)
+    pps = -(-maxl // page)
+    kv_bytes_one = sum(l for _, l in seqs) * hkv * D * 2 * 2
+    copies = max(1, min(64, math.ceil(MIN_TOUCH / kv_bytes_one)))
+    num_pages = copies * B * pps
+    kc, vc = random_kv(torch, (num_pages, hkv, page, D), None, tdt)
+    bt = torch.randperm(num_pages, device="cuda", dtype=torch.int64).to(torch.int32).view(copies, B, pps).contiguous()
+    q = torch.randn(copies, T, hq, D, dtype=tdt, device="cuda")
+    o = torch.empty_like(q)
+    seq_lens = torch.tensor([l for _, l in seqs], dtype=torch.int32, device="cuda")
+    qsl = torch.tensor([0] + list(itertools.accumulate(m for m, _ in seqs)), dtype=torch.int32, device="cuda")
+    desc = PagedDescC()
+    lib.l.r35a_paged_attention_desc_init(ctypes.byref(desc), DT[dtype][0], B, T, maxm, maxl, hq, hkv, D, page, num_pages)
+    plan = ctypes.c_void_p()
+    lib.check(lib.l.r35a_paged_attention_plan(lib.ctx, ctypes.byref(desc), ctypes.byref(plan)), "paged plan")
+    pi = lib.plan_info(plan)
+    ws = torch.empty(max(pi.workspace_bytes, 16), dtype=torch.uint8, device="cuda")
+    args = [PagedArgsC(ctypes.sizeof(PagedArgsC), q[c].data_ptr(), kc.data_ptr(), vc.data_ptr(), o[c].data_ptr(),
+                       seq_lens.data_ptr(), qsl.data_ptr(), bt[c].data_ptr()) for c in range(copies)]
+
+    def ours(c):
+        st = torch.cuda.current_stream().cuda_stream
+        lib.check(lib.l.r35a_paged_attention_run(lib.ctx, plan, ctypes.byref(args[c]), ctypes.c_void_p(ws.data_ptr()),
+                                                 pi.workspace_bytes, ctypes.c_void_p(st)), "paged run")
+    t = time_graph(ours, copies)
+    flops = 4.0 * D * hq * sum(l - m + i + 1 for m, l in seqs for i in range(m))
+    row = dict(D=D, G=G, seqs=seqs, impl=pi.implementation.decode(), t_ours_us=t * 1e6, flops=flops,
+               tflops=flops / t / 1e12, t_vllm_us=None)
+    if vllm is not None:
+        import peer_vllm_triton
+        try:
+            pv = peer_vllm_triton.VllmDecode(vllm, D, G, maxm, maxl, B, dtype=tdt, page=page, hkv=hkv, copies=copies,
+                                             k_pages=kc, v_pages=vc, block_tables=bt, q=q)
+            pv.cu, pv.seq_lens = qsl, seq_lens   # the ragged batch: its own query starts and lengths
+            row["t_vllm_us"] = time_graph(pv, copies) * 1e6
+            torch.cuda.synchronize()
+            row["maxdiff_vllm"] = float((pv.out[0].float() - o[0].float()).abs().max())
+            del pv
+        except Exception as e:  # noqa: BLE001
+            row["err_vllm"] = str(e).splitlines()[0][:160] if str(e) else type(e).__name__
+    lib.l.r35a_plan_destroy(plan)
+    del kc, vc, q, o, ws
+    torch.cuda.empty_cache()
+    return row
+
+
+def mixed_table(lib, spec, vllm):
+    """A mixed batch (spec: COUNTxM:L,... e.g. 15x1:8192,1x1024:8192; bf16, D 128, 32 q / 8 kv heads) in
+    one call, beside its decode sequences (M <= 8) alone and its longer ones alone, and vLLM's kernel
+    on each; the target: mixed <= decode alone + chunk alone."""
+    seqs = []
+    for it in spec.split(","):
+        n, ml = it.split("x") if "x" in it else ("1", it)
+        m, l = (int(x) for x in ml.split(":"))
+        seqs += [(m, l)] * int(n)
+    parts = [("mixed", seqs), ("decode alone", [s for s in seqs if s[0] <= 8]),
+             ("longer alone", [s for s in seqs if s[0] > 8])]
+    print(f"\n{'part':<13} {'seqs':>4} {'implementation':<70} {'us':>9} {'vllm us':>9} {'r_vllm':>6} {'maxdiff':>8}",
+          flush=True)
+    rows = []
+    for name, ss in parts:
+        if not ss:
+            continue
+        r = batch_row(lib, 128, 4, ss, vllm=vllm)
+        r["part"] = name
+        rows.append(r)
+        tv = r.get("t_vllm_us")
+        print(f"{name:<13} {len(ss):>4} {r['impl'][:70]:<70} {r['t_ours_us']:9.1f} {(tv or 0):9.1f} "
+              f"{(tv / r['t_ours_us'] if tv else 0):6.2f} {r.get('maxdiff_vllm', float('nan')):8.1e}"
+              + (f"  vllm: {r['err_vllm']}" if r.get("err_vllm") else ""), flush=True)
+    if len(rows) == 3:
+        print(f"mixed / (decode alone + longer alone) = {rows[0]['t_ours_us'] / (rows[1]['t_ours_us'] + rows[2]['t_ours_us']):.3f}",
+              flush=True)
+    return rows
+
+
 def geomean(xs):
     xs = [x for x in xs if x]
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
@@ -519,6 +684,13 @@ def main():
     ap.add_argument("--vllm-triton", default="", metavar="PATH",
                     help="vLLM's triton_unified_attention.py (with triton_quant_kv/_helpers.py beside it): adds its "
                          "column (lab/peer_vllm_triton.py)")
+    ap.add_argument("--lse-cost", default="", metavar="SHAPES",
+                    help="the LSE output's cost instead of the decode sweep: D:G:M:B:CTX,... without and with use_lse")
+    ap.add_argument("--merge", default="", metavar="SHAPES",
+                    help="r35a_merge_states instead of the decode sweep: N:TOKENS:HEADS:D,... in GB/s")
+    ap.add_argument("--mixed", default="", metavar="BATCH",
+                    help="a mixed batch instead of the decode sweep: COUNTxM:L,... (e.g. 15x1:8192,1x1024:8192), "
+                         "beside its parts alone, with vLLM's kernel when --vllm-triton is given")
     args = ap.parse_args()
     global PAGE_ORDER, KV_LAYOUT, PAGE_SIZE
     PAGE_ORDER, KV_LAYOUT, PAGE_SIZE = args.page_order, args.kv_layout, args.page_size
@@ -550,8 +722,15 @@ def main():
     elif args.shapes:
         shapes = [tuple(int(x) for x in item.split(":")) for item in args.shapes.split(",")]
         shapes = [(D, G, M, c, B) for (D, G, M, B, c) in shapes]
-    if args.skip_decode or args.prefill:
+    if args.skip_decode or args.prefill or args.lse_cost or args.merge or args.mixed:
         shapes = []
+        args.skip_encoder = args.skip_encoder or not args.prefill and not args.skip_decode
+    if args.lse_cost:
+        result["lse_cost"] = lse_cost_table(lib, args.lse_cost)
+    if args.merge:
+        result["merge"] = merge_table(lib, args.merge, peak)
+    if args.mixed:
+        result["mixed"] = mixed_table(lib, args.mixed, vllm)
     if args.prefill:
         result["prefill"] = prefill_table(lib, args.prefill, peers_of(args), vllm, args.out, args.tag, result)
         args.skip_encoder = True
