@@ -12,6 +12,21 @@ each variant's model problem on the emulator (one 1024-token segment for a workg
 cost model. Each counted run is also compared with a float64 numpy oracle (a count of a wrong kernel
 is worth nothing).
 
+--paged does the same for the paged siblings (<variant>_paged, R35A_ENCODER_PAGED in variants.def: causal
+prefill over a paged KV cache, kernels/encoder/prefill_args.h) of the workgroup-wide variants. Its model
+problem is one sequence: a chunk of --paged-m query tokens (2048) over --paged-prefix keys (0), query i at
+position L - M + i seeing keys 0 .. L - M + i, pages of --paged-page keys (16) handed out in shuffled order
+from a cache with spare pages, --paged-kv-group query heads (4) per kv head packed into one item of M x G
+rows. It counts one kv head (its G query heads; every workgroup of the grid, nothing sampled), scales to
+--model-heads query heads, checks the output against the float64 oracle, and counts the varlen causal
+kernel on the same chunk (one M-token segment, G query heads over one kv head) for the ratio by
+instruction class. Its % of the WMMA peak is the causal FLOP floor (4 D per (query, key) pair seen) over
+the modelled time. --paged --check adds small cases under bounds checks: chunks that are not multiples
+of the tile, prefixes, pages of 16 and 48, G 1, 3 and 4, a V cache in [page][slot][head][D] order, padded
+O strides, and a batch with a decode-sized sequence (M <= min_query_len: its rows must stay untouched);
+spare pages, slots past a sequence's last key and table entries past its pages hold NaN / out-of-cache
+values, so reading any of them fails the case.
+
 The variant list comes from variants/gfx1151_encoder.tsv (rows: kind dtype head heads rows kb nw
 waves maxlen); when variants/variants.def already carries R35A_ENCODER_VARIANT entries the two must
 agree.
@@ -21,6 +36,8 @@ Usage:
     python3 lab/emu_check_encoder.py --only d64
     python3 lab/emu_check_encoder.py --model-short      # the 4096 x 16 batch for every variant
     python3 lab/emu_check_encoder.py --static-only
+    python3 lab/emu_check_encoder.py --paged --only f16_d128       # the paged sibling's 2048-token chunk
+    python3 lab/emu_check_encoder.py --paged --check --no-model    # the paged siblings' small cases
 Needs Python >= 3.11 with numpy. gfx11emu is imported from --emu-dir, $GFX11EMU_DIR, or
 ../shared/gfx11emu next to the repository (it finds the tinygrad snapshot beside it, or $TINYGRAD_DIR).
 Exit status: 0 all pass, 1 a check failed, 2 setup error.
@@ -559,8 +576,12 @@ def paged_model(G, co, k, name, a, rng):
     scale = a.model_heads / grp                                         # kv heads
     c, cyc, t_c = cost_of(st, scale)
     flops = causal_flops(M, P, k["head"], a.model_heads)
+    uniq = 2 * k["head"] * (2 * M * a.model_heads + 2 * (M + P) * a.model_heads // grp)   # Q, O; K, V of each kv head
     res = dict(err=err, problems=problems, by_class=c, cycles=cyc, t_compute=t_c, grid=grid, flops=flops,
-               t_flop=flops / 59e12, bytes=(st.bytes_loaded + st.bytes_stored) * scale, seconds=st.seconds)
+               t_flop=flops / 59e12, bytes=(st.bytes_loaded + st.bytes_stored) * scale, seconds=st.seconds,
+               t_mem_unique=uniq / 215e9, varlen=None)
+    if P:
+        return res                                                      # the varlen kernel has no prefix
     vcase = dict(name="model", segs=[M], heads=grp, layout="separate", scale_mul=1.0, extra_max=0, causal=1,
                  kv_group=grp)
     vk = dict(k, name=k["paged_of"])                                    # the varlen variant itself
@@ -585,21 +606,31 @@ def print_paged_model(name, k, a, m, scratch):
     print(f"  {name} [a {M}-token chunk over {P} prefix keys, pages of {a.paged_page} shuffled, G {grp}; "
           f"grid {m['grid'][0]} x 1 per kv head, {m['seconds']:.0f} s]: err {m['err']:.2e}"
           f"{' FAIL ' + '; '.join(m['problems']) if m['problems'] else ''}")
-    print(f"    varlen causal kernel on one {M}-token segment, {grp} query heads over 1 kv head (grid {v['grid'][0]} x "
-          f"{v['grid'][1]}): err {v['err']:.2e}{' FAIL ' + '; '.join(v['problems']) if v['problems'] else ''}")
-    print(f"    per kv head ({grp} query heads), every workgroup counted:   {'paged':>10s} {'varlen':>10s}  ratio")
-    for lbl, cl in CLASS_ROW:
-        x, y = m["by_class"][cl], v["by_class"][cl]
-        print(f"      {lbl:12s} {x:10d} {y:10d}  {x / y:.3f}" if y else f"      {lbl:12s} {x:10d} {y:10d}  -")
-    print(f"      {'SIMD cycles':12s} {m['cycles']:10d} {v['cycles']:10d}  {m['cycles'] / v['cycles']:.3f}"
-          f"   (VALU + 4 TRANS + 32 WMMA)")
-    print(f"    WMMA share of SIMD cycles {100 * 32 * m['by_class']['WMMA'] / m['cycles']:.1f} % "
-          f"(varlen {100 * 32 * v['by_class']['WMMA'] / v['cycles']:.1f} %); scratch {scratch} B")
-    print(f"    {a.model_heads} query heads: causal FLOP floor (4 D per (query, key) seen) {1e6 * m['t_flop']:.1f} us "
-          f"({m['flops'] / 1e9:.2f} GFLOP); cost model: compute {1e6 * m['t_compute']:.1f} us = "
-          f"{100 * m['t_flop'] / m['t_compute']:.1f} % of the WMMA peak (varlen causal {1e6 * v['t_compute']:.1f} us, "
-          f"{100 * v['t_flop'] / v['t_compute']:.1f} %{'' if not P else ', no prefix'}); paged / varlen cycles "
-          f"{m['cycles'] / v['cycles']:.3f}; requested bytes {m['bytes'] / 1e6:.1f} MB (varlen {v['bytes'] / 1e6:.1f} MB)")
+    if v is None:
+        print("    (no varlen comparison: the varlen kernel has no prefix)")
+        v = dict(by_class={cl: 0 for _, cl in CLASS_ROW}, cycles=0)
+    else:
+        print(f"    varlen causal kernel on one {M}-token segment, {grp} query heads over 1 kv head (grid "
+              f"{v['grid'][0]} x {v['grid'][1]}): err {v['err']:.2e}{' FAIL ' + '; '.join(v['problems']) if v['problems'] else ''}")
+    both = m["varlen"] is not None
+    print(f"    per kv head ({grp} query heads), every workgroup counted:   {'paged':>10s}"
+          + (f" {'varlen':>10s}  ratio" if both else ""))
+    for lbl, cl in CLASS_ROW + (("SIMD cycles", None),):
+        x, y = (m["cycles"], v["cycles"]) if cl is None else (m["by_class"][cl], v["by_class"][cl])
+        print(f"      {lbl:12s} {x:10d}" + (f" {y:10d}  " + (f"{x / y:.3f}" if y else "-") if both else "")
+              + ("   (VALU + 4 TRANS + 32 WMMA)" if cl is None else ""))
+    share = lambda x: f"{100 * 32 * x['by_class']['WMMA'] / x['cycles']:.1f} %" if x["cycles"] else "-"   # noqa: E731
+    print(f"    WMMA share of SIMD cycles {share(m)}{f' (varlen {share(v)})' if both else ''}; scratch {scratch} B")
+    print(f"    {a.model_heads} query heads: causal FLOP floor (4 D per (query, key) pair seen, at 59 TFLOP/s) "
+          f"{1e6 * m['t_flop']:.1f} us ({m['flops'] / 1e9:.2f} GFLOP); Q+K+V+O once at 215 GB/s "
+          f"{1e6 * m['t_mem_unique']:.1f} us")
+    print(f"    cost model: compute {1e6 * m['t_compute']:.1f} us = {100 * m['t_flop'] / m['t_compute']:.1f} % of the "
+          f"WMMA peak, requested bytes {m['bytes'] / 1e6:.1f} MB = {1e6 * m['bytes'] / 215e9:.1f} us at 215 GB/s")
+    if m["varlen"]:
+        v = m["varlen"]
+        print(f"    varlen causal: compute {1e6 * v['t_compute']:.1f} us = {100 * v['t_flop'] / v['t_compute']:.1f} % of the "
+              f"WMMA peak, requested bytes {v['bytes'] / 1e6:.1f} MB; paged / varlen SIMD cycles "
+              f"{m['cycles'] / v['cycles']:.3f}")
 
 
 PAGED_CHECKS = (
@@ -665,6 +696,8 @@ def main():
         if a.paged_page <= 0 or a.paged_page % 16 or a.paged_m <= 0 or a.paged_prefix < 0 or a.paged_kv_group <= 0:
             sys.exit("--paged-page must be a positive multiple of 16, --paged-m and --paged-kv-group positive, "
                      "--paged-prefix >= 0")
+        if a.model_heads % a.paged_kv_group:
+            sys.exit("--model-heads must be a multiple of --paged-kv-group (query heads per kv head)")
         sib = paged_siblings(kernels)
         kernels = {n: k for n, k in kernels.items() if n in sib}
         paged = {sib[n]: dict(k, name=sib[n], paged_of=n) for n, k in kernels.items()}
@@ -708,7 +741,7 @@ def main():
               f"workgroup of the grid), scaled to {a.model_heads} query heads")
         for pname, pk in ([] if a.no_model else paged.items()):
             m = paged_model(G, co, pk, pname, a, rng)
-            ok_all &= not m["problems"] and not m["varlen"]["problems"]
+            ok_all &= not m["problems"] and not (m["varlen"] or {}).get("problems")
             print_paged_model(pname, pk, a, m, st[pname].get("scratch", "?"))
         if a.check:
             print("\npaged siblings: small cases (bounds checks on; spare pages, slots past the keys and table entries "
