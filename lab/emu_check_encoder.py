@@ -59,7 +59,7 @@ SOURCE = os.path.join(ROOT, "kernels", "encoder", "encoder.hip")
 COLUMNS = ("kind", "dtype", "head", "heads", "rows", "kb", "nw", "waves", "maxlen")
 HEADS = (32, 48, 64, 72, 80, 128)
 ARGS_BYTES = 144                         # sizeof(r35a_encoder_args), kernels/encoder/encoder_args.h
-PREFILL_ARGS_BYTES = 192                 # sizeof(r35a_prefill_args), kernels/encoder/prefill_args.h
+PREFILL_ARGS_BYTES = 256                 # sizeof(r35a_prefill_args), kernels/encoder/prefill_args.h
 TOL = {"f16": 2e-3, "bf16": 1.5e-2}      # max|out - ref| / max|ref| (observed <= 6e-4, <= 5.1e-3)
 POISON = 0xFFFF                          # NaN in f16 and in bf16
 
@@ -447,7 +447,12 @@ def _prefill_struct():
                                           "v_page_stride", "v_head_stride", "v_slot_stride", "block_table_stride")]
                     + [(n, I32) for n in ("num_seqs", "num_heads", "kv_group", "page_size", "num_pages",
                                           "max_query_len", "max_seq_len", "num_tokens", "min_query_len")]
-                    + [("scale_log2", ct.c_float), ("error", P)])
+                    + [("scale_log2", ct.c_float), ("error", P)]
+                    # the model features, all off here (zeros), and the LSE output (none)
+                    + [("window", I32), ("softcap", ct.c_float), ("softcap_in", ct.c_float),
+                       ("softcap_out", ct.c_float), ("inv_scale", ct.c_float), ("pad0", I32),
+                       ("alibi_slopes", P), ("sinks", P), ("lse", P), ("lse_token_stride", I64),
+                       ("lse_head_stride", I64)])
     assert ct.sizeof(PrefillArgs) == PREFILL_ARGS_BYTES, ct.sizeof(PrefillArgs)
     assert PrefillArgs.num_seqs.offset == 144 and PrefillArgs.scale_log2.offset == 180 and PrefillArgs.error.offset == 184
     return PrefillArgs
