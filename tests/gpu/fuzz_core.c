@@ -884,8 +884,8 @@ bool fuzz_run_case(r35a_context *ctx, const fuzz_env *env, int index, fuzz_total
         b.meta[2] = upload(e, p->block_table, sizeof(int32_t) * (p->bt_entries ? p->bt_entries : 1));
         b.alibi = upload(e, p->alibi, sizeof(float) * (size_t)hq);
         b.sinks = upload(e, p->sinks, sizeof(float) * (size_t)hq);
-        b.k_scale = upload(e, p->k_scale, sizeof(float) * (size_t)p->n_scales);
-        b.v_scale = upload(e, p->v_scale, sizeof(float) * (size_t)p->n_scales);
+        b.k_scale = upload(e, p->k_scale, sizeof(float) * p->k_scale_elems);
+        b.v_scale = upload(e, p->v_scale, sizeof(float) * p->v_scale_elems);
     } else {
         varlen_problem *p = &c.vp;
         out_host = p->out_alloc, out_mask = p->out_mask, out_bytes = p->out_alloc_bytes, guard = p->out_guard_bytes;
