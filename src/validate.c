@@ -70,9 +70,19 @@ static r35a_status upgrade(const char *name, const void *in, size_t full_size, s
 r35a_status r35a_upgrade_desc(r35a_op op, const void *desc, r35a_op_desc *full)
 {
     switch (op) {
-    case R35A_OP_PAGED:
-        return upgrade("paged_attention_desc", desc, sizeof full->paged, R35A_PAGED_DESC_SIZE_0_1,
-                       R35A_PAGED_DESC_SIZE_0_2, R35A_PAGED_DESC_SIZE_0_3, &full->paged);
+    case R35A_OP_PAGED: {
+        r35a_status st = upgrade("paged_attention_desc", desc, sizeof full->paged, R35A_PAGED_DESC_SIZE_0_1,
+                                 R35A_PAGED_DESC_SIZE_0_2, R35A_PAGED_DESC_SIZE_0_3, &full->paged);
+        size_t in_size;
+        memcpy(&in_size, desc ? desc : (const void *)&full->paged, sizeof in_size);
+        /* per-token-head scales came with their strides in 0.4: an earlier struct has none to give */
+        if (st == R35A_OK && in_size != sizeof full->paged &&
+            full->paged.kv_scale_per_head == R35A_KV_SCALE_PER_TOKEN_HEAD)
+            return r35a_fail(R35A_ERR_INVALID_ARGUMENT,
+                             "paged_attention_desc.kv_scale_per_head: 2 (per token and kv head) needs 0.4's struct_size "
+                             "%zu (its scale strides), not %zu", sizeof full->paged, in_size);
+        return st;
+    }
     case R35A_OP_VARLEN:
         return upgrade("varlen_attention_desc", desc, sizeof full->varlen, R35A_VARLEN_DESC_SIZE_0_1,
                        R35A_VARLEN_DESC_SIZE_0_2, sizeof full->varlen, &full->varlen);

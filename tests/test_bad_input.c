@@ -397,8 +397,11 @@ static bool paged_desc_case(int k, r35a_paged_attention_desc *d, desc_case *c)
          d->k_scale_page_stride = -5; d->v_scale_head_stride = INT64_MIN, R35A_OK, NULL, false)
     CASE(100, d->struct_size = offsetof(r35a_paged_attention_desc, k_scale_page_stride) + 8, R35A_ERR_STRUCT_SIZE,
          "struct_size", false)
+    /* granularity 2 needs the strides only 0.4's struct has */
     CASE(101, d->struct_size = offsetof(r35a_paged_attention_desc, k_scale_page_stride);
-         d->kv_scale_per_head = 2; d->kv_dtype = R35A_DTYPE_INT8, R35A_OK, NULL, false)
+         d->kv_scale_per_head = 2; d->kv_dtype = R35A_DTYPE_INT8, INV, "kv_scale_per_head", true)
+    CASE(102, d->struct_size = offsetof(r35a_paged_attention_desc, lse_token_stride);
+         d->kv_scale_per_head = 2; d->kv_dtype = R35A_DTYPE_FP8_E4M3, INV, "kv_scale_per_head", true)
     default: return false;
     }
 }
