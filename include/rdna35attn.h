@@ -321,9 +321,10 @@ R35A_API void r35a_plan_destroy(r35a_plan *plan);
  * one serves it (f16/bf16, a head size built for the dtype and KV dtype (variants/variants.def; the
  * plan's fallback_reason lists them when none is), page size a multiple of 16, Q strides multiples
  * of 8 elements and K/V strides multiples of 16 bytes: 8 elements of a 16-bit cache, 16 of an
- * 8-bit one), else of the portable kernel, which serves all of these; the plan's fallback_reason
- * says why. Softcap, ALiBi, sinks and 8-bit KV caches run on the decode kernels too (an fp8 NaN
- * code is NaN there as everywhere: gfx11's bit-arithmetic dequantization flags it). A mixed batch
+ * 8-bit one, whose scales are per tensor or per kv head), else of the portable kernel, which serves
+ * all of these; the plan's fallback_reason says why. Softcap, ALiBi, sinks and 8-bit KV caches run
+ * on the decode kernels too (an fp8 NaN code is NaN there as everywhere: gfx11's bit-arithmetic
+ * dequantization flags it). A mixed batch
  * (max_query_len > 8, several sequences) that the decode kernels serve otherwise runs as two
  * launches on the caller's stream within one run call: the decode kernel serves the sequences with
  * M <= 8, and the sequences with M > 8 run on a prefill kernel (an encoder variant's paged sibling,
