@@ -382,8 +382,8 @@ typedef struct r35a_paged_attention_desc {
                                       dtype is R35A_ERR_INVALID_ARGUMENT */
     int32_t kv_scale_per_head;     /* an r35a_kv_scale_granularity, the layout of k_scale and
                                       v_scale of an 8-bit cache: per tensor (0), per kv head (1), per
-                                      token and kv head (2, since 0.4). Must be 0 for a 16/32-bit KV
-                                      cache */
+                                      token and kv head (2, since 0.4: a struct of 0.4's size, which
+                                      has its strides). Must be 0 for a 16/32-bit KV cache */
 
     /* Since 0.3 (default: the zeros of a 0.2.0 caller; r35a_paged_attention_desc_init writes
      * use_lse 0 and the contiguous strides num_q_heads, 1). */

@@ -414,8 +414,8 @@ R35A_NO_UNROLL
 } /* namespace r35a */
 
 /* One extern "C" kernel per entry of variants.def; the symbol is the entry's name. At most 128
- * VGPRs (the static checks' default for kernels without an occupancy column): dmax 256 uses 45
- * (16 waves per SIMD), dmax 1024 98 (its 16 KiB of LDS allow 7 waves per SIMD). */
+ * VGPRs (the static checks' default for kernels without an occupancy column): the paged dmax 256
+ * kernels use 61 (16 waves per SIMD), dmax 1024 126 (its 16 KiB of LDS allow 7 waves per SIMD). */
 #define R35A_GENERIC_KERNEL(arch, name, op, dtype, dmax)                                               \
     R35A_KERNEL R35A_KERNEL_BOUNDS_VGPRS(R35A_GENERIC_THREADS, 128)                                 \
     void name(r35a_generic_##op##_args a) {                                                            \
