@@ -16,7 +16,8 @@
  * max + log(sum) of the same state, sink included (row_store). The merge of partial states
  * (r35a_reference_merge_states) sits at the end: it shares only the element conversions. An 8-bit KV cache is
  * dequantized while a block is converted: stored value (decoded fp8, or the int8 integer) x its
- * scale (the tensor's, the kv head's, or the key's own), in fp32, so the rest of the engine never knows.
+ * scale (the tensor's, the kv head's, or the key's own), in fp32, so the rest of the engine never
+ * knows.
  *
  * Scratch memory is bounded by the head size alone (ROW_CHUNK and KEY_BLOCK are fixed) and is
  * allocated once per call, before anything is written, so an allocation failure leaves the output

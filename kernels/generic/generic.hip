@@ -3,9 +3,9 @@
  * fast. It serves everything the tuned decode variants do not:
  *   - paged attention with any head size up to the kernel's dmax, any page size >= 1, logit
  *     softcap, ALiBi, attention sinks, sliding windows, 8-bit KV caches (fp8 e4m3 / int8 with
- *     scales per tensor, per kv head or per token and kv head) and any query length M (causal among the M query tokens:
- *     chunked prefill), skipping sequences a decode kernel of the same call serves
- *     (M <= min_query_len);
+ *     scales per tensor, per kv head or per token and kv head) and any query length M (causal
+ *     among the M query tokens: chunked prefill), skipping sequences a decode kernel of the same
+ *     call serves (M <= min_query_len);
  *   - varlen attention over packed segments, causal or not, GQA, sinks, arbitrary token/head
  *     strides (a fused qkv buffer is read in place);
  *   - both with the row's softmax LSE as an optional output (natural log, sink included; -inf for
