@@ -62,6 +62,7 @@ typedef struct bench_shape {
     int32_t window;              /* 0 = none */
     int32_t context;             /* L */
     r35a_dtype kv_dtype;         /* 0 = dtype; R35A_DTYPE_FP8_E4M3 / R35A_DTYPE_INT8: 8-bit cache */
+    int32_t kv_scales;           /* 8-bit: an r35a_kv_scale_granularity (--kv-scales) */
     bool alibi;
     /* both ops */
     bool sinks;
@@ -100,6 +101,7 @@ typedef struct bench_options {
     int32_t query_len;
     int32_t window;
     r35a_dtype kv_dtype;         /* 0 = dtype; R35A_DTYPE_FP8_E4M3 / R35A_DTYPE_INT8: 8-bit cache */
+    int32_t kv_scales;           /* 8-bit: an r35a_kv_scale_granularity (--kv-scales) */
     bool alibi;
     bool sinks;                  /* both ops */
     bool lse;                    /* both ops: write the softmax LSE (--lse) */

@@ -88,8 +88,11 @@ static void print_usage(FILE *f)
         "  --batch N                sequences per call, all of length L (default 1)\n"
         "  --m N                    query tokens per sequence (default 1; speculative decode: 2..8)\n"
         "  --window N               sliding window in keys (default 0 = none)\n"
-        "  --kv-dtype fp8|int8|same KV cache dtype (default same as --dtype; fp8 = e4m3fn; scales\n"
-        "                           per tensor; bytes moved count the 8-bit elements)\n"
+        "  --kv-dtype fp8|int8|same KV cache dtype (default same as --dtype; fp8 = e4m3fn; bytes\n"
+        "                           moved count the 8-bit elements)\n"
+        "  --kv-scales tensor|kv-head|token-head  an 8-bit cache's scales (default tensor): one each,\n"
+        "                           one per kv head, or one per (token, kv head) in [pages][page][kv heads]\n"
+        "                           float32 tensors (their bytes are counted as moved)\n"
         "  --alibi                  ALiBi slopes 2^(-8(h+1)/q_heads)\n"
         "encoder only:\n"
         "  --segments A,B,...       segment lengths of one call = one row; repeat for more rows\n"
@@ -297,6 +300,19 @@ static int on_kv_dtype(parse_state *st, const char *flag, const char *v)
     return BENCH_EXIT_OK;
 }
 
+static int on_kv_scales(parse_state *st, const char *flag, const char *v)
+{
+    if (strcmp(v, "tensor") == 0)
+        st->opt->kv_scales = R35A_KV_SCALE_PER_TENSOR;
+    else if (strcmp(v, "kv-head") == 0)
+        st->opt->kv_scales = R35A_KV_SCALE_PER_KV_HEAD;
+    else if (strcmp(v, "token-head") == 0)
+        st->opt->kv_scales = R35A_KV_SCALE_PER_TOKEN_HEAD;
+    else
+        return usage_error("%s: expected tensor, kv-head or token-head, got '%s'", flag, v);
+    return BENCH_EXIT_OK;
+}
+
 static int on_alibi(parse_state *st, const char *flag, const char *v)
 {
     (void)flag;
@@ -472,6 +488,7 @@ static const flag_spec flags[] = {
     {"--m", true, SCOPE_PAGED, BENCH_SETS_M, on_m},
     {"--window", true, SCOPE_PAGED, 0, on_window},
     {"--kv-dtype", true, SCOPE_PAGED, 0, on_kv_dtype},
+    {"--kv-scales", true, SCOPE_PAGED, 0, on_kv_scales},
     {"--alibi", false, SCOPE_PAGED, 0, on_alibi},
     {"--sinks", false, SCOPE_ANY, 0, on_sinks},
     {"--lse", false, SCOPE_ANY, 0, on_lse},
@@ -604,6 +621,7 @@ static int flag_shapes(const bench_options *o, bench_shape **shapes, int *count,
     base.softcap = o->softcap;
     if (o->op == BENCH_OP_PAGED) {
         base.kv_dtype = o->kv_dtype;
+        base.kv_scales = o->kv_scales;
         base.alibi = o->alibi;
         base.page_size = o->page_size;
         base.batch = o->batch;

@@ -77,6 +77,7 @@ static bench_shape paged_base(const bench_options *opt)
     s.query_len = opt->query_len;
     s.window = opt->window;
     s.kv_dtype = opt->kv_dtype;
+    s.kv_scales = opt->kv_scales;
     s.alibi = opt->alibi;
     s.sinks = opt->sinks;
     s.lse = opt->lse;

@@ -225,6 +225,8 @@ static void paged_traffic(const r35a_paged_attention_desc *d, int32_t context, d
     double kv = 2.0 * (double)keys * d->num_kv_heads * d->head_size * kv_es;
     double q_and_o = 2.0 * (double)M * d->num_q_heads * d->head_size * es;
     double metadata = 4.0 /* seq_lens[s] */ + 4.0 * (double)pages;
+    if (d->kv_dtype && d->kv_scale_per_head == R35A_KV_SCALE_PER_TOKEN_HEAD)
+        kv += 2.0 * (double)keys * d->num_kv_heads * sizeof(float);   /* each key's K and V scale */
     *bytes = d->num_seqs * (kv + q_and_o + metadata) + 4.0 * (d->num_seqs + 1) /* query_start_loc */;
 
     double pairs = 0.0;   /* (query row, key) pairs per sequence and head */
@@ -254,6 +256,10 @@ static int paged_sizes(const bench_shape *sh, int32_t context, bench_problem *p,
     const int64_t num_pages = pages_per_seq * sh->batch;
     const int64_t num_tokens = (int64_t)sh->batch * sh->query_len;
     const size_t es = dtype_size(sh->dtype), kv_es = dtype_size(sh->kv_dtype ? sh->kv_dtype : sh->dtype);
+    if (sh->kv_scales != R35A_KV_SCALE_PER_TENSOR && !sh->kv_dtype) {
+        snprintf(why, why_len, "--kv-scales other than tensor needs an 8-bit --kv-dtype");
+        return -1;
+    }
     if (num_pages > INT32_MAX || num_tokens > INT32_MAX) {
         snprintf(why, why_len, "context %d x batch %d needs more than 2^31 pages or tokens",
                  (int)context, (int)sh->batch);
@@ -265,6 +271,7 @@ static int paged_sizes(const bench_shape *sh, int32_t context, bench_problem *p,
                                    sh->page_size, (int32_t)num_pages);
     d->window = sh->window;
     d->kv_dtype = sh->kv_dtype;
+    d->kv_scale_per_head = sh->kv_scales;   /* per token: desc_init's contiguous scale strides */
     d->use_alibi = sh->alibi;
     d->use_sinks = sh->sinks;
     d->use_lse = sh->lse;
@@ -285,7 +292,10 @@ static int paged_sizes(const bench_shape *sh, int32_t context, bench_problem *p,
     p->size[PAGED_BLOCK_TABLE] = sizeof(int32_t) * (size_t)num_pages;
     p->size[PAGED_ALIBI] = sh->alibi ? sizeof(float) * (size_t)sh->num_q_heads : 0;
     p->size[PAGED_SINKS] = sh->sinks ? sizeof(float) * (size_t)sh->num_q_heads : 0;
-    p->size[PAGED_K_SCALE] = p->size[PAGED_V_SCALE] = sh->kv_dtype ? sizeof(float) : 0;
+    size_t scales = sh->kv_scales == R35A_KV_SCALE_PER_TOKEN_HEAD ? (size_t)num_pages * (size_t)sh->page_size *
+                                                                        (size_t)sh->num_kv_heads
+                    : sh->kv_scales == R35A_KV_SCALE_PER_KV_HEAD ? (size_t)sh->num_kv_heads : 1;
+    p->size[PAGED_K_SCALE] = p->size[PAGED_V_SCALE] = sh->kv_dtype ? sizeof(float) * scales : 0;
     p->size[PAGED_LSE] = sh->lse ? sizeof(float) * (size_t)num_tokens * (size_t)sh->num_q_heads : 0;
     return 0;
 }
@@ -298,9 +308,11 @@ static void paged_fill(const bench_shape *sh, int32_t context, bench_problem *p,
     if (d->kv_dtype) {   /* 8-bit: stored values of a few units, scaled back to about [-1, 1] */
         fill_random_kv8(host_buffer(p, PAGED_K), p->size[PAGED_K], d->kv_dtype, rng);
         fill_random_kv8(host_buffer(p, PAGED_V), p->size[PAGED_V], d->kv_dtype, rng);
+        /* every scale near the per-tensor one (within 2x), so all granularities do the same work */
         const float scale = d->kv_dtype == R35A_DTYPE_INT8 ? 1.0f / 128.0f : 0.125f;
-        memcpy(host_buffer(p, PAGED_K_SCALE), &scale, sizeof scale);
-        memcpy(host_buffer(p, PAGED_V_SCALE), &scale, sizeof scale);
+        const size_t n = p->size[PAGED_K_SCALE] / sizeof(float);
+        fill_floats(host_buffer(p, PAGED_K_SCALE), n, 0.5f * scale, 2.0f * scale, rng);
+        fill_floats(host_buffer(p, PAGED_V_SCALE), n, 0.5f * scale, 2.0f * scale, rng);
     } else {
         fill_random(host_buffer(p, PAGED_K), p->size[PAGED_K] / es, d->dtype, rng);
         fill_random(host_buffer(p, PAGED_V), p->size[PAGED_V] / es, d->dtype, rng);

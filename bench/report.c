@@ -115,7 +115,10 @@ static void table_shape_line(const bench_options *o)
             printf("  M %d", (int)sh->query_len);
         if (!varies(o, BENCH_FIELD_WINDOW))
             printf("  window %d", (int)sh->window);
-        printf("  kv %s%s", sh->kv_dtype ? bench_dtype_name(sh->kv_dtype) : "same", sh->alibi ? "  alibi" : "");
+        printf("  kv %s%s%s", sh->kv_dtype ? bench_dtype_name(sh->kv_dtype) : "same",
+               !sh->kv_dtype ? "" : sh->kv_scales == R35A_KV_SCALE_PER_TOKEN_HEAD ? "/token-head-scales"
+               : sh->kv_scales == R35A_KV_SCALE_PER_KV_HEAD ? "/kv-head-scales" : "",
+               sh->alibi ? "  alibi" : "");
     } else if (!varies(o, BENCH_FIELD_CAUSAL)) {
         printf("  %s", sh->causal ? "causal" : "non-causal");
     }
@@ -354,9 +357,12 @@ static void json_problem(const bench_options *o)
            (int)sh->num_q_heads, (int)sh->num_kv_heads);
     if (o->op == BENCH_OP_PAGED)
         printf("\"page_size\": %d, \"batch\": %d, \"query_len\": %d, \"window\": %d, \"kv_dtype\": \"%s\", "
-               "\"alibi\": %s",
+               "\"kv_scales\": \"%s\", \"alibi\": %s",
                (int)sh->page_size, (int)sh->batch, (int)sh->query_len, (int)sh->window,
-               bench_dtype_name(sh->kv_dtype ? sh->kv_dtype : sh->dtype), sh->alibi ? "true" : "false");
+               bench_dtype_name(sh->kv_dtype ? sh->kv_dtype : sh->dtype),
+               sh->kv_scales == R35A_KV_SCALE_PER_TOKEN_HEAD ? "token_head"
+               : sh->kv_scales == R35A_KV_SCALE_PER_KV_HEAD ? "kv_head" : "tensor",
+               sh->alibi ? "true" : "false");
     else
         json_segments(o);
     printf(", \"sinks\": %s, \"lse\": %s, ", sh->sinks ? "true" : "false", sh->lse ? "true" : "false");

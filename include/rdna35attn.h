@@ -94,10 +94,12 @@
  * sizes of every earlier release: the struct as that release declared it is the prefix of today's,
  * and the fields past it take their defaults (documented at each field). 0.1.0 callers pass
  * sizes that end before the fields marked "since 0.2", 0.2.0 callers sizes that end before those
- * marked "since 0.3"; each struct's comment names those sizes. r35a_*_desc_init write today's
- * whole struct; on ELF systems a binary built against an earlier header keeps calling that
- * release's version of them (symbol version R35A_0 for 0.1.0's, R35A_0.2 for 0.2.0's: each fills
- * only its release's struct and sets its size), while programs linked now get today's (R35A_0.3).
+ * marked "since 0.3", 0.3.0 callers sizes that end before those marked "since 0.4"; each struct's
+ * comment names those sizes. r35a_*_desc_init write today's whole struct; on ELF systems a binary
+ * built against an earlier header keeps calling that release's version of them (symbol version
+ * R35A_0 for 0.1.0's, R35A_0.2 for 0.2.0's, R35A_0.3 for 0.3.0's: each fills only its release's
+ * struct and sets its size), while programs linked now get today's (R35A_0.4 for
+ * r35a_paged_attention_desc_init, whose struct grew in 0.4; R35A_0.3 for the varlen one).
  */
 #ifndef RDNA35ATTN_H
 #define RDNA35ATTN_H
@@ -122,12 +124,12 @@ extern "C" {
  * ------------------------------------------------------------------------------------------- */
 
 #define R35A_VERSION_MAJOR 0
-#define R35A_VERSION_MINOR 3
+#define R35A_VERSION_MINOR 4
 #define R35A_VERSION_PATCH 0
-/* MAJOR * 10000 + MINOR * 100 + PATCH, e.g. 300 for 0.3.0. */
+/* MAJOR * 10000 + MINOR * 100 + PATCH, e.g. 400 for 0.4.0. */
 #define R35A_VERSION_NUMBER (R35A_VERSION_MAJOR * 10000 + R35A_VERSION_MINOR * 100 + R35A_VERSION_PATCH)
 
-/* The version of the library actually linked, as R35A_VERSION_NUMBER and as "0.3.0". */
+/* The version of the library actually linked, as R35A_VERSION_NUMBER and as "0.4.0". */
 R35A_API unsigned r35a_version_number(void);
 R35A_API const char *r35a_version_string(void);
 
@@ -177,6 +179,17 @@ typedef enum r35a_dtype {
                                 infinities; S.1111.111 is NaN; largest finite 448 */
     R35A_DTYPE_INT8 = 5      /* two's-complement int8, symmetric: real value = stored x scale */
 } r35a_dtype;
+
+/* Where an 8-bit KV cache's scales live (r35a_paged_attention_desc.kv_scale_per_head; since 0.4
+ * the field takes these named values, 0 and 1 keeping their 0.2 meaning). */
+typedef enum r35a_kv_scale_granularity {
+    R35A_KV_SCALE_PER_TENSOR = 0,     /* k_scale, v_scale: [1] */
+    R35A_KV_SCALE_PER_KV_HEAD = 1,    /* k_scale, v_scale: [num_kv_heads] */
+    R35A_KV_SCALE_PER_TOKEN_HEAD = 2  /* k_scale, v_scale: one per (page, slot, kv head), laid out like
+                                         the cache's pages ([num_pages][page_size][num_kv_heads] by
+                                         default) through the desc's k_scale_* / v_scale_* strides;
+                                         since 0.4 */
+} r35a_kv_scale_granularity;
 
 /* ---------------------------------------------------------------------------------------------
  * Context
@@ -281,12 +294,26 @@ R35A_API void r35a_plan_destroy(r35a_plan *plan);
  *
  * 8-bit KV cache (kv_dtype R35A_DTYPE_FP8_E4M3 or R35A_DTYPE_INT8): K and V hold one byte per
  * element and their strides count those bytes (elements of the KV dtype, as always). The real
- * value of a stored element x of kv head g is
- *     k = x * k_scale[kv_scale_per_head ? g : 0],   v = x * v_scale[kv_scale_per_head ? g : 0]
+ * value of a stored element x of kv head g at key position j (in page, slot as above) is
+ *     k = x * ks,   v = x * vs,   by desc.kv_scale_per_head (r35a_kv_scale_granularity):
+ *       R35A_KV_SCALE_PER_TENSOR      ks = k_scale[0], vs = v_scale[0]
+ *       R35A_KV_SCALE_PER_KV_HEAD     ks = k_scale[g], vs = v_scale[g]
+ *       R35A_KV_SCALE_PER_TOKEN_HEAD  ks = k_scale[page * k_scale_page_stride + slot * k_scale_slot_stride
+ *                                                  + g * k_scale_head_stride], vs likewise (v_scale_*)
  * (fp8: x is the decoded e4m3 value; int8: x is the integer -128 .. 127), and the call is exactly
  * the attention of Q over those real values: scales and dequantization happen in fp32 inside the
  * kernel, no 16-bit rounding of k or v in between (the products must be finite in fp32). Q and O
  * keep dtype (f16 or bf16; f32 on the reference).
+ * Per-token-head scales are what vLLM's int8_per_token_head / fp8_per_token_head caches carry: one
+ * float32 tensor for K and one for V, [num_blocks, block_size, num_kv_heads] each (its
+ * k_scale_cache / v_scale_cache), or a strided view into a cache that keeps each row's scale
+ * beside it. K and V scales therefore have three strides each (float32 elements): two separate
+ * tensors, possibly laid out differently. Only the scales of keys some query row reaches are read
+ * (like the cache's own pages); each must be finite and > 0, checked on the reference backend. On a
+ * GPU context the portable kernel serves per-token-head scales, and the plan's fallback_reason says
+ * so: the decode kernels fold one scale into the softmax scale and one into the output
+ * normalization, and a per-key V scale must weight each key's share of P.V apart from the softmax
+ * denominator.
  *
  * Empty-sequence rule: a sequence with L = 0 (a padding slot; it must then have M = 0) writes
  * nothing because it has no rows; a query row that sees no key writes zeros.
@@ -295,9 +322,10 @@ R35A_API void r35a_plan_destroy(r35a_plan *plan);
  * one serves it (f16/bf16, a head size built for the dtype and KV dtype (variants/variants.def; the
  * plan's fallback_reason lists them when none is), page size a multiple of 16, Q strides multiples
  * of 8 elements and K/V strides multiples of 16 bytes: 8 elements of a 16-bit cache, 16 of an
- * 8-bit one), else of the portable kernel, which serves all of these; the plan's fallback_reason
- * says why. Softcap, ALiBi, sinks and 8-bit KV caches run on the decode kernels too (an fp8 NaN
- * code is NaN there as everywhere: gfx11's bit-arithmetic dequantization flags it). A mixed batch
+ * 8-bit one, whose scales are per tensor or per kv head), else of the portable kernel, which serves
+ * all of these; the plan's fallback_reason says why. Softcap, ALiBi, sinks and 8-bit KV caches run
+ * on the decode kernels too (an fp8 NaN code is NaN there as everywhere: gfx11's bit-arithmetic
+ * dequantization flags it). A mixed batch
  * (max_query_len > 8, several sequences) that the decode kernels serve otherwise runs as two
  * launches on the caller's stream within one run call: the decode kernel serves the sequences with
  * M <= 8, and the sequences with M > 8 run on a prefill kernel (an encoder variant's paged sibling,
@@ -316,9 +344,10 @@ R35A_API void r35a_plan_destroy(r35a_plan *plan);
 
 typedef struct r35a_paged_attention_desc {
     size_t struct_size;            /* sizeof(r35a_paged_attention_desc); 0.1.0's size,
-                                      offsetof(r35a_paged_attention_desc, use_sinks), and 0.2.0's,
-                                      offsetof(r35a_paged_attention_desc, lse_token_stride), are
-                                      accepted */
+                                      offsetof(r35a_paged_attention_desc, use_sinks), 0.2.0's,
+                                      offsetof(r35a_paged_attention_desc, lse_token_stride), and
+                                      0.3.0's, offsetof(r35a_paged_attention_desc,
+                                      k_scale_page_stride), are accepted */
     r35a_dtype dtype;              /* of Q and O, and of K and V unless kv_dtype says otherwise:
                                       f16, bf16 (f32 on the reference); the 8-bit dtypes are
                                       R35A_ERR_INVALID_ARGUMENT here */
@@ -352,9 +381,10 @@ typedef struct r35a_paged_attention_desc {
                                       8-bit R35A_DTYPE_FP8_E4M3 / R35A_DTYPE_INT8, which require
                                       args.k_scale and args.v_scale. Another 16/32-bit dtype than
                                       dtype is R35A_ERR_INVALID_ARGUMENT */
-    int32_t kv_scale_per_head;     /* 8-bit KV only: 0 = one float32 each in k_scale and v_scale
-                                      (per tensor); 1 = [num_kv_heads] each (per kv head). Must be
-                                      0 for a 16/32-bit KV cache */
+    int32_t kv_scale_per_head;     /* an r35a_kv_scale_granularity, the layout of k_scale and
+                                      v_scale of an 8-bit cache: per tensor (0), per kv head (1), per
+                                      token and kv head (2, since 0.4: a struct of 0.4's size, which
+                                      has its strides). Must be 0 for a 16/32-bit KV cache */
 
     /* Since 0.3 (default: the zeros of a 0.2.0 caller; r35a_paged_attention_desc_init writes
      * use_lse 0 and the contiguous strides num_q_heads, 1). */
@@ -362,6 +392,13 @@ typedef struct r35a_paged_attention_desc {
     int64_t lse_head_stride;       /* float32 elements between heads' LSE, >= 0 */
     int32_t use_lse;               /* 0 or 1; 1 requires args.lse and writes each row's LSE (see
                                       "Softmax LSE" above: which kernels write it) */
+
+    /* Since 0.4 (default: the zeros of a 0.3.0 caller; r35a_paged_attention_desc_init writes the
+     * contiguous [num_pages][page_size][num_kv_heads] strides page_size * num_kv_heads,
+     * num_kv_heads, 1). Float32 elements, each >= 0 (checked whatever the granularity); read only
+     * with kv_scale_per_head = R35A_KV_SCALE_PER_TOKEN_HEAD (see "8-bit KV cache" above). */
+    int64_t k_scale_page_stride, k_scale_slot_stride, k_scale_head_stride;
+    int64_t v_scale_page_stride, v_scale_slot_stride, v_scale_head_stride;
 } r35a_paged_attention_desc;
 
 typedef struct r35a_paged_attention_args {
@@ -379,8 +416,9 @@ typedef struct r35a_paged_attention_args {
     /* Since 0.2 (default NULL). Like the metadata, these live where the tensors live (device
      * memory on a GPU context, so a captured graph replays with their current contents). */
     const float *sinks;            /* [num_q_heads] raw sink logits when use_sinks, else NULL */
-    const float *k_scale;          /* 8-bit KV: [1] or [num_kv_heads] (kv_scale_per_head), each
-                                      finite and > 0; must be NULL for a 16/32-bit KV cache.
+    const float *k_scale;          /* 8-bit KV: [1], [num_kv_heads] or per (page, slot, kv head)
+                                      (kv_scale_per_head), each finite and > 0; must be NULL for a
+                                      16/32-bit KV cache.
                                       Values are checked on the reference backend only
                                       (R35A_ERR_INVALID_DATA); on a GPU another value gives an
                                       unspecified output, never an out-of-bounds access */
@@ -392,8 +430,9 @@ typedef struct r35a_paged_attention_args {
 
 /* Fills *desc with a contiguous HND layout for the given shape: defaults strides, softmax_scale =
  * 1/sqrt(head_size), block_table_stride = ceil(max_seq_len / page_size), no window, no softcap,
- * no ALiBi, no sinks, kv_dtype 0 (= dtype), no LSE (its strides contiguous: [num_tokens][num_q_heads]).
- * For an 8-bit KV cache set kv_dtype afterwards: the
+ * no ALiBi, no sinks, kv_dtype 0 (= dtype), no LSE (its strides contiguous: [num_tokens][num_q_heads]),
+ * per-tensor KV scales (the per-token-head scale strides contiguous: [num_pages][page_size]
+ * [num_kv_heads]). For an 8-bit KV cache set kv_dtype afterwards: the
  * default strides count elements, so they stay right. */
 R35A_API void r35a_paged_attention_desc_init(r35a_paged_attention_desc *desc, r35a_dtype dtype,
                                              int32_t num_seqs, int32_t num_tokens,

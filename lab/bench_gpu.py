@@ -152,8 +152,10 @@ PAGE_SIZE = 16            # --page-size
 
 def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=None, hkv=8, peers=("flash", "cudnn", "efficient"),
                vllm=None, kv8=None, per_head=False, sinks=False, softcap=0.0, alibi=False, layout=None, causal=False,
-               lse=False):
-    """One decode shape; lse: the call writes the softmax LSE too (ours alone); kv8 ("fp8" / "int8", scales per tensor or per kv head), sinks, softcap and alibi
+               lse=False, token_scales=False):
+    """One decode shape; lse: the call writes the softmax LSE too (ours alone); kv8 ("fp8" / "int8",
+    scales per tensor, per kv head, or with token_scales per (token, kv head): [pages][page][Hkv]
+    float32 tensors, their bytes counted as moved), sinks, softcap and alibi
     make it a model-feature row (ours alone: peers and vllm are not run for those). The pages of the
     block tables are a random permutation of the pool (PAGE_ORDER "shuffled", the default: what a
     long-running engine's allocator leaves) or consecutive ("sorted": each sequence's pages one
@@ -199,10 +201,16 @@ def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=None, hkv=8, peers=("
     feat = {}
     if kv8:
         desc.kv_dtype = KV8[kv8]
-        desc.kv_scale_per_head = 1 if per_head else 0
-        n = hkv if per_head else 1
-        feat["k_scale"] = torch.full((n,), 0.02 if kv8 == "int8" else 0.01, dtype=torch.float32, device="cuda")
-        feat["v_scale"] = torch.full((n,), 0.02 if kv8 == "int8" else 0.01, dtype=torch.float32, device="cuda")
+        base_scale = 0.02 if kv8 == "int8" else 0.01
+        if token_scales:   # desc_init's strides: contiguous [pages][page][Hkv]
+            desc.kv_scale_per_head = 2
+            for name in ("k_scale", "v_scale"):
+                feat[name] = base_scale * (0.5 + torch.rand((num_pages, page, hkv), dtype=torch.float32, device="cuda"))
+        else:
+            desc.kv_scale_per_head = 1 if per_head else 0
+            n = hkv if per_head else 1
+            feat["k_scale"] = torch.full((n,), base_scale, dtype=torch.float32, device="cuda")
+            feat["v_scale"] = torch.full((n,), base_scale, dtype=torch.float32, device="cuda")
     if sinks:
         desc.use_sinks = 1
         feat["sinks"] = torch.randn(hq, dtype=torch.float32, device="cuda")
@@ -234,12 +242,14 @@ def decode_row(lib, D, G, M, ctx_len, B, dtype="f16", page=None, hkv=8, peers=("
                                                  pi.workspace_bytes, ctypes.c_void_p(st)), "paged run")
     t_ours = time_graph(ours, copies)
     bytes_moved = kv_bytes_one + 2 * B * M * hq * D * 2 + B * pages_per_seq * 4 + B * 4 * 2
+    if token_scales:
+        bytes_moved += 2 * B * ctx_len * hkv * 4   # each key's K and V scale
     flops = 4.0 * D * hq * B * sum(ctx_len - M + i + 1 for i in range(M))
     row = dict(D=D, G=G, M=M, ctx=ctx_len, B=B, dtype=dtype, impl=pi.implementation.decode(), splits=pi.num_splits,
                flops=flops, tflops=flops / t_ours / 1e12,
                grid=list(pi.grid), block=pi.block[0], copies=copies, bytes=bytes_moved, t_ours_us=t_ours * 1e6,
-               gbs=bytes_moved / t_ours / 1e9, kv8=kv8, per_head=per_head, sinks=sinks, softcap=softcap, alibi=alibi,
-               layout=layout)
+               gbs=bytes_moved / t_ours / 1e9, kv8=kv8, per_head=per_head, token_scales=token_scales, sinks=sinks,
+               softcap=softcap, alibi=alibi, layout=layout)
     if not peers and vllm is None:
         torch.cuda.synchronize()
         row["nonfinite"] = int((~torch.isfinite(o[0].float())).sum())   # a plain sanity check of ours
@@ -427,6 +437,37 @@ def features_table(lib, peak):
         print(f"feature cost (time vs the plain call): max {max(cost):.3f}, geomean {geomean(cost):.3f}", flush=True)
     if speed:
         print(f"8-bit KV speedup over f16 (B16, >= 8K): min {min(speed):.2f}, geomean {geomean(speed):.2f}", flush=True)
+    return rows
+
+
+TOKEN_SCALE_SHAPES = "128:4:1:16:8192,128:8:4:16:8192,128:4:1:1:32768,64:8:1:16:8192,256:4:1:16:8192"
+
+
+def token_scales_table(lib, peak, kv8, shapes):
+    """8-bit caches with per-(token, kv head) scales beside per-kv-head scales on the same decode shapes
+    (D:G:M:B:CTX, 8 kv heads, f16 Q/O): time ratio token / head (the target: <= 1.05 at batch 16, 8K).
+    GB/s counts what each moves (the per-token scales' 8 bytes per key and kv head included)."""
+    print(f"\n{kv8} KV, per-token-head vs per-kv-head scales", flush=True)
+    print(f"{'D':>4} {'G':>2} {'M':>2} {'B':>3} {'ctx':>6} {'variant (token-head)':<38} {'head us':>8} {'token us':>9} "
+          f"{'GB/s':>6} {'%roof':>6} {'token/head':>10}", flush=True)
+    rows = []
+    for item in shapes.split(","):
+        D, G, M, B, c = (int(x) for x in item.split(":"))
+        try:
+            rh = decode_row(lib, D, G, M, c, B, peers=(), kv8=kv8, per_head=True)
+            rt = decode_row(lib, D, G, M, c, B, peers=(), kv8=kv8, token_scales=True)
+        except Exception as e:  # noqa: BLE001
+            print(f"{D:>4} {G:>2} {M:>2} {B:>3} {c:>6} ERROR {e}", flush=True)
+            torch.cuda.empty_cache()
+            continue
+        ratio = rt["t_ours_us"] / rh["t_ours_us"]
+        rows.append(dict(D=D, G=G, M=M, B=B, ctx=c, kv8=kv8, head=rh, token=rt, token_over_head=ratio))
+        print(f"{D:>4} {G:>2} {M:>2} {B:>3} {c:>6} {rt['impl'][:38]:<38} {rh['t_ours_us']:8.1f} {rt['t_ours_us']:9.1f} "
+              f"{rt['gbs']:6.0f} {100 * rt['gbs'] / peak:6.1f} {ratio:10.3f}"
+              + (f"  nonfinite {rt['nonfinite']}" if rt.get("nonfinite") else ""), flush=True)
+    if rows:
+        print(f"token/head time: max {max(r['token_over_head'] for r in rows):.3f}, "
+              f"geomean {geomean([r['token_over_head'] for r in rows]):.3f}", flush=True)
     return rows
 
 
@@ -671,6 +712,9 @@ def main():
     ap.add_argument("--features", action="store_true",
                     help="the features table: sinks, softcap, ALiBi and 8-bit KV caches against the plain f16 call on "
                          "the same shapes (ours alone), then the sweep unless --shapes none")
+    ap.add_argument("--token-scales", choices=("fp8", "int8"), default="",
+                    help="8-bit decode with per-(token, kv head) scales beside per-kv-head scales on the --shapes "
+                         "decode shapes (default " + TOKEN_SCALE_SHAPES + "), time ratios; then stops")
     ap.add_argument("--page-order", choices=("shuffled", "sorted"), default="shuffled",
                     help="block-table pages shuffled over the pool (default) or consecutive per sequence")
     ap.add_argument("--kv-layout", choices=("hnd", "head-major", "nhd"), default="hnd",
@@ -714,6 +758,12 @@ def main():
     ctxs = [int(x) for x in args.ctxs.split(",")]
     if args.features:
         result["features"] = features_table(lib, peak)
+    if args.token_scales:
+        result["token_scales"] = token_scales_table(lib, peak, args.token_scales,
+                                                    args.shapes if args.shapes and args.shapes != "none"
+                                                    else TOKEN_SCALE_SHAPES)
+        args.shapes = "none"
+        args.skip_encoder = True
     shapes = [(D, G, M, c, B) for D in heads for G in (4, 8) for M in (1, 4) for B in (1, 16) for c in ctxs]
     if args.quick:
         shapes = [s for s in shapes if s[3] in (1024, 8192, 32768) and not (s[1] == 8 and s[2] == 4)]

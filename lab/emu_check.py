@@ -139,7 +139,10 @@ class GenericPagedArgs(ctypes.Structure):   # mirrors r35a_generic_paged_args
                 ("window", ctypes.c_int32), ("min_query_len", ctypes.c_int32),
                 ("softmax_scale", ctypes.c_float), ("logit_softcap", ctypes.c_float),
                 ("kv_dtype", ctypes.c_int32), ("kv_scale_per_head", ctypes.c_int32),
-                ("lse", ctypes.c_uint64), ("lse_token_stride", ctypes.c_int64), ("lse_head_stride", ctypes.c_int64)]
+                ("lse", ctypes.c_uint64), ("lse_token_stride", ctypes.c_int64), ("lse_head_stride", ctypes.c_int64),
+                ("k_scale_page_stride", ctypes.c_int64), ("k_scale_slot_stride", ctypes.c_int64),
+                ("k_scale_head_stride", ctypes.c_int64), ("v_scale_page_stride", ctypes.c_int64),
+                ("v_scale_slot_stride", ctypes.c_int64), ("v_scale_head_stride", ctypes.c_int64)]
 
 
 class GenericVarlenArgs(ctypes.Structure):   # mirrors r35a_generic_varlen_args
@@ -383,9 +386,12 @@ class PagedProblem:
     the slots past each sequence's end hold garbage (out-of-range page numbers, NaN/Inf bits)."""
 
     def __init__(self, mem, rng, dtype, D, Hkv, G, B, seqs, window=0, pad_slot=0, pad_head=0, pad_page=0,
-                 q_pad=0, o_pad=0, sparse_top=False, garbage_table=True, kv8=None, per_head=False, v_codes=None):
+                 q_pad=0, o_pad=0, sparse_top=False, garbage_table=True, kv8=None, per_head=False, v_codes=None,
+                 per_token=False):
         """kv8: None (K and V in dtype), "fp8" (e4m3fn bytes) or "int8", with scales k_scale / v_scale
-        per tensor or per kv head (per_head); v_codes: every V row holds these bytes (8-bit only)."""
+        per tensor or per kv head (per_head), or per (page, slot, kv head) (per_token: contiguous
+        [num_pages][B][Hkv] float32 tensors k_token_scale / v_token_scale, NaN where no key is);
+        v_codes: every V row holds these bytes (8-bit only)."""
         self.dtype, self.D, self.Hkv, self.G, self.B, self.window = dtype, D, Hkv, G, B, window
         self.kv8, self.per_head = kv8, per_head
         esize = 1 if kv8 else 2
@@ -436,6 +442,16 @@ class PagedProblem:
                     self.bt[s, i] = page
                 kpos_rows[(s, i)] = page
         self.page_of = kpos_rows
+        self.per_token = bool(kv8 and per_token)
+        if self.per_token:
+            self.k_token_scale = np.full((self.num_pages, B, Hkv), np.nan, dtype=np.float32)
+            self.v_token_scale = np.full((self.num_pages, B, Hkv), np.nan, dtype=np.float32)
+            unit = 16.0 if kv8 == "int8" else 1.0
+            for (s, i), page in kpos_rows.items():
+                for slot in range(B):
+                    if i * B + slot < seqs[s][0]:
+                        self.k_token_scale[page, slot] = rng.uniform(0.05, 0.4, Hkv) / unit
+                        self.v_token_scale[page, slot] = rng.uniform(0.05, 0.4, Hkv) / unit
         elems = self.num_pages * self.k_page_stride
         nbytes = elems * esize
         if sparse_top:
@@ -471,6 +487,8 @@ class PagedProblem:
                         off = g * self.k_head_stride + slot * self.k_slot_stride
                         if kv8:
                             scale = (self.k_scale if cache == "k" else self.v_scale)[g if per_head else 0]
+                            if self.per_token:
+                                scale = (self.k_token_scale if cache == "k" else self.v_token_scale)[page, slot, g]
                             if cache == "v" and v_codes is not None:
                                 codes = np.asarray(v_codes, dtype=np.uint8)
                             elif kv8 == "fp8":   # magnitudes 2^-3 .. 30, subnormals now and then
@@ -507,6 +525,9 @@ class PagedProblem:
         self.qsl_buf = mem.from_array(self.qsl, "query_start_loc")
         self.bt_buf = mem.from_array(self.bt, "block_table")
         self.error_buf = mem.from_array(np.zeros(2, dtype=np.uint32), "device error record")
+        if self.per_token:
+            self.k_token_scale_buf = mem.from_array(self.k_token_scale, "k_scale (per token)")
+            self.v_token_scale_buf = mem.from_array(self.v_token_scale, "v_scale (per token)")
 
     def error_record(self):
         """(code, sequence) of the device error record (device_error.h), (0, 0) when clear."""
@@ -613,6 +634,71 @@ def decode_args(P, v, num_splits, fast_max_m, workspace_ptr, scale, feats=None):
 
 
 # ----------------------------------------------------------------------------- generic kernels
+
+
+def generic_paged_args(P, scale):
+    """r35a_generic_paged_args for P (8-bit: per-tensor, per-kv-head or per-token-head scales)."""
+    a = GenericPagedArgs()
+    a.q, a.k_cache, a.v_cache, a.out = P.q_buf.ptr, P.k_ptr, P.v_ptr, P.o_buf.ptr
+    a.seq_lens, a.query_start_loc, a.block_table = P.seq_lens_buf.ptr, P.qsl_buf.ptr, P.bt_buf.ptr
+    a.error = P.error_buf.ptr
+    a.q_token_stride, a.q_head_stride = P.q_token_stride, P.q_head_stride
+    a.o_token_stride, a.o_head_stride = P.o_token_stride, P.o_head_stride
+    a.k_page_stride, a.k_head_stride, a.k_slot_stride = P.k_page_stride, P.k_head_stride, P.k_slot_stride
+    a.v_page_stride, a.v_head_stride, a.v_slot_stride = P.k_page_stride, P.k_head_stride, P.k_slot_stride
+    a.block_table_stride = P.bt_stride
+    a.num_seqs, a.num_tokens, a.num_q_heads, a.num_kv_heads = len(P.seqs), P.num_tokens, P.Hq, P.Hkv
+    a.head_size, a.page_size, a.num_pages = P.D, P.B, P.num_pages
+    a.max_seq_len = max([L for L, _, _ in P.seqs] + [0])
+    a.max_query_len = max([M for _, M, _ in P.seqs] + [0])
+    a.window, a.min_query_len, a.softmax_scale = P.window, 0, scale
+    if P.kv8:
+        a.kv_dtype = 4 if P.kv8 == "fp8" else 5   # R35A_KV_FP8_E4M3 / R35A_KV_INT8
+        if P.per_token:
+            a.kv_scale_per_head = 2
+            a.k_scale, a.v_scale = P.k_token_scale_buf.ptr, P.v_token_scale_buf.ptr
+            a.k_scale_page_stride = a.v_scale_page_stride = P.B * P.Hkv
+            a.k_scale_slot_stride = a.v_scale_slot_stride = P.Hkv
+            a.k_scale_head_stride = a.v_scale_head_stride = 1
+        else:
+            a.kv_scale_per_head = 1 if P.per_head else 0
+            a.k_scale, a.v_scale = P.k_scale_buf.ptr, P.v_scale_buf.ptr
+    return a
+
+
+def count_generic(G_, co, kv8="fp8", dt="f16", L=1024, group=4, head=128):
+    """SIMD cycles per KV byte of the portable kernel (generic_paged_<dt>_dmax256) on one sequence of
+    L keys, 8 kv heads x G, D 128, M 1, page 16, an 8-bit cache with per-kv-head and with
+    per-token-head scales (the granularity the decode kernels decline). KV bytes are the cache's
+    (the per-token scales' 8 bytes per key and kv head not counted), so the two rows compare the
+    instructions per key."""
+    rng = np.random.default_rng(11)
+    rows = []
+    for per_token in (False, True):
+        mem = Mem(G_)
+        try:
+            P = PagedProblem(mem, rng, dt, head, Hkv=8, G=group, B=16, seqs=[(L, 1)], kv8=kv8, per_head=True,
+                             per_token=per_token)
+            a = generic_paged_args(P, 1 / math.sqrt(head))
+            P.poison_out()
+            st = G_.launch(co.kernels[f"generic_paged_{dt}_dmax256"], grid=(P.num_tokens, P.Hq, 1),
+                           block=(128,), args=[bytes(a)], count=True)   # R35A_GENERIC_THREADS
+            ok, err, msg = compare(P.out_rows(), P.reference(1 / math.sqrt(head)), dt, np.ones(1, dtype=bool), TOL[dt])
+            c = st.by_class
+            kv = L * 8 * head * 2
+            simd = c["VALU"] + 4 * c["VALU_TRANS"] + 32 * c["WMMA"]
+            rows.append((per_token, ok, err, msg, st, simd, kv))
+        finally:
+            mem.close()
+    print(f"\nportable kernel generic_paged_{dt}_dmax256: 1 sequence, L={L}, Hkv=8, G={group}, D={head}, M=1, "
+          f"page 16, {kv8} KV cache")
+    for per_token, ok, err, msg, st, simd, kv in rows:
+        print(f"  {'per token-head' if per_token else 'per kv head   '} scales: {'PASS' if ok else 'FAIL ' + msg} "
+              f"err={err:.2e}; wave instructions {st.instructions / kv:.4f}, VMEM "
+              f"{(st.by_class['VMEM_LOAD'] + st.by_class['VMEM_STORE']) / kv:.4f}, SIMD cycles {simd / kv:.4f} per KV byte")
+    if len(rows) == 2:
+        print(f"  per-token / per-head SIMD cycles: {rows[1][5] / rows[0][5]:.3f}")
+    return all(r[1] for r in rows)
 
 
 # ----------------------------------------------------------------------------- static summary
@@ -902,6 +988,9 @@ def main():
                     help="with --count: the variant with this many rows R for both M (default: the planner's)")
     ap.add_argument("--count-dtype", choices=("f16", "bf16"), default="f16",
                     help="with --count: the Q/O dtype (bf16: the bf16 variant)")
+    ap.add_argument("--count-generic", action="store_true",
+                    help="with --count: the portable kernel on an 8-bit cache (--count-kv, default fp8) with "
+                         "per-kv-head and per-token-head scales instead of the decode kernels")
     ap.add_argument("--count-ops", type=int, default=0, metavar="N",
                     help="with --count: also the decode launch's top N opcodes by SIMD cycles, in the main "
                          "loop and outside it (counts per address through gfx11emu internals)")
@@ -922,6 +1011,8 @@ def main():
     import gfx11emu as G_   # noqa: E402  (path given at run time)
 
     cos = {src: G_.load(obj) for src, (obj, _) in objs.items()}
+    if args.count_generic:
+        return 0 if count_generic(G_, cos["generic"], args.count_kv or "fp8", args.count_dtype) else 1
     count_default(G_, cos["decode"], dec, objs["decode"][0], args.count_kv, args.count_dtype, args.count_rows,
                   args.count_group, args.count_head, args.count_ops)
     return 0

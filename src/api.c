@@ -294,18 +294,20 @@ r35a_status r35a_merge_states_run(r35a_context *context, const r35a_plan *plan, 
 }
 
 /* ---- descriptor defaults ----
- * The descriptors grew in 0.2 and again in 0.3. A binary built against an earlier header hands
- * r35a_*_desc_init a struct of that release's size, so writing today's size would overflow it. On
- * ELF platforms the library therefore keeps each earlier release's functions under its symbol
- * version (R35A_0: 0.1.0's, R35A_0.2: 0.2.0's; each fills its release's prefix and sets struct_size
- * to that size, which plan calls accept) and exports today's under R35A_0.3 (src/rdna35attn.map),
- * the version a newly linked binary binds to. Elsewhere (no symbol versions) only today's exist,
- * under the plain names. */
+ * The descriptors grew in 0.2 and again in 0.3, and the paged one in 0.4. A binary built against
+ * an earlier header hands r35a_*_desc_init a struct of that release's size, so writing today's size
+ * would overflow it. On ELF platforms the library therefore keeps each earlier release's functions
+ * under its symbol version (R35A_0: 0.1.0's, R35A_0.2: 0.2.0's, R35A_0.3: 0.3.0's paged one; each
+ * fills its release's prefix and sets struct_size to that size, which plan calls accept) and
+ * exports today's under R35A_0.4 (paged) and R35A_0.3 (varlen, unchanged since) in
+ * src/rdna35attn.map, the versions a newly linked binary binds to. Elsewhere (no symbol versions)
+ * only today's exist, under the plain names. */
 
 #if defined(__ELF__)
-#define PAGED_DESC_INIT r35a_paged_attention_desc_init_v0_3
+#define PAGED_DESC_INIT r35a_paged_attention_desc_init_v0_4
 #define VARLEN_DESC_INIT r35a_varlen_attention_desc_init_v0_3
-__asm__(".symver r35a_paged_attention_desc_init_v0_3, r35a_paged_attention_desc_init@@R35A_0.3");
+__asm__(".symver r35a_paged_attention_desc_init_v0_4, r35a_paged_attention_desc_init@@R35A_0.4");
+__asm__(".symver r35a_paged_attention_desc_init_v0_3, r35a_paged_attention_desc_init@R35A_0.3");
 __asm__(".symver r35a_varlen_attention_desc_init_v0_3, r35a_varlen_attention_desc_init@@R35A_0.3");
 __asm__(".symver r35a_paged_attention_desc_init_v0_2, r35a_paged_attention_desc_init@R35A_0.2");
 __asm__(".symver r35a_varlen_attention_desc_init_v0_2, r35a_varlen_attention_desc_init@R35A_0.2");
@@ -321,6 +323,10 @@ __asm__(".symver r35a_varlen_attention_desc_init_v0_1, r35a_varlen_attention_des
                                                       int32_t num_q_heads, int32_t num_kv_heads, int32_t head_size);
 DECLARE_OLD_INITS(v0_1)
 DECLARE_OLD_INITS(v0_2)
+R35A_API void r35a_paged_attention_desc_init_v0_3(r35a_paged_attention_desc *desc, r35a_dtype dtype, int32_t num_seqs,
+                                                  int32_t num_tokens, int32_t max_query_len, int32_t max_seq_len,
+                                                  int32_t num_q_heads, int32_t num_kv_heads, int32_t head_size,
+                                                  int32_t page_size, int32_t num_pages);
 R35A_API void PAGED_DESC_INIT(r35a_paged_attention_desc *desc, r35a_dtype dtype, int32_t num_seqs,
                               int32_t num_tokens, int32_t max_query_len, int32_t max_seq_len, int32_t num_q_heads,
                               int32_t num_kv_heads, int32_t head_size, int32_t page_size, int32_t num_pages);
@@ -368,6 +374,11 @@ static void fill_paged_desc(r35a_paged_attention_desc *desc, size_t size, r35a_d
      * no LSE, contiguous [num_tokens][num_q_heads] LSE strides for a caller that turns it on */
     d.lse_token_stride = num_q_heads;
     d.lse_head_stride = 1;
+    /* 0.4's: per-tensor scales (kv_scale_per_head 0), contiguous per-token-head scale strides
+     * [num_pages][page_size][num_kv_heads] for a caller that picks that granularity */
+    d.k_scale_page_stride = d.v_scale_page_stride = (int64_t)page_size * num_kv_heads;
+    d.k_scale_slot_stride = d.v_scale_slot_stride = num_kv_heads;
+    d.k_scale_head_stride = d.v_scale_head_stride = 1;
     memcpy(desc, &d, size);
 }
 
@@ -424,6 +435,15 @@ void VARLEN_DESC_INIT(r35a_varlen_attention_desc *desc, r35a_dtype dtype, int32_
     }
 DEFINE_OLD_INITS(v0_1, R35A_PAGED_DESC_SIZE_0_1, R35A_VARLEN_DESC_SIZE_0_1)
 DEFINE_OLD_INITS(v0_2, R35A_PAGED_DESC_SIZE_0_2, R35A_VARLEN_DESC_SIZE_0_2)
+void r35a_paged_attention_desc_init_v0_3(r35a_paged_attention_desc *desc, r35a_dtype dtype, int32_t num_seqs,
+                                         int32_t num_tokens, int32_t max_query_len, int32_t max_seq_len,
+                                         int32_t num_q_heads, int32_t num_kv_heads, int32_t head_size,
+                                         int32_t page_size, int32_t num_pages)
+{
+    if (desc)
+        fill_paged_desc(desc, R35A_PAGED_DESC_SIZE_0_3, dtype, num_seqs, num_tokens, max_query_len, max_seq_len,
+                        num_q_heads, num_kv_heads, head_size, page_size, num_pages);
+}
 #endif
 
 void r35a_merge_states_desc_init(r35a_merge_states_desc *desc, r35a_dtype dtype, int32_t num_parts,

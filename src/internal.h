@@ -63,6 +63,10 @@ r35a_status r35a_dispatch(const r35a_context *ctx, r35a_op op, r35a_plan *plan);
 #define R35A_PAGED_STRIDES(X)                                                                               \
     X(q_token_stride) X(q_head_stride) X(o_token_stride) X(o_head_stride) X(k_page_stride) X(k_head_stride) \
     X(k_slot_stride) X(v_page_stride) X(v_head_stride) X(v_slot_stride) X(block_table_stride)
+/* The paged descriptor's per-token-head scale strides (float32 elements; the portable kernel's only). */
+#define R35A_PAGED_SCALE_STRIDES(X)                                                                         \
+    X(k_scale_page_stride) X(k_scale_slot_stride) X(k_scale_head_stride) X(v_scale_page_stride)              \
+    X(v_scale_slot_stride) X(v_scale_head_stride)
 #define R35A_MERGE_STRIDES(X)                                                                               \
     X(part_stride) X(part_token_stride) X(part_head_stride) X(lse_part_stride) X(lse_token_stride)           \
     X(lse_head_stride) X(o_token_stride) X(o_head_stride) X(out_lse_token_stride) X(out_lse_head_stride)
@@ -84,6 +88,9 @@ r35a_status r35a_dispatch(const r35a_context *ctx, r35a_op op, r35a_plan *plan);
 #define R35A_PAGED_ARGS_SIZE_0_2 offsetof(r35a_paged_attention_args, lse)
 #define R35A_VARLEN_DESC_SIZE_0_2 offsetof(r35a_varlen_attention_desc, lse_token_stride)
 #define R35A_VARLEN_ARGS_SIZE_0_2 offsetof(r35a_varlen_attention_args, lse)
+/* ... and of 0.3.0 (before the fields added in 0.4: the paged descriptor's per-token-head scale
+ * strides, which open with an int64 for the same reason; no other struct grew in 0.4). */
+#define R35A_PAGED_DESC_SIZE_0_3 offsetof(r35a_paged_attention_desc, k_scale_page_stride)
 
 /* Any op's run arguments. */
 typedef union r35a_op_args {

@@ -107,6 +107,11 @@ bool r35a_plan_decode(const r35a_paged_attention_desc *d, const char *arch, int 
     if (!r35a_decode_page_size_ok(d->page_size))
         r35a_text_append(reason, cap, ", ", "page_size %d is not a multiple of %d", (int)d->page_size,
                          R35A_DECODE_PAGE_MULTIPLE);
+    /* A per-key V scale weights its key's P.V term but not the softmax denominator; the decode
+     * kernels fold one V scale into the normalization (kernels/decode/README.md, "Open questions"). */
+    if (d->kv_scale_per_head == R35A_KV_SCALE_PER_TOKEN_HEAD && r35a_dtype_is_kv8(r35a_paged_kv_dtype(d)))
+        r35a_text_append(reason, cap, ", ",
+                         "per-token-head KV scales (the decode kernels take one K and one V scale per kv head)");
     /* The LSE stores of the NVIDIA decode layers have been built, not yet run on a GPU: the portable
      * kernel writes the LSE there until tests/gpu/test_gpu_cuda.c has run decode_lse on them. */
     if (d->use_lse && r35a_tuning_is_nvidia(arch))

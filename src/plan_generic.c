@@ -88,6 +88,7 @@ void r35a_fill_generic_paged_args(const r35a_paged_attention_desc *d, const r35a
     memset(out, 0, sizeof *out);
     R35A_PAGED_POINTERS(R35A_COPY_FROM_ARGS)
     R35A_PAGED_STRIDES(R35A_COPY_FROM_DESC)
+    R35A_PAGED_SCALE_STRIDES(R35A_COPY_FROM_DESC)
     out->alibi_slopes = d->use_alibi ? a->alibi_slopes : NULL;
     out->sinks = d->use_sinks ? a->sinks : NULL;
     const r35a_dtype kv = r35a_paged_kv_dtype(d);

@@ -15,8 +15,9 @@
  * Attention sinks join a row's softmax after its last key (row_add_sink). The optional LSE output is
  * max + log(sum) of the same state, sink included (row_store). The merge of partial states
  * (r35a_reference_merge_states) sits at the end: it shares only the element conversions. An 8-bit KV cache is
- * dequantized while a block is converted: stored value (decoded fp8, or the int8 integer) x the kv
- * head's scale, in fp32, so the rest of the engine never knows.
+ * dequantized while a block is converted: stored value (decoded fp8, or the int8 integer) x its
+ * scale (the tensor's, the kv head's, or the key's own), in fp32, so the rest of the engine never
+ * knows.
  *
  * Scratch memory is bounded by the head size alone (ROW_CHUNK and KEY_BLOCK are fixed) and is
  * allocated once per call, before anything is written, so an allocation failure leaves the output
@@ -217,6 +218,10 @@ typedef struct kv_source {
     size_t esize;
     /* 8-bit KV: the real value is stored x scale (this kv head's scales); 0 = no scaling. */
     float k_scale, v_scale;
+    /* per-token-head scales (paged only; NULL otherwise): the scale of key (page, slot) is
+     * k_scales[page * k_scale_page + slot * k_scale_slot] (this kv head's offset included) */
+    const float *k_scales, *v_scales;
+    int64_t k_scale_page, k_scale_slot, v_scale_page, v_scale_slot;
     const int32_t *block_row;    /* paged: this sequence's block_table row; NULL for linear */
     int32_t page_size;
     int64_t k_page_stride, v_page_stride;
@@ -224,18 +229,26 @@ typedef struct kv_source {
     int64_t k_head_offset, v_head_offset; /* kv head * head stride, plus the first token (linear) */
 } kv_source;
 
-static void kv_source_locate(const kv_source *src, int32_t j, const void **key, const void **value)
+/* Key j's vectors and, with per-token-head scales, its scales (else the source's). */
+static void kv_source_locate(const kv_source *src, int32_t j, const void **key, const void **value,
+                             float *k_scale, float *v_scale)
 {
     int64_t k_offset = src->k_head_offset, v_offset = src->v_head_offset;
-    int64_t slot = j;
+    int64_t slot = j, page = 0;
     if (src->block_row) {
-        int64_t page = src->block_row[j / src->page_size];
+        page = src->block_row[j / src->page_size];
         slot = j % src->page_size;
         k_offset += page * src->k_page_stride;
         v_offset += page * src->v_page_stride;
     }
     *key = element_at(src->k, k_offset + slot * src->k_key_stride, src->esize);
     *value = element_at(src->v, v_offset + slot * src->v_key_stride, src->esize);
+    *k_scale = src->k_scale;
+    *v_scale = src->v_scale;
+    if (src->k_scales) {
+        *k_scale = src->k_scales[page * src->k_scale_page + slot * src->k_scale_slot];
+        *v_scale = src->v_scales[page * src->v_scale_page + slot * src->v_scale_slot];
+    }
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -307,13 +320,14 @@ static void load_key_block(const score_rule *rule, const kv_source *src, int32_t
     int32_t d_count = rule->head_size;
     for (int32_t k = 0; k < count; k++) {
         const void *key, *value;
-        kv_source_locate(src, first + k, &key, &value);
+        float k_scale, v_scale;
+        kv_source_locate(src, first + k, &key, &value, &k_scale, &v_scale);
         load_vector(src->dtype, key, d_count, s->key_row);
         float *value_row = s->values + (size_t)k * d_count;
         load_vector(src->dtype, value, d_count, value_row);
-        if (src->k_scale != 0.0f) {
-            scale_vector(s->key_row, d_count, src->k_scale);
-            scale_vector(value_row, d_count, src->v_scale);
+        if (k_scale != 0.0f) {
+            scale_vector(s->key_row, d_count, k_scale);
+            scale_vector(value_row, d_count, v_scale);
         }
         for (int32_t d = 0; d < d_count; d++)
             s->keys_t[(size_t)d * KEY_BLOCK + k] = s->key_row[d];
@@ -583,14 +597,21 @@ r35a_status r35a_reference_paged_attention(const r35a_paged_attention_desc *desc
             continue;
         g.first_pos = args->seq_lens[seq] - g.tokens;
         for (g.kv_head = 0; g.kv_head < desc->num_kv_heads; g.kv_head++) {
-            int32_t scale_index = desc->kv_scale_per_head ? g.kv_head : 0;
+            const bool per_token = scaled && desc->kv_scale_per_head == R35A_KV_SCALE_PER_TOKEN_HEAD;
+            int32_t scale_index = desc->kv_scale_per_head == R35A_KV_SCALE_PER_KV_HEAD ? g.kv_head : 0;
             const kv_source src = {
                 .k = args->k_cache,
                 .v = args->v_cache,
                 .dtype = kv_dtype,
                 .esize = element_size(kv_dtype),
-                .k_scale = scaled ? args->k_scale[scale_index] : 0.0f,
-                .v_scale = scaled ? args->v_scale[scale_index] : 0.0f,
+                .k_scale = scaled && !per_token ? args->k_scale[scale_index] : 0.0f,
+                .v_scale = scaled && !per_token ? args->v_scale[scale_index] : 0.0f,
+                .k_scales = per_token ? args->k_scale + g.kv_head * desc->k_scale_head_stride : NULL,
+                .v_scales = per_token ? args->v_scale + g.kv_head * desc->v_scale_head_stride : NULL,
+                .k_scale_page = desc->k_scale_page_stride,
+                .k_scale_slot = desc->k_scale_slot_stride,
+                .v_scale_page = desc->v_scale_page_stride,
+                .v_scale_slot = desc->v_scale_slot_stride,
                 .block_row = args->block_table + (size_t)seq * (size_t)desc->block_table_stride,
                 .page_size = desc->page_size,
                 .k_page_stride = desc->k_page_stride,

@@ -39,21 +39,27 @@ size_t r35a_dtype_size(r35a_dtype dtype)
 /* ---- struct sizes: today's and the earlier releases' ---- */
 
 /* Copies the caller's struct of in_size bytes (today's full_size or an earlier release's: 0.1.0's
- * size_0_1, 0.2.0's size_0_2; 0 where the struct is newer than that release) into full, zeroing the
- * rest: every field added since has 0 / NULL as its default. */
+ * size_0_1, 0.2.0's size_0_2, 0.3.0's size_0_3; 0 where the struct is newer than that release, and
+ * full_size where it has not grown since) into full, zeroing the rest: every field added since has
+ * 0 / NULL as its default. */
 static r35a_status upgrade(const char *name, const void *in, size_t full_size, size_t size_0_1, size_t size_0_2,
-                           void *full)
+                           size_t size_0_3, void *full)
 {
     if (!in)
         return r35a_fail(R35A_ERR_NULL_POINTER, "%s: NULL", name);
     size_t in_size;
     memcpy(&in_size, in, sizeof in_size); /* struct_size opens every struct */
-    if (in_size != full_size && (size_0_1 == 0 || in_size != size_0_1) && (size_0_2 == 0 || in_size != size_0_2)) {
+    if (in_size != full_size && (size_0_1 == 0 || in_size != size_0_1) && (size_0_2 == 0 || in_size != size_0_2) &&
+        (size_0_3 == 0 || in_size != size_0_3)) {
         if (size_0_1 == 0)
             return r35a_fail(R35A_ERR_STRUCT_SIZE, "%s.struct_size: %zu is not %zu", name, in_size, full_size);
+        if (size_0_3 != full_size)
+            return r35a_fail(R35A_ERR_STRUCT_SIZE,
+                             "%s.struct_size: %zu is neither %zu (this release), %zu (0.3.0), %zu (0.2.0) nor %zu "
+                             "(0.1.0)", name, in_size, full_size, size_0_3, size_0_2, size_0_1);
         return r35a_fail(R35A_ERR_STRUCT_SIZE,
-                         "%s.struct_size: %zu is neither %zu (this release), %zu (0.2.0) nor %zu (0.1.0)", name,
-                         in_size, full_size, size_0_2, size_0_1);
+                         "%s.struct_size: %zu is neither %zu (this release and 0.3.0), %zu (0.2.0) nor %zu (0.1.0)",
+                         name, in_size, full_size, size_0_2, size_0_1);
     }
     memset(full, 0, full_size);
     memcpy(full, in, in_size);
@@ -64,15 +70,25 @@ static r35a_status upgrade(const char *name, const void *in, size_t full_size, s
 r35a_status r35a_upgrade_desc(r35a_op op, const void *desc, r35a_op_desc *full)
 {
     switch (op) {
-    case R35A_OP_PAGED:
-        return upgrade("paged_attention_desc", desc, sizeof full->paged, R35A_PAGED_DESC_SIZE_0_1,
-                       R35A_PAGED_DESC_SIZE_0_2, &full->paged);
+    case R35A_OP_PAGED: {
+        r35a_status st = upgrade("paged_attention_desc", desc, sizeof full->paged, R35A_PAGED_DESC_SIZE_0_1,
+                                 R35A_PAGED_DESC_SIZE_0_2, R35A_PAGED_DESC_SIZE_0_3, &full->paged);
+        size_t in_size;
+        memcpy(&in_size, desc ? desc : (const void *)&full->paged, sizeof in_size);
+        /* per-token-head scales came with their strides in 0.4: an earlier struct has none to give */
+        if (st == R35A_OK && in_size != sizeof full->paged &&
+            full->paged.kv_scale_per_head == R35A_KV_SCALE_PER_TOKEN_HEAD)
+            return r35a_fail(R35A_ERR_INVALID_ARGUMENT,
+                             "paged_attention_desc.kv_scale_per_head: 2 (per token and kv head) needs 0.4's struct_size "
+                             "%zu (its scale strides), not %zu", sizeof full->paged, in_size);
+        return st;
+    }
     case R35A_OP_VARLEN:
         return upgrade("varlen_attention_desc", desc, sizeof full->varlen, R35A_VARLEN_DESC_SIZE_0_1,
-                       R35A_VARLEN_DESC_SIZE_0_2, &full->varlen);
+                       R35A_VARLEN_DESC_SIZE_0_2, sizeof full->varlen, &full->varlen);
     case R35A_OP_MERGE: break;
     }
-    return upgrade("merge_states_desc", desc, sizeof full->merge, 0, 0, &full->merge);
+    return upgrade("merge_states_desc", desc, sizeof full->merge, 0, 0, 0, &full->merge);
 }
 
 r35a_status r35a_upgrade_args(r35a_op op, const void *args, r35a_op_args *full)
@@ -80,13 +96,13 @@ r35a_status r35a_upgrade_args(r35a_op op, const void *args, r35a_op_args *full)
     switch (op) {
     case R35A_OP_PAGED:
         return upgrade("paged_attention_args", args, sizeof full->paged, R35A_PAGED_ARGS_SIZE_0_1,
-                       R35A_PAGED_ARGS_SIZE_0_2, &full->paged);
+                       R35A_PAGED_ARGS_SIZE_0_2, sizeof full->paged, &full->paged);
     case R35A_OP_VARLEN:
         return upgrade("varlen_attention_args", args, sizeof full->varlen, R35A_VARLEN_ARGS_SIZE_0_1,
-                       R35A_VARLEN_ARGS_SIZE_0_2, &full->varlen);
+                       R35A_VARLEN_ARGS_SIZE_0_2, sizeof full->varlen, &full->varlen);
     case R35A_OP_MERGE: break;
     }
-    return upgrade("merge_states_args", args, sizeof full->merge, 0, 0, &full->merge);
+    return upgrade("merge_states_args", args, sizeof full->merge, 0, 0, 0, &full->merge);
 }
 
 #define PAGED "paged_attention_desc"
@@ -119,7 +135,8 @@ static r35a_status check_flag(const char *name, const char *field, int32_t value
     return R35A_OK;
 }
 
-/* kv_dtype and kv_scale_per_head of a paged descriptor whose dtype is already valid. */
+/* kv_dtype and kv_scale_per_head (an r35a_kv_scale_granularity) of a paged descriptor whose dtype
+ * is already valid. */
 static r35a_status check_kv_dtype(const char *name, const r35a_paged_attention_desc *d)
 {
     if (d->kv_dtype != 0) {
@@ -131,12 +148,14 @@ static r35a_status check_kv_dtype(const char *name, const r35a_paged_attention_d
                              "8-bit ones are fp8_e4m3 and int8)", name, r35a_dtype_name(d->kv_dtype),
                              r35a_dtype_name(d->dtype));
     }
-    if (d->kv_scale_per_head != 0 && d->kv_scale_per_head != 1)
-        return r35a_fail(R35A_ERR_INVALID_ARGUMENT, "%s.kv_scale_per_head: %d is not 0 or 1", name,
-                         (int)d->kv_scale_per_head);
+    if (d->kv_scale_per_head != R35A_KV_SCALE_PER_TENSOR && d->kv_scale_per_head != R35A_KV_SCALE_PER_KV_HEAD &&
+        d->kv_scale_per_head != R35A_KV_SCALE_PER_TOKEN_HEAD)
+        return r35a_fail(R35A_ERR_INVALID_ARGUMENT,
+                         "%s.kv_scale_per_head: %d is not an r35a_kv_scale_granularity (0 per tensor, 1 per kv head, "
+                         "2 per token and kv head)", name, (int)d->kv_scale_per_head);
     if (d->kv_scale_per_head && !r35a_dtype_is_kv8(r35a_paged_kv_dtype(d)))
-        return r35a_fail(R35A_ERR_INVALID_ARGUMENT, "%s.kv_scale_per_head: 1 but the KV cache is %s, which has no scales",
-                         name, r35a_dtype_name(r35a_paged_kv_dtype(d)));
+        return r35a_fail(R35A_ERR_INVALID_ARGUMENT, "%s.kv_scale_per_head: %d but the KV cache is %s, which has no scales",
+                         name, (int)d->kv_scale_per_head, r35a_dtype_name(r35a_paged_kv_dtype(d)));
     return R35A_OK;
 }
 
@@ -253,6 +272,7 @@ static r35a_status validate_paged_desc(const r35a_paged_attention_desc *d)
 
 #define CHECK_PAGED_STRIDE(field) TRY(check_stride(PAGED, #field, d->field));
     R35A_PAGED_STRIDES(CHECK_PAGED_STRIDE)
+    R35A_PAGED_SCALE_STRIDES(CHECK_PAGED_STRIDE)
 #undef CHECK_PAGED_STRIDE
 
     size_t es = r35a_dtype_size(d->dtype), kv_es = r35a_dtype_size(r35a_paged_kv_dtype(d));
@@ -267,11 +287,21 @@ static r35a_status validate_paged_desc(const r35a_paged_attention_desc *d)
                              {"v_head_stride", d->num_kv_heads, d->v_head_stride},
                              {"v_slot_stride", d->page_size, d->v_slot_stride}};
     const extent_term bt[] = {{"block_table_stride", d->num_seqs, d->block_table_stride}};
+    /* the per-token-head scale tensors: [num_pages][page_size][num_kv_heads] float32 through their
+     * strides (checked whatever the granularity, like the LSE's) */
+    const extent_term ks[] = {{"k_scale_page_stride", d->num_pages, d->k_scale_page_stride},
+                              {"k_scale_slot_stride", d->page_size, d->k_scale_slot_stride},
+                              {"k_scale_head_stride", d->num_kv_heads, d->k_scale_head_stride}};
+    const extent_term vs[] = {{"v_scale_page_stride", d->num_pages, d->v_scale_page_stride},
+                              {"v_scale_slot_stride", d->page_size, d->v_scale_slot_stride},
+                              {"v_scale_head_stride", d->num_kv_heads, d->v_scale_head_stride}};
     TRY(check_extent(PAGED, q, 2, d->head_size, es));
     TRY(check_extent(PAGED, o, 2, d->head_size, es));
     TRY(check_extent(PAGED, k, 3, d->head_size, kv_es));
     TRY(check_extent(PAGED, v, 3, d->head_size, kv_es));
     TRY(check_extent(PAGED, bt, 1, d->block_table_stride, sizeof(int32_t)));
+    TRY(check_extent(PAGED, ks, 3, 1, sizeof(float)));
+    TRY(check_extent(PAGED, vs, 3, 1, sizeof(float)));
     TRY(check_lse_layout(PAGED, d->num_tokens, d->num_q_heads, d->lse_token_stride, d->lse_head_stride));
     return R35A_OK;
 }
@@ -453,6 +483,27 @@ static r35a_status check_scales(const char *field, const float *scale, int32_t c
     return R35A_OK;
 }
 
+/* The per-token-head scales of key j (page, slot) of sequence s, every kv head: finite and > 0. */
+static r35a_status check_token_scales(const r35a_paged_attention_desc *d, const r35a_paged_attention_args *a,
+                                      int32_t s, int64_t j, int64_t page, int64_t slot)
+{
+    for (int32_t g = 0; g < d->num_kv_heads; ++g) {
+        const float k = a->k_scale[page * d->k_scale_page_stride + slot * d->k_scale_slot_stride +
+                                   (int64_t)g * d->k_scale_head_stride];
+        const float v = a->v_scale[page * d->v_scale_page_stride + slot * d->v_scale_slot_stride +
+                                   (int64_t)g * d->v_scale_head_stride];
+        const bool k_bad = !(k > 0.0f) || !isfinite(k);
+        if (k_bad || !(v > 0.0f) || !isfinite(v)) {
+            const char *f = k_bad ? "k_scale" : "v_scale";
+            return r35a_fail(R35A_ERR_INVALID_DATA,
+                             ARGS_PAGED ".%s[page %lld, slot %lld, kv head %d]: %g (key %lld of sequence %d) must "
+                             "be finite and > 0", f, (long long)page, (long long)slot, (int)g,
+                             (double)(k_bad ? k : v), (long long)j, (int)s);
+        }
+    }
+    return R35A_OK;
+}
+
 static r35a_status validate_paged_data(const r35a_paged_attention_desc *d, const r35a_paged_attention_args *a)
 {
     const int32_t *qsl = a->query_start_loc;
@@ -494,8 +545,13 @@ static r35a_status validate_paged_data(const r35a_paged_attention_desc *d, const
                                  ARGS_PAGED ".block_table[%d * block_table_stride + %lld]: page %d is outside 0..num_pages-1 (%d)",
                                  (int)s, (long long)p, (int)row[p], (int)d->num_pages - 1);
         }
+        if (r35a_dtype_is_kv8(r35a_paged_kv_dtype(d)) && d->kv_scale_per_head == R35A_KV_SCALE_PER_TOKEN_HEAD)
+            for (int64_t j = first; j < end; ++j) {
+                const int64_t page = row[j / d->page_size], slot = j % d->page_size;
+                TRY(check_token_scales(d, a, s, j, page, slot));
+            }
     }
-    if (r35a_dtype_is_kv8(r35a_paged_kv_dtype(d))) {
+    if (r35a_dtype_is_kv8(r35a_paged_kv_dtype(d)) && d->kv_scale_per_head != R35A_KV_SCALE_PER_TOKEN_HEAD) {
         TRY(check_scales("k_scale", a->k_scale, d->kv_scale_per_head ? d->num_kv_heads : 1));
         TRY(check_scales("v_scale", a->v_scale, d->kv_scale_per_head ? d->num_kv_heads : 1));
     }

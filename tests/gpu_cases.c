@@ -286,6 +286,12 @@ static void check_planned(gc_case *c)
         printf("FAIL %s: the planner chose %s, the case is for %s\n", c->label, c->info.implementation, expect);
         c->ok = false;
     }
+    const char *reason = c->opts->expect_reason;
+    if (c->ok && reason && !strstr(c->info.fallback_reason, reason)) {
+        printf("FAIL %s: the plan's fallback_reason \"%s\" does not say \"%s\"\n", c->label, c->info.fallback_reason,
+               reason);
+        c->ok = false;
+    }
     const char *last = c->opts->expect_last;
     if (c->ok && last) {
         const char *plus = strrchr(c->info.implementation, '+');
@@ -518,5 +524,56 @@ void gc_decode_lse_cases(const char *expect)
             break;
         }
         gc_run_paged(&s, "decode_lse", i, &(gc_case_opts){.expect = expect});
+    }
+}
+
+/* ---- per-token-head 8-bit KV scales ---- */
+
+void gc_kv_token_scale_cases(const char *expect, const char *reason)
+{
+    static const struct {
+        r35a_dtype dt, kv;
+        int32_t page;
+        int32_t m;           /* query tokens of the sequences that have some */
+        double decades;      /* scale_decades */
+    } shape[] = {
+        {R35A_DTYPE_F16, R35A_DTYPE_FP8_E4M3, 16, 1, 0.0},
+        {R35A_DTYPE_BF16, R35A_DTYPE_INT8, 32, 1, 3.0},
+        {R35A_DTYPE_F16, R35A_DTYPE_INT8, 16, 4, 3.0},
+        {R35A_DTYPE_BF16, R35A_DTYPE_FP8_E4M3, 32, 4, 1.0},
+        {R35A_DTYPE_F16, R35A_DTYPE_FP8_E4M3, 32, 1, 3.0},   /* a window, sinks */
+        {R35A_DTYPE_BF16, R35A_DTYPE_INT8, 16, 4, 0.0},      /* a mixed batch */
+    };
+    for (int i = 0; i < (int)(sizeof shape / sizeof *shape); ++i) {
+        paged_spec s;
+        paged_spec_init(&s, shape[i].dt, 8, 2, i % 2 ? 64 : 128, shape[i].page);   /* G 4 */
+        s.num_seqs = 0;
+        s.kv_dtype = shape[i].kv;
+        s.kv_scale_per_head = R35A_KV_SCALE_PER_TOKEN_HEAD;
+        s.scale_pad = i % 3;
+        s.scale_decades = shape[i].decades;
+        s.shuffle_pages = true;
+        const int32_t m = shape[i].m;
+        switch (i) {
+        case 4:
+            paged_spec_add_seq(&s, 300, m);
+            paged_spec_add_seq(&s, 45, m);
+            s.window = 70;
+            s.garbage_unreached = true;
+            s.use_sinks = 1;
+            s.sink_amp = 2.0;
+            break;
+        case 5: /* the M = 9 sequence is a mixed batch's longer one */
+            paged_spec_add_seq(&s, 120, m);
+            paged_spec_add_seq(&s, 30, 9);
+            paged_spec_add_seq(&s, 0, 0);
+            break;
+        default: /* 700 keys: several splits on a decode kernel; 37: one */
+            paged_spec_add_seq(&s, i < 2 ? 700 : 37, m);
+            paged_spec_add_seq(&s, 0, 0);
+            paged_spec_add_seq(&s, i < 2 ? 37 : 700, m);
+            break;
+        }
+        gc_run_paged(&s, "kv_token_scales", i, &(gc_case_opts){.expect = expect, .expect_reason = reason});
     }
 }

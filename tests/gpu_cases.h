@@ -73,6 +73,7 @@ typedef struct gc_case_opts {
     bool misalign_k;           /* K 2 bytes past a 16-byte boundary (the program's memory does it) */
     gc_run_mode mode;
     bool big_offsets;          /* the pages used sit beyond 2^32 elements (the program's memory does it) */
+    const char *expect_reason; /* a text the plan's fallback_reason must contain (NULL: any) */
 } gc_case_opts;
 
 /* One case as the hooks see it. */
@@ -130,6 +131,13 @@ bool gc_run_varlen(const varlen_spec *spec, const char *group, int index, const 
  * window, an empty sequence, f16 and bf16, fp8 and int8 caches; O and LSE against the oracle, the
  * plan a decode_ one. Short contexts and few heads: the emulator runs them too. */
 void gc_decode_lse_cases(const char *expect); /* the implementation prefix the plans must have */
+
+/* Per-token-head 8-bit KV scales (group "kv_token_scales", gc.pass -1): fp8 and int8, f16 and bf16
+ * queries, M 1 and 4 (GQA 4: 4 and 16 rows), one split and several, page sizes 16 and 32, padded
+ * scale tensors whose unreached elements are NaN, keys whose scales (and real K, V) span 1e-3 ..
+ * 1e3, a window over garbage table entries, sinks, a mixed batch; against the oracle, the plan's
+ * implementation starting with expect and, when reason is set, its fallback_reason containing it. */
+void gc_kv_token_scale_cases(const char *expect, const char *reason);
 
 /* Whether the current pass runs the case met next: call once per case a program runs by itself. */
 bool gc_case_in_pass(void);

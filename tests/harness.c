@@ -239,7 +239,8 @@ void paged_spec_describe(const paged_spec *s, char *buf, size_t len)
                      (double)s->logit_softcap, (int)s->use_alibi, (int)s->use_sinks, s->sink_center,
                      s->sink_amp, s->sink_some_neg_inf ? ",-inf" : "",
                      s->kv_dtype ? tu_dtype_name(s->kv_dtype) : "=dtype",
-                     s->kv_scale_per_head ? "/per-head" : "", (int)s->use_lse, (int)s->lse_pad,
+                     s->kv_scale_per_head == 2 ? (s->scale_decades > 0 ? "/per-token-head-wide" : "/per-token-head")
+                     : s->kv_scale_per_head ? "/per-head" : "", (int)s->use_lse, (int)s->lse_pad,
                      s->struct_sizes_0_1 ? "0.1" : "0.3",
                      layout_name(&s->k_layout, kl, sizeof kl), layout_name(&s->v_layout, vl, sizeof vl),
                      (int)s->q_token_pad, (int)s->q_head_pad, (int)s->o_token_pad, (int)s->o_head_pad,
@@ -333,8 +334,8 @@ static uint64_t paged_input_hash(const paged_problem *p)
         h ^= tu_hash(p->sinks, sizeof(float) * (size_t)s->num_q_heads) * 19;
     }
     if (p->k_scale) {
-        h ^= tu_hash(p->k_scale, sizeof(float) * (size_t)p->n_scales) * 23;
-        h ^= tu_hash(p->v_scale, sizeof(float) * (size_t)p->n_scales) * 29;
+        h ^= tu_hash(p->k_scale, sizeof(float) * p->k_scale_elems) * 23;
+        h ^= tu_hash(p->v_scale, sizeof(float) * p->v_scale_elems) * 29;
     }
     return h;
 }
@@ -387,6 +388,12 @@ int paged_problem_oracle(paged_problem *p)
     o.k_scale = p->k_scale;
     o.v_scale = p->v_scale;
     o.kv_scale_per_head = s->kv_scale_per_head;
+    o.ks_page = p->ks_strides[0];
+    o.ks_slot = p->ks_strides[1];
+    o.ks_head = p->ks_strides[2];
+    o.vs_page = p->vs_strides[0];
+    o.vs_slot = p->vs_strides[1];
+    o.vs_head = p->vs_strides[2];
     o.q = p->q;
     o.q_token_stride = d->q_token_stride;
     o.q_head_stride = d->q_head_stride;
@@ -503,15 +510,34 @@ int paged_problem_init(paged_problem *p, const paged_spec *spec, tu_rng *rng)
     fill_background(kvdt, p->v, v_elems, s->nan_fill, rng);
     /* 8-bit: the real values' range (k_amp; |v_offset| + 1) maps onto 60-100 % of the stored range
      * (fp8 up to 448, int8 up to 127), a different fraction per scale */
+    const bool per_token = is_8bit(kvdt) && s->kv_scale_per_head == 2;
+    double k_base = 1.0, v_base = 1.0;   /* per token: the scale that maps the real range onto the stored one */
     if (is_8bit(kvdt)) {
         const double stored_max = kvdt == R35A_DTYPE_FP8_E4M3 ? 448.0 : 127.0;
-        p->n_scales = s->kv_scale_per_head ? hkv : 1;
-        p->k_scale = tu_alloc(sizeof(float) * (size_t)p->n_scales);
-        p->v_scale = tu_alloc(sizeof(float) * (size_t)p->n_scales);
-        for (int32_t g = 0; g < p->n_scales; ++g) {
-            p->k_scale[g] = (float)(s->k_amp / (stored_max * (0.6 + 0.4 * tu_unit(rng))));
-            p->v_scale[g] = (float)((fabs(s->v_offset) + 1.0) / (stored_max * (0.6 + 0.4 * tu_unit(rng))));
+        k_base = s->k_amp / (stored_max * 0.8);
+        v_base = (fabs(s->v_offset) + 1.0) / (stored_max * 0.8);
+        if (per_token) {
+            /* K: [page][slot][head], V: [page][head][slot], each level padded by scale_pad */
+            const int64_t pad = s->scale_pad;
+            p->ks_strides[2] = 1;
+            p->ks_strides[1] = hkv + pad;
+            p->ks_strides[0] = (int64_t)B * (hkv + pad) + pad;
+            p->vs_strides[1] = 1;
+            p->vs_strides[2] = B + pad;
+            p->vs_strides[0] = (int64_t)hkv * (B + pad) + pad;
+            p->k_scale_elems = (size_t)p->num_pages * (size_t)p->ks_strides[0];
+            p->v_scale_elems = (size_t)p->num_pages * (size_t)p->vs_strides[0];
+        } else {
+            p->n_scales = s->kv_scale_per_head ? hkv : 1;
+            p->k_scale_elems = p->v_scale_elems = (size_t)p->n_scales;
         }
+        p->k_scale = tu_alloc(sizeof(float) * p->k_scale_elems);
+        p->v_scale = tu_alloc(sizeof(float) * p->v_scale_elems);
+        for (size_t i = 0; i < p->k_scale_elems; ++i)
+            p->k_scale[i] = per_token && s->nan_fill ? NAN : (float)(s->k_amp / (stored_max * (0.6 + 0.4 * tu_unit(rng))));
+        for (size_t i = 0; i < p->v_scale_elems; ++i)
+            p->v_scale[i] = per_token && s->nan_fill ? NAN
+                            : (float)((fabs(s->v_offset) + 1.0) / (stored_max * (0.6 + 0.4 * tu_unit(rng))));
     }
     for (int32_t i = 0; i < s->num_seqs; ++i) {
         const int32_t *row = p->block_table + (size_t)i * (size_t)p->bt_stride;
@@ -520,10 +546,22 @@ int paged_problem_init(paged_problem *p, const paged_spec *spec, tu_rng *rng)
             for (int32_t slot = 0; slot < B && (int64_t)lp * B + slot < s->seq_len[i]; ++slot) {
                 for (int32_t g = 0; g < hkv; ++g) {
                     /* 8-bit: stored = real / scale, quantized by the fill */
-                    const double ks = p->k_scale ? p->k_scale[s->kv_scale_per_head ? g : 0] : 1.0;
-                    const double vs = p->v_scale ? p->v_scale[s->kv_scale_per_head ? g : 0] : 1.0;
-                    fill_vector(kvdt, p->k, page * kps + g * khs + slot * kss, D, s->k_amp / ks, 0.0, rng);
-                    fill_vector(kvdt, p->v, page * vps + g * vhs + slot * vss, D, 1.0 / vs, s->v_offset / vs,
+                    double ks = p->k_scale ? p->k_scale[s->kv_scale_per_head ? g : 0] : 1.0;
+                    double vs = p->v_scale ? p->v_scale[s->kv_scale_per_head ? g : 0] : 1.0;
+                    double kf = 1.0, vf = 1.0;   /* per token with scale_decades: the real values' factor */
+                    if (per_token) {
+                        const double spread = s->scale_decades;
+                        kf = spread > 0 ? pow(10.0, spread * tu_sym(rng)) : 0.75 + 0.25 * tu_sym(rng);
+                        vf = spread > 0 ? pow(10.0, spread * tu_sym(rng)) : 0.75 + 0.25 * tu_sym(rng);
+                        ks = (float)(k_base * kf);
+                        vs = (float)(v_base * vf);
+                        p->k_scale[page * p->ks_strides[0] + slot * p->ks_strides[1] + g * p->ks_strides[2]] = (float)ks;
+                        p->v_scale[page * p->vs_strides[0] + slot * p->vs_strides[1] + g * p->vs_strides[2]] = (float)vs;
+                        if (spread <= 0)
+                            kf = vf = 1.0;   /* the real range stays k_amp, |v_offset| + 1 */
+                    }
+                    fill_vector(kvdt, p->k, page * kps + g * khs + slot * kss, D, s->k_amp * kf / ks, 0.0, rng);
+                    fill_vector(kvdt, p->v, page * vps + g * vhs + slot * vss, D, vf / vs, s->v_offset * vf / vs,
                                 rng);
                 }
             }
@@ -608,6 +646,14 @@ int paged_problem_init(paged_problem *p, const paged_spec *spec, tu_rng *rng)
     d->use_sinks = s->use_sinks;
     d->kv_dtype = s->kv_dtype;
     d->kv_scale_per_head = s->kv_scale_per_head;
+    if (per_token) {
+        d->k_scale_page_stride = p->ks_strides[0];
+        d->k_scale_slot_stride = p->ks_strides[1];
+        d->k_scale_head_stride = p->ks_strides[2];
+        d->v_scale_page_stride = p->vs_strides[0];
+        d->v_scale_slot_stride = p->vs_strides[1];
+        d->v_scale_head_stride = p->vs_strides[2];
+    }
     if (s->struct_sizes_0_1) {
         d->struct_size = offsetof(r35a_paged_attention_desc, use_sinks);
     }
@@ -687,8 +733,8 @@ bool paged_problem_check(r35a_context *ctx, paged_problem *p, const r35a_plan *p
     void *dbt = mem->upload(mem->user, p->block_table, sizeof(int32_t) * (p->bt_entries ? p->bt_entries : 1));
     void *dal = p->alibi ? mem->upload(mem->user, p->alibi, sizeof(float) * (size_t)s->num_q_heads) : NULL;
     void *dsinks = p->sinks ? mem->upload(mem->user, p->sinks, sizeof(float) * (size_t)s->num_q_heads) : NULL;
-    void *dks = p->k_scale ? mem->upload(mem->user, p->k_scale, sizeof(float) * (size_t)p->n_scales) : NULL;
-    void *dvs = p->v_scale ? mem->upload(mem->user, p->v_scale, sizeof(float) * (size_t)p->n_scales) : NULL;
+    void *dks = p->k_scale ? mem->upload(mem->user, p->k_scale, sizeof(float) * p->k_scale_elems) : NULL;
+    void *dvs = p->v_scale ? mem->upload(mem->user, p->v_scale, sizeof(float) * p->v_scale_elems) : NULL;
     void *ws = info.workspace_bytes ? mem->alloc(mem->user, info.workspace_bytes) : NULL;
     if (p->lse.buf)
         tu_poison(p->lse.buf, sizeof(float) * (p->lse.elems ? p->lse.elems : 1));

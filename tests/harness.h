@@ -60,9 +60,16 @@ typedef struct paged_spec {
     bool sink_some_neg_inf;
     /* 8-bit KV cache (kv_dtype R35A_DTYPE_FP8_E4M3 / R35A_DTYPE_INT8; 0 = dtype): K and V are drawn
      * as for a 16-bit cache (k_amp, v_offset) and quantized with scales that map their range onto
-     * most of the stored range; per kv head (kv_scale_per_head) each head gets its own scales */
+     * most of the stored range; per kv head (kv_scale_per_head 1) each head gets its own scales;
+     * per token and kv head (2) each (page, slot, head) its own, in tensors [num_pages][page_size]
+     * [hkv] (K) and [num_pages][hkv][page_size] (V), padded by scale_pad at each level, every
+     * unreached element NaN with nan_fill (only reached keys' scales may be read). scale_decades
+     * > 0 (per token only): each key's scales times 10^(scale_decades x U(-1, 1)) with the stored
+     * values unchanged, so the real K and V of the keys span 2 x scale_decades decades */
     r35a_dtype kv_dtype;
     int32_t kv_scale_per_head;
+    int32_t scale_pad;
+    double scale_decades;
     /* pass 0.1.0's struct sizes (the prefix before the 0.2 fields) for the desc and the args */
     bool struct_sizes_0_1;
     kv_layout k_layout, v_layout;
@@ -135,8 +142,10 @@ typedef struct paged_problem {
     size_t bt_entries;
     float *alibi;
     float *sinks;                    /* [hq] or NULL */
-    float *k_scale, *v_scale;        /* 8-bit KV: [n_scales] (1 or hkv); else NULL */
+    float *k_scale, *v_scale;        /* 8-bit KV: [n_scales] (1 or hkv) / [k,v_scale_elems]; else NULL */
     int32_t n_scales;
+    size_t k_scale_elems, v_scale_elems; /* elements of each scale tensor */
+    int64_t ks_strides[3], vs_strides[3]; /* per token and kv head: page, slot, head strides */
     double *ref;                     /* oracle [num_tokens][hq][D] */
     double ref_max;
     uint64_t input_hash;

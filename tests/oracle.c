@@ -229,9 +229,10 @@ int oracle_paged_attention(const oracle_paged *p, double *out)
         for (int32_t g = 0; g < p->num_kv_heads && rc == 0; ++g) {
             const r35a_dtype kv_dtype = p->kv_dtype ? p->kv_dtype : p->dtype;
             const int eight_bit = kv_dtype == R35A_DTYPE_FP8_E4M3 || kv_dtype == R35A_DTYPE_INT8;
-            const int32_t si = p->kv_scale_per_head ? g : 0;
-            const double k_scale = eight_bit ? (double)p->k_scale[si] : 1.0;
-            const double v_scale = eight_bit ? (double)p->v_scale[si] : 1.0;
+            const int32_t si = p->kv_scale_per_head == 1 ? g : 0;
+            const int per_token = eight_bit && p->kv_scale_per_head == 2;
+            double k_scale = eight_bit && !per_token ? (double)p->k_scale[si] : 1.0;
+            double v_scale = eight_bit && !per_token ? (double)p->v_scale[si] : 1.0;
             for (int32_t x = 0; x < nkeys; ++x) {
                 const int32_t j = first_key + x;
                 const int32_t page = table[j / p->page_size];
@@ -241,6 +242,12 @@ int oracle_paged_attention(const oracle_paged *p, double *out)
                             (int)s, (int)j, (int)(j / p->page_size), (int)page);
                     rc = -1;
                     break;
+                }
+                if (per_token) {
+                    k_scale = p->k_scale[(int64_t)page * p->ks_page + (int64_t)slot * p->ks_slot +
+                                         (int64_t)g * p->ks_head];
+                    v_scale = p->v_scale[(int64_t)page * p->vs_page + (int64_t)slot * p->vs_slot +
+                                         (int64_t)g * p->vs_head];
                 }
                 const int64_t k_off = (int64_t)page * p->k_page_stride +
                                       (int64_t)g * p->k_head_stride + (int64_t)slot * p->k_slot_stride;

@@ -19,8 +19,11 @@ typedef struct oracle_paged {
     r35a_dtype dtype;        /* of Q (and of K and V unless kv_dtype is set) */
     r35a_dtype kv_dtype;     /* 0 = dtype; R35A_DTYPE_FP8_E4M3 / R35A_DTYPE_INT8: K and V hold
                                 bytes, real value = stored value x scale */
-    const float *k_scale, *v_scale; /* 8-bit KV: [1] or [num_kv_heads] */
-    int32_t kv_scale_per_head;
+    const float *k_scale, *v_scale; /* 8-bit KV: [1], [num_kv_heads], or per (page, slot, kv head) */
+    int32_t kv_scale_per_head;      /* 0 per tensor, 1 per kv head, 2 per token and kv head: the
+                                       scale of (page, slot, g) is k_scale[page * ks_page + slot *
+                                       ks_slot + g * ks_head] (v_scale with the vs_* strides) */
+    int64_t ks_page, ks_slot, ks_head, vs_page, vs_slot, vs_head;
     const float *sinks;      /* [num_q_heads] raw sink logits, NULL = none */
     int32_t num_seqs;
     int32_t num_tokens;

@@ -142,7 +142,14 @@ static void test_paged_desc_init(void **state)
     assert_int_equal(d.v_slot_stride, 128);
     assert_int_equal(d.use_sinks, 0);
     assert_int_equal(d.kv_dtype, 0);
-    assert_int_equal(d.kv_scale_per_head, 0);
+    assert_int_equal(d.kv_scale_per_head, R35A_KV_SCALE_PER_TENSOR);
+    /* per-token-head scale tensors [num_pages][page_size][num_kv_heads], contiguous */
+    assert_int_equal(d.k_scale_page_stride, 528 * 8);
+    assert_int_equal(d.k_scale_slot_stride, 8);
+    assert_int_equal(d.k_scale_head_stride, 1);
+    assert_int_equal(d.v_scale_page_stride, 528 * 8);
+    assert_int_equal(d.v_scale_slot_stride, 8);
+    assert_int_equal(d.v_scale_head_stride, 1);
 
     r35a_paged_attention_desc_init(&d, R35A_DTYPE_F16, 1, 1, 1, 1056, 4, 4, 72, 1056, 1);
     assert_int_equal(d.block_table_stride, 1);
@@ -248,7 +255,7 @@ static void test_desc_init_old_symbols(void **state)
     }
     /* the default version is today's */
     assert_ptr_equal(dlsym(RTLD_DEFAULT, "r35a_paged_attention_desc_init"),
-                     dlvsym(RTLD_DEFAULT, "r35a_paged_attention_desc_init", "R35A_0.3"));
+                     dlvsym(RTLD_DEFAULT, "r35a_paged_attention_desc_init", "R35A_0.4"));
     assert_ptr_equal(dlsym(RTLD_DEFAULT, "r35a_varlen_attention_desc_init"),
                      dlvsym(RTLD_DEFAULT, "r35a_varlen_attention_desc_init", "R35A_0.3"));
     /* 0.1.0's: up to the sink fields; 0.2.0's: up to the LSE fields (0.2.0's sizeof, tail padding
@@ -257,6 +264,10 @@ static void test_desc_init_old_symbols(void **state)
                          offsetof(r35a_varlen_attention_desc, use_sinks));
     check_old_desc_inits("R35A_0.2", offsetof(r35a_paged_attention_desc, lse_token_stride),
                          offsetof(r35a_varlen_attention_desc, lse_token_stride));
+    /* 0.3.0's paged init: up to the per-token-head scale strides (0.3.0's sizeof: they open with an
+     * int64); the varlen descriptor has not grown since, so R35A_0.3 is today's */
+    check_old_desc_inits("R35A_0.3", offsetof(r35a_paged_attention_desc, k_scale_page_stride),
+                         sizeof(r35a_varlen_attention_desc));
 }
 
 static void test_varlen_desc_init(void **state)

@@ -347,7 +347,7 @@ static bool paged_desc_case(int k, r35a_paged_attention_desc *d, desc_case *c)
     CASE(66, d->kv_dtype = (r35a_dtype)-1, R35A_ERR_UNKNOWN_DTYPE, "kv_dtype", false)
     CASE(67, d->kv_dtype = R35A_DTYPE_BF16, INV, "kv_dtype", true)
     CASE(68, d->kv_dtype = R35A_DTYPE_F32, INV, "kv_dtype", true)
-    CASE(69, d->kv_scale_per_head = 2; d->kv_dtype = R35A_DTYPE_INT8, INV, "kv_scale_per_head", true)
+    CASE(69, d->kv_scale_per_head = 3; d->kv_dtype = R35A_DTYPE_INT8, INV, "kv_scale_per_head", true)
     CASE(70, d->kv_scale_per_head = 1, INV, "kv_scale_per_head", true)
     CASE(71, d->kv_scale_per_head = 1; d->kv_dtype = R35A_DTYPE_F16, INV, "kv_scale_per_head", true)
     CASE(72, d->use_sinks = 2, INV, "use_sinks", true)
@@ -369,6 +369,39 @@ static bool paged_desc_case(int k, r35a_paged_attention_desc *d, desc_case *c)
          "struct_size", false)
     CASE(84, d->struct_size = offsetof(r35a_paged_attention_desc, use_sinks); d->num_kv_heads = 3, INV,
          "num_kv_heads", true)
+    /* 0.4: per-token-head scales (granularity 2) and their strides */
+    CASE(85, d->kv_scale_per_head = R35A_KV_SCALE_PER_TOKEN_HEAD, INV, "kv_scale_per_head", true)
+    CASE(86, d->kv_scale_per_head = R35A_KV_SCALE_PER_TOKEN_HEAD; d->kv_dtype = R35A_DTYPE_F16, INV,
+         "kv_scale_per_head", true)
+    CASE(87, d->kv_scale_per_head = -1; d->kv_dtype = R35A_DTYPE_FP8_E4M3, INV, "kv_scale_per_head", true)
+    CASE(88, d->kv_scale_per_head = R35A_KV_SCALE_PER_TOKEN_HEAD; d->kv_dtype = R35A_DTYPE_FP8_E4M3, R35A_OK,
+         NULL, false)
+    CASE(89, d->kv_scale_per_head = R35A_KV_SCALE_PER_TOKEN_HEAD; d->kv_dtype = R35A_DTYPE_INT8, R35A_OK, NULL,
+         false)
+    CASE(90, d->k_scale_page_stride = -1, INV, "k_scale_page_stride", true)
+    CASE(91, d->k_scale_slot_stride = -1; d->kv_dtype = R35A_DTYPE_INT8; d->kv_scale_per_head = 2, INV,
+         "k_scale_slot_stride", true)
+    CASE(92, d->k_scale_head_stride = INT64_MIN, INV, "k_scale_head_stride", true)
+    CASE(93, d->v_scale_page_stride = -4; d->kv_dtype = R35A_DTYPE_FP8_E4M3; d->kv_scale_per_head = 2, INV,
+         "v_scale_page_stride", true)
+    CASE(94, d->v_scale_slot_stride = -1, INV, "v_scale_slot_stride", true)
+    CASE(95, d->v_scale_head_stride = -1, INV, "v_scale_head_stride", true)
+    /* float32 extents: (2 kv heads - 1) x INT64_MAX / 3 elements overflow as bytes */
+    CASE(96, d->v_scale_head_stride = INT64_MAX / 3; d->kv_dtype = R35A_DTYPE_INT8; d->kv_scale_per_head = 2,
+         R35A_ERR_SIZE_OVERFLOW, "v_scale_head_stride", false)
+    CASE(97, d->k_scale_page_stride = INT64_MAX / 8, R35A_ERR_SIZE_OVERFLOW, "k_scale_page_stride", false)
+    CASE(98, d->k_scale_page_stride = 0; d->k_scale_slot_stride = 0; d->k_scale_head_stride = 0;
+         d->kv_dtype = R35A_DTYPE_INT8; d->kv_scale_per_head = 2, R35A_OK, NULL, false)
+    /* 0.3.0's struct size: the 0.4 fields are not read (garbage here) */
+    CASE(99, d->struct_size = offsetof(r35a_paged_attention_desc, k_scale_page_stride);
+         d->k_scale_page_stride = -5; d->v_scale_head_stride = INT64_MIN, R35A_OK, NULL, false)
+    CASE(100, d->struct_size = offsetof(r35a_paged_attention_desc, k_scale_page_stride) + 8, R35A_ERR_STRUCT_SIZE,
+         "struct_size", false)
+    /* granularity 2 needs the strides only 0.4's struct has */
+    CASE(101, d->struct_size = offsetof(r35a_paged_attention_desc, k_scale_page_stride);
+         d->kv_scale_per_head = 2; d->kv_dtype = R35A_DTYPE_INT8, INV, "kv_scale_per_head", true)
+    CASE(102, d->struct_size = offsetof(r35a_paged_attention_desc, lse_token_stride);
+         d->kv_scale_per_head = 2; d->kv_dtype = R35A_DTYPE_FP8_E4M3, INV, "kv_scale_per_head", true)
     default: return false;
     }
 }
@@ -693,6 +726,66 @@ static void test_paged_scale_data(void **state)
         paged_problem_free(&p);
     }
     end_test("paged scale data");
+}
+
+/* Per-token-head scales are data too: each reached key's K and V scale of every kv head must be
+ * finite and > 0; the others (slots past L, unreached pages, the stride gaps: NaN in the fixture)
+ * are never read. */
+static void test_paged_token_scale_data(void **state)
+{
+    (void)state;
+    begin_test();
+    for (int fp8 = 0; fp8 < 2; ++fp8) {
+        paged_problem p;
+        paged_fixture_ex(&p, R35A_DTYPE_F16, 0, 0, 0, fp8 ? R35A_DTYPE_FP8_E4M3 : R35A_DTYPE_INT8,
+                         R35A_KV_SCALE_PER_TOKEN_HEAD);
+        r35a_plan *plan = NULL;
+        assert_int_equal(r35a_paged_attention_plan(g_ctx, &p.desc, &plan), R35A_OK);
+        const r35a_paged_attention_args good = paged_args(&p);
+        paged_run_expect("per token-head scales, NaN where no key is reached (valid)", &p, plan, &good, R35A_OK, NULL,
+                         NULL);
+        const float bad_values[5] = {0.0f, -0.0f, -1.0f, NAN, INFINITY};
+        /* reached: key 5 and key 39 (the last) of sequence 0, key 16 (the last) of sequence 1 */
+        const int32_t keys[3][2] = {{0, 5}, {0, 39}, {1, 16}};
+        for (int which = 0; which < 2; ++which) {
+            const size_t elems = which ? p.v_scale_elems : p.k_scale_elems;
+            const int64_t *st = which ? p.vs_strides : p.ks_strides;
+            float *scales = malloc(sizeof(float) * elems);
+            assert_non_null(scales);
+            for (int k = 0; k < 3; ++k)
+                for (int32_t g = 0; g < 2; ++g)
+                    for (int b = 0; b < 5; ++b) {
+                        memcpy(scales, which ? p.v_scale : p.k_scale, sizeof(float) * elems);
+                        const int32_t s = keys[k][0], j = keys[k][1];
+                        const int64_t page = p.block_table[s * p.bt_stride + j / 16], slot = j % 16;
+                        scales[page * st[0] + slot * st[1] + g * st[2]] = bad_values[b];
+                        r35a_paged_attention_args a = good;
+                        if (which)
+                            a.v_scale = scales;
+                        else
+                            a.k_scale = scales;
+                        char what[160];
+                        snprintf(what, sizeof what, "%s_scale of sequence %d key %d kv head %d = %g",
+                                 which ? "v" : "k", (int)s, (int)j, (int)g, (double)bad_values[b]);
+                        paged_run_expect(what, &p, plan, &a, R35A_ERR_INVALID_DATA, which ? "v_scale[" : "k_scale[",
+                                         "paged_attention_args.");
+                    }
+            /* not reached: slot 17 of sequence 1's second page (past L = 17) */
+            memcpy(scales, which ? p.v_scale : p.k_scale, sizeof(float) * elems);
+            const int64_t page = p.block_table[1 * p.bt_stride + 1];
+            scales[page * st[0] + 1 * st[1]] = -1.0f;
+            r35a_paged_attention_args a = good;
+            if (which)
+                a.v_scale = scales;
+            else
+                a.k_scale = scales;
+            paged_run_expect("a negative scale of a slot past L (not read)", &p, plan, &a, R35A_OK, NULL, NULL);
+            free(scales);
+        }
+        r35a_plan_destroy(plan);
+        paged_problem_free(&p);
+    }
+    end_test("paged per-token-head scale data");
 }
 
 static void test_paged_data(void **state)
@@ -1103,6 +1196,7 @@ int main(void)
         cmocka_unit_test(test_paged_args),
         cmocka_unit_test(test_paged_data),
         cmocka_unit_test(test_paged_scale_data),
+        cmocka_unit_test(test_paged_token_scale_data),
         cmocka_unit_test(test_paged_unreached_garbage_result),
         cmocka_unit_test(test_varlen_args_data),
         cmocka_unit_test(test_plan_mismatch_and_workspace),

@@ -195,11 +195,22 @@ static void random_sinks(paged_spec *s, tu_rng *rng)
     s->sink_some_neg_inf = tu_chance(rng, 0.3);
 }
 
-/* fp8 or int8, per tensor or per kv head. */
+/* Per-token-head scales: padded scale tensors, and sometimes keys whose real K and V span
+ * decades (their scales with them). */
+static void random_token_scales(paged_spec *s, tu_rng *rng)
+{
+    s->kv_scale_per_head = R35A_KV_SCALE_PER_TOKEN_HEAD;
+    s->scale_pad = (int32_t)tu_below(rng, 4);
+    s->scale_decades = tu_chance(rng, 0.4) ? (tu_chance(rng, 0.5) ? 3.0 : 1.0) : 0.0;
+}
+
+/* fp8 or int8, per tensor, per kv head or per token and kv head. */
 static void random_kv8(paged_spec *s, tu_rng *rng)
 {
     s->kv_dtype = tu_chance(rng, 0.5) ? R35A_DTYPE_FP8_E4M3 : R35A_DTYPE_INT8;
-    s->kv_scale_per_head = tu_chance(rng, 0.5);
+    s->kv_scale_per_head = (int32_t)tu_below(rng, 3);
+    if (s->kv_scale_per_head == R35A_KV_SCALE_PER_TOKEN_HEAD)
+        random_token_scales(s, rng);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -524,17 +535,20 @@ static void test_sinks(void **state)
     assert_int_equal(run_group("sinks", 36, gen_sinks), 0);
 }
 
-/* 8-bit KV caches: fp8 / int8 x per tensor / per head x Q dtype, over head sizes, GQA, M 1-8 and
- * longer, page sizes with partial last pages, windows, NHD and padded strides, mixed batches. */
+/* 8-bit KV caches: fp8 / int8 x per tensor / per head / per token and head x Q dtype, over head
+ * sizes, GQA, M 1-8 and longer, page sizes with partial last pages, windows, NHD and padded strides,
+ * mixed batches. */
 static void gen_kv8(paged_spec *s, tu_rng *rng, int index)
 {
     const r35a_dtype dtypes[] = {R35A_DTYPE_F16, R35A_DTYPE_BF16, R35A_DTYPE_F32};
     int32_t hq, hkv;
     random_gqa(rng, &hq, &hkv);
-    paged_spec_init(s, dtypes[(index / 4) % 3], hq, hkv, random_head_size(rng), random_page_size(rng));
+    paged_spec_init(s, dtypes[(index / 6) % 3], hq, hkv, random_head_size(rng), random_page_size(rng));
     random_extras(s, rng);
     s->kv_dtype = index % 2 ? R35A_DTYPE_INT8 : R35A_DTYPE_FP8_E4M3;
-    s->kv_scale_per_head = (index / 2) % 2;
+    s->kv_scale_per_head = (index / 2) % 3;
+    if (s->kv_scale_per_head == R35A_KV_SCALE_PER_TOKEN_HEAD)
+        random_token_scales(s, rng);
     if (tu_chance(rng, 0.3)) {
         s->window = tu_range(rng, 1, 600);
         s->garbage_unreached = true;
@@ -556,7 +570,7 @@ static void gen_kv8(paged_spec *s, tu_rng *rng, int index)
 static void test_kv8(void **state)
 {
     (void)state;
-    assert_int_equal(run_group("kv8", 48, gen_kv8), 0);
+    assert_int_equal(run_group("kv8", 72, gen_kv8), 0);
 }
 
 /* Every stored code of both 8-bit dtypes through the library and through the oracle, against a

@@ -3,9 +3,9 @@
  * fast. It serves everything the tuned decode variants do not:
  *   - paged attention with any head size up to the kernel's dmax, any page size >= 1, logit
  *     softcap, ALiBi, attention sinks, sliding windows, 8-bit KV caches (fp8 e4m3 / int8 with
- *     scales per tensor or per kv head) and any query length M (causal among the M query tokens:
- *     chunked prefill), skipping sequences a decode kernel of the same call serves
- *     (M <= min_query_len);
+ *     scales per tensor, per kv head or per token and kv head) and any query length M (causal
+ *     among the M query tokens: chunked prefill), skipping sequences a decode kernel of the same
+ *     call serves (M <= min_query_len);
  *   - varlen attention over packed segments, causal or not, GQA, sinks, arbitrary token/head
  *     strides (a fused qkv buffer is read in place);
  *   - both with the row's softmax LSE as an optional output (natural log, sink included; -inf for
@@ -22,9 +22,12 @@
  *
  * The KV element type is a run-time argument of the paged kernel: a uniform switch picks one of
  * three instantiations of the same row loop (the Q/O dtype, fp8 e4m3, int8), which share the LDS
- * of the merge. 8-bit elements are dequantized in registers (device.h); the kv head's K scale is
- * folded into the softmax scale and its V scale into the output normalization, so the loop does
- * no per-element multiply for them.
+ * of the merge. 8-bit elements are dequantized in registers (device.h); a per-tensor or per-kv-head
+ * K scale is folded into the softmax scale and the V scale into the output normalization, so the
+ * loop does no per-element multiply for them. Per-token-head scales are two wave-uniform loads per
+ * key from the key's page and slot: the K scale multiplies the key's dot product, the V scale its
+ * softmax weight in the value accumulation only (the denominator l sums the unscaled weights), all
+ * in fp32.
  *
  * Non-finite inputs follow the reference (rdna35attn.h): the running maxima propagate NaN (a
  * hardware max drops it), so a NaN or +inf logit makes the row NaN, and a -inf logit weighs
@@ -99,8 +102,8 @@ struct merge_lds {
 };
 
 /* Online softmax of one row over keys [lo, hi] given by key_at(j) -> (K row, V row) byte
- * addresses, and the normalized result (times v_scale) written to orow, its LSE to *lse when lse
- * is set. DPL = elements per lane =
+ * addresses and the key's own (K, V) scale factors (1 without per-key scales), and the normalized
+ * result (times v_scale) written to orow, its LSE to *lse when lse is set. DPL = elements per lane =
  * dmax / 32. key_at returns false for a key whose page is not in the cache (it then gives
  * addresses inside the cache, page 0): the row is then written as NaN and attend_row returns true
  * in wave 0 (the caller records it). */
@@ -129,7 +132,8 @@ R35A_DEV bool attend_row(merge_lds<DPL> &lds, const u16 *qrow, u16 *orow, float 
     bool bad_page = false;
     for (int j = lo + w; j <= hi; j += GEN_WAVES) {
         const void *krow, *vrow;
-        bad_page |= !key_at(j, krow, vrow);
+        float kf, vf;   /* the key's scales: its logit's factor, its value's */
+        bad_page |= !key_at(j, krow, vrow, kf, vf);
         /* Wide heads (dmax > 512) must fit 128 VGPRs without spilling: the loads go out in chunks of
          * CH fenced by scheduling barriers, q stays packed (an empty asm makes it opaque, so its
          * conversion is not hoisted out of the loop as 32 floats) and the element indices are
@@ -152,16 +156,17 @@ R35A_DEV bool attend_row(merge_lds<DPL> &lds, const u16 *qrow, u16 *orow, float 
             }
             if constexpr (WIDE) sched_barrier();
         }
-        const float s = rule.base2(wave_sum(dot), j);
+        const float s = rule.base2(wave_sum(dot) * kf, j);
         const float mn = max_keep_nan(m, s);
         /* while every logit so far is -inf, rescale against 0: exp2(-inf - -inf) would be NaN */
         const float base = mn == neg_inf() ? 0.f : mn;
         const float corr = exp2_fast(m - base), p = exp2_fast(s - base);
         l = l * corr + p;
+        const float pv = p * vf;   /* the value's weight; the denominator takes p */
         for (int c0 = 0; c0 < DPL; c0 += CH) {
             /* past D this accumulates a copy of element D-1 that is never stored */
             for (int i = c0; i < c0 + CH && i < DPL; ++i)
-                acc[i] = __builtin_fmaf(p, KV::load(vrow, idx(i)), acc[i] * corr);
+                acc[i] = __builtin_fmaf(pv, KV::load(vrow, idx(i)), acc[i] * corr);
             if constexpr (WIDE) sched_barrier();
         }
         m = mn;
@@ -263,11 +268,15 @@ R35A_DEV void generic_paged(const r35a_generic_paged_args &a) {
     const int hi = imin(p, L - 1);
     const int lo = (int)r35a_window_first_key(p, a.window);
     const int G = a.num_q_heads / a.num_kv_heads, g = h / G;
-    /* 8-bit KV: real = stored x scale; K's scale joins the softmax scale, V's the normalization */
+    /* 8-bit KV: real = stored x scale. One scale per tensor or kv head: K's joins the softmax
+     * scale, V's the normalization. Per token and kv head: each key's, read beside its row. */
     const bool scaled = a.kv_dtype != R35A_KV_AS_Q;
-    const int si = a.kv_scale_per_head ? g : 0;
-    const float k_scale = scaled ? load_f32(a.k_scale + si) : 1.f;
-    const float v_scale = scaled ? load_f32(a.v_scale + si) : 1.f;
+    const bool per_token = scaled && a.kv_scale_per_head == 2;
+    const int si = a.kv_scale_per_head == 1 ? g : 0;
+    const float k_scale = scaled && !per_token ? load_f32(a.k_scale + si) : 1.f;
+    const float v_scale = scaled && !per_token ? load_f32(a.v_scale + si) : 1.f;
+    const float *const ksh = per_token ? a.k_scale + (i64)g * a.k_scale_head_stride : nullptr;
+    const float *const vsh = per_token ? a.v_scale + (i64)g * a.v_scale_head_stride : nullptr;
     logit_rule rule;
     rule.scale = a.softmax_scale * k_scale;
     rule.softcap = a.logit_softcap;
@@ -282,13 +291,18 @@ R35A_DEV void generic_paged(const r35a_generic_paged_args &a) {
         const char *kh = (const char *)a.k_cache + (i64)g * a.k_head_stride * KV::bytes;
         const char *vh = (const char *)a.v_cache + (i64)g * a.v_head_stride * KV::bytes;
         return attend_row<E, KV>(lds, qrow, orow, lse, a.head_size, lo, hi, rule, v_scale,
-                                 [&](int j, const void *&kr, const void *&vr) {
+                                 [&](int j, const void *&kr, const void *&vr, float &kf, float &vf) {
             const int pi = j / B, slot = j - pi * B;
             const i64 entry = load_i32_uniform(bt + pi);   /* pi < ceil(L / B) <= block_table_stride */
             const bool ok = r35a_page_index_ok(entry, a.num_pages);
             const i64 page = ok ? entry : 0;               /* one compare and select per key */
             kr = kh + (page * a.k_page_stride + (i64)slot * a.k_slot_stride) * KV::bytes;
             vr = vh + (page * a.v_page_stride + (i64)slot * a.v_slot_stride) * KV::bytes;
+            kf = vf = 1.f;
+            if (per_token) {                               /* uniform */
+                kf = load_f32(ksh + page * a.k_scale_page_stride + (i64)slot * a.k_scale_slot_stride);
+                vf = load_f32(vsh + page * a.v_scale_page_stride + (i64)slot * a.v_scale_slot_stride);
+            }
             return ok;
         });
     };
@@ -340,9 +354,10 @@ R35A_DEV void generic_varlen(const r35a_generic_varlen_args &a) {
     const u16 *kh = (const u16 *)a.k + (i64)t0 * a.k_token_stride + (i64)g * a.k_head_stride;
     const u16 *vh = (const u16 *)a.v + (i64)t0 * a.v_token_stride + (i64)g * a.v_head_stride;
     attend_row<E, kv_as_q<E>>(lds, qrow, orow, lse, a.head_size, 0, hi, rule, 1.f,
-                              [&](int j, const void *&kr, const void *&vr) {
+                              [&](int j, const void *&kr, const void *&vr, float &kf, float &vf) {
         kr = kh + (i64)j * a.k_token_stride;
         vr = vh + (i64)j * a.v_token_stride;
+        kf = vf = 1.f;
         return true;
     });
 }
@@ -386,8 +401,8 @@ R35A_NO_UNROLL
 } /* namespace r35a */
 
 /* One extern "C" kernel per entry of variants.def; the symbol is the entry's name. At most 128
- * VGPRs (the static checks' default for kernels without an occupancy column): dmax 256 uses 45
- * (16 waves per SIMD), dmax 1024 98 (its 16 KiB of LDS allow 7 waves per SIMD). */
+ * VGPRs (the static checks' default for kernels without an occupancy column): the paged dmax 256
+ * kernels use 61 (16 waves per SIMD), dmax 1024 126 (its 16 KiB of LDS allow 7 waves per SIMD). */
 #define R35A_GENERIC_KERNEL(arch, name, op, dtype, dmax)                                               \
     R35A_KERNEL R35A_KERNEL_BOUNDS_VGPRS(R35A_GENERIC_THREADS, 128)                                 \
     void name(r35a_generic_##op##_args a) {                                                            \

@@ -43,7 +43,8 @@ typedef struct r35a_generic_paged_args {
     uint32_t *error;                 /* the context's device error record (device_error.h) */
     const float *alibi_slopes;       /* [num_q_heads] or NULL */
     const float *sinks;              /* [num_q_heads] raw sink logits, or NULL */
-    const float *k_scale, *v_scale;  /* 8-bit KV: [1] or [num_kv_heads]; NULL otherwise */
+    const float *k_scale, *v_scale;  /* 8-bit KV: [1], [num_kv_heads] or per (page, slot, kv head);
+                                        NULL otherwise */
     int64_t q_token_stride, q_head_stride;
     int64_t o_token_stride, o_head_stride;
     int64_t k_page_stride, k_head_stride, k_slot_stride;
@@ -64,9 +65,13 @@ typedef struct r35a_generic_paged_args {
     float softmax_scale;
     float logit_softcap;             /* 0 = off */
     int32_t kv_dtype;                /* R35A_KV_* (common/kv_format.h) */
-    int32_t kv_scale_per_head;       /* 8-bit KV: scales indexed by kv head (1) or not (0) */
+    int32_t kv_scale_per_head;       /* 8-bit KV: scales per tensor (0), per kv head (1), per token
+                                        and kv head (2: the k_scale_* / v_scale_* strides) */
     float *lse;                      /* float32 LSE per row, or NULL (none written) */
     int64_t lse_token_stride, lse_head_stride;
+    /* per token and kv head: float32 elements between pages, slots and kv heads of the scales */
+    int64_t k_scale_page_stride, k_scale_slot_stride, k_scale_head_stride;
+    int64_t v_scale_page_stride, v_scale_slot_stride, v_scale_head_stride;
 } r35a_generic_paged_args;
 
 typedef struct r35a_generic_varlen_args {

@@ -23,7 +23,8 @@ The library is found through $R35A_LIBRARY, next to this package, in the build t
 checkout (build/librdna35attn.so), or on the loader's search path.
 """
 
-from .api import (Backend, Context, ContextInfo, DType, MergeStatesDesc, MergeStatesPlan, PagedAttentionDesc,
+from .api import (KV_SCALE_PER_KV_HEAD, KV_SCALE_PER_TENSOR, KV_SCALE_PER_TOKEN_HEAD, Backend, Context, ContextInfo,
+                  DType, MergeStatesDesc, MergeStatesPlan, PagedAttentionDesc,
                   PagedAttentionPlan, PlanInfo, VarlenAttentionDesc, VarlenAttentionPlan, default_context,
                   library_path, merge_states, paged_attention, resolve_dtype, varlen_attention, version)
 from .errors import (BackendUnavailableError, DeviceError, InternalError, InvalidArgumentError, InvalidDataError,
@@ -31,7 +32,7 @@ from .errors import (BackendUnavailableError, DeviceError, InternalError, Invali
                      SizeOverflowError, StructSizeError, UnknownDtypeError, UnsupportedError,
                      WorkspaceTooSmallError)
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 __all__ = [
     "Backend", "Context", "ContextInfo", "DType", "PagedAttentionDesc", "PagedAttentionPlan", "PlanInfo",
@@ -40,5 +41,5 @@ __all__ = [
     "R35AError", "NullPointerError", "InvalidArgumentError", "StructSizeError", "UnknownDtypeError",
     "SizeOverflowError", "UnsupportedError", "BackendUnavailableError", "WorkspaceTooSmallError",
     "OutOfMemoryError", "DeviceError", "InvalidDataError", "PlanMismatchError", "InternalError",
-    "LibraryNotFoundError",
+    "LibraryNotFoundError", "KV_SCALE_PER_TENSOR", "KV_SCALE_PER_KV_HEAD", "KV_SCALE_PER_TOKEN_HEAD",
 ]

@@ -58,6 +58,9 @@ PAGED_INT_FIELDS = ("num_seqs", "num_tokens", "max_query_len", "max_seq_len", "n
 PAGED_STRIDE_FIELDS = ("q_token_stride", "q_head_stride", "o_token_stride", "o_head_stride",
                        "k_page_stride", "k_head_stride", "k_slot_stride",
                        "v_page_stride", "v_head_stride", "v_slot_stride")
+# per-token-head scale tensors [num_pages][page_size][num_kv_heads] (since 0.4)
+PAGED_SCALE_STRIDE_FIELDS = ("k_scale_page_stride", "k_scale_slot_stride", "k_scale_head_stride",
+                             "v_scale_page_stride", "v_scale_slot_stride", "v_scale_head_stride")
 
 
 class PagedDescC(ctypes.Structure):
@@ -68,7 +71,8 @@ class PagedDescC(ctypes.Structure):
                 + [(name, ctypes.c_int64) for name in PAGED_STRIDE_FIELDS]
                 + [("use_sinks", ctypes.c_int32), ("kv_dtype", c_enum), ("kv_scale_per_head", ctypes.c_int32)]
                 + [("lse_token_stride", ctypes.c_int64), ("lse_head_stride", ctypes.c_int64),
-                   ("use_lse", ctypes.c_int32)])
+                   ("use_lse", ctypes.c_int32)]
+                + [(name, ctypes.c_int64) for name in PAGED_SCALE_STRIDE_FIELDS])
 
 
 class PagedArgsC(ctypes.Structure):

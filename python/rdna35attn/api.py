@@ -10,8 +10,8 @@ from collections import namedtuple
 
 from . import _buffers
 from ._buffers import DEVICE, HOST
-from ._lib import (MERGE_INT_FIELDS, MERGE_STRIDE_FIELDS, PAGED_INT_FIELDS, PAGED_STRIDE_FIELDS,
-                   VARLEN_INT_FIELDS, VARLEN_STRIDE_FIELDS, ContextInfoC, ContextOptions, MergeArgsC, MergeDescC,
+from ._lib import (MERGE_INT_FIELDS, MERGE_STRIDE_FIELDS, PAGED_INT_FIELDS, PAGED_SCALE_STRIDE_FIELDS,
+                   PAGED_STRIDE_FIELDS, VARLEN_INT_FIELDS, VARLEN_STRIDE_FIELDS, ContextInfoC, ContextOptions, MergeArgsC, MergeDescC,
                    PagedArgsC, PagedDescC, PlanInfoC, VarlenArgsC, VarlenDescC, load)
 from .errors import SizeOverflowError, UnknownDtypeError, WorkspaceTooSmallError, error_for_status, invalid
 
@@ -177,7 +177,7 @@ class PagedAttentionDesc(_Desc):
     _NAME = "paged_attention_desc"
     _DTYPES = ("dtype", "kv_dtype")
     _INT32 = PAGED_INT_FIELDS + ("window", "use_alibi", "use_sinks", "kv_scale_per_head", "use_lse")
-    _INT64 = PAGED_STRIDE_FIELDS + ("lse_token_stride", "lse_head_stride")
+    _INT64 = PAGED_STRIDE_FIELDS + ("lse_token_stride", "lse_head_stride") + PAGED_SCALE_STRIDE_FIELDS
     _FLOAT = ("softmax_scale", "logit_softcap")
 
     def __init__(self, dtype, num_seqs, num_tokens, max_query_len, max_seq_len, num_q_heads, num_kv_heads,
@@ -193,7 +193,8 @@ class PagedAttentionDesc(_Desc):
     @classmethod
     def for_tensors(cls, q, k_cache, v_cache, out, block_table, *, max_seq_len, max_query_len, dtype=None,
                     kv_layout="HND", window=0, softmax_scale=None, logit_softcap=0.0, use_alibi=False,
-                    use_sinks=False, kv_dtype=None, kv_scale_per_head=False, lse=None):
+                    use_sinks=False, kv_dtype=None, kv_scale_per_head=False, lse=None, k_scale=None,
+                    v_scale=None):
         """A descriptor whose shape and strides are those of the given buffers (numpy arrays,
         tensors, __cuda_array_interface__ objects; only their shapes, strides and dtypes are read).
 
@@ -204,7 +205,10 @@ class PagedAttentionDesc(_Desc):
 
         8-bit KV caches: kv_dtype "fp8_e4m3" (torch.float8_e4m3fn caches are recognized; numpy has no
         fp8, so pass uint8 arrays and say kv_dtype="fp8_e4m3") or "int8" (int8 arrays are
-        recognized); kv_scale_per_head chooses [num_kv_heads] scales over one per tensor. use_sinks:
+        recognized); kv_scale_per_head: False / "tensor" (one scale each), True / "kv_head"
+        ([num_kv_heads] each) or "token_head" (one per key and kv head: k_scale and v_scale are then
+        float32 [num_pages, page_size, num_kv_heads] tensors, any strides, which must be passed here
+        too so the descriptor takes their strides, and again to run()). use_sinks:
         run() then takes sinks ([num_q_heads] float32). lse: a float32 [num_tokens, num_q_heads]
         buffer (any strides) turns the LSE output on (use_lse=1, its strides); run() then takes it."""
         bufs = {name: _shaped(name, obj) for name, obj in
@@ -256,7 +260,20 @@ class PagedAttentionDesc(_Desc):
         desc.use_alibi = 1 if use_alibi else 0
         desc.use_sinks = 1 if use_sinks else 0
         desc.kv_dtype = kv_dtype
-        desc.kv_scale_per_head = 1 if kv_scale_per_head else 0
+        desc.kv_scale_per_head = _scale_granularity(kv_scale_per_head)
+        if desc.kv_scale_per_head == KV_SCALE_PER_TOKEN_HEAD:
+            shape = (named["num_pages"], page_size, named["num_kv_heads"])
+            for p, obj in (("k", k_scale), ("v", v_scale)):
+                if obj is None:
+                    raise invalid("%s_scale: None, but kv_scale_per_head='token_head' reads the scale tensors' "
+                                  "strides" % p)
+                sb = _shaped(p + "_scale", obj)
+                if sb.dtype != "float32" or tuple(sb.shape) != shape:
+                    raise invalid("%s_scale.shape: %s %s, expected float32 [num_pages, page_size, num_kv_heads] = %s"
+                                  % (p, sb.dtype, tuple(sb.shape), shape))
+                strides = _used_strides(sb)
+                for axis, field in enumerate(("page", "slot", "head")):
+                    setattr(desc, "%s_scale_%s_stride" % (p, field), strides[axis])
         _set_lse_layout(desc, lse, num_tokens, num_q_heads)
         return desc
 
@@ -368,6 +385,21 @@ class MergeStatesDesc(_Desc):
             desc.use_out_lse = 1
             desc.out_lse_token_stride, desc.out_lse_head_stride = _used_strides(lob)
         return desc
+
+
+# r35a_kv_scale_granularity: where an 8-bit cache's scales live
+KV_SCALE_PER_TENSOR, KV_SCALE_PER_KV_HEAD, KV_SCALE_PER_TOKEN_HEAD = 0, 1, 2
+_SCALE_NAMES = {"tensor": KV_SCALE_PER_TENSOR, "kv_head": KV_SCALE_PER_KV_HEAD, "token_head": KV_SCALE_PER_TOKEN_HEAD}
+
+
+def _scale_granularity(value):
+    """kv_scale_per_head as the descriptor's int: False/True (0.2's per tensor / per kv head), a name
+    of _SCALE_NAMES or an int (the library validates its range)."""
+    if isinstance(value, str):
+        if value not in _SCALE_NAMES:
+            raise invalid("kv_scale_per_head: %r is not one of %s" % (value, ", ".join(sorted(_SCALE_NAMES))))
+        return _SCALE_NAMES[value]
+    return int(value)
 
 
 def _set_lse_layout(desc, lse, num_tokens, num_q_heads):
@@ -790,8 +822,10 @@ class PagedAttentionPlan(_Plan):
         use_lse=1: each row's natural-log softmax LSE (rdna35attn.h "Softmax LSE").
 
         sinks: [num_q_heads] float32 raw sink logits, required by a plan with use_sinks=1.
-        k_scale, v_scale: float32 scales of an 8-bit KV cache, (1,) per tensor or (num_kv_heads,) per
-        kv head as the plan says; they live where the tensors live (device memory on a GPU)."""
+        k_scale, v_scale: float32 scales of an 8-bit KV cache, (1,) per tensor, (num_kv_heads,) per
+        kv head, or [num_pages, page_size, num_kv_heads] with the plan's k_scale_* / v_scale_* strides
+        per token and kv head, as the plan says; they live where the tensors live (device memory on
+        a GPU)."""
         d, check = self._c_desc, self._checker
         rows = ("num_tokens", "num_q_heads", "head_size")
         qb = check.tensor("q", q, (d.num_tokens, d.num_q_heads, d.head_size), (d.q_token_stride, d.q_head_stride, 1),
@@ -822,10 +856,18 @@ class PagedAttentionPlan(_Plan):
             raise invalid("sinks: %s, but the plan has use_sinks=%d" % ("given" if sinkb is not None else "None",
                                                                         d.use_sinks))
         eight_bit = d.kv_dtype in (DType.FP8_E4M3, DType.INT8)
-        scale_lengths = (d.num_kv_heads,) if d.kv_scale_per_head else (1,)
-        why = "one per kv head" if d.kv_scale_per_head else "one per tensor"
-        ksb = check.float32_vector("k_scale", k_scale, scale_lengths, why)
-        vsb = check.float32_vector("v_scale", v_scale, scale_lengths, why)
+        if d.kv_scale_per_head == KV_SCALE_PER_TOKEN_HEAD:
+            ksb, vsb = (None if obj is None else check.float32_tensor(
+                p + "_scale", obj, (d.num_pages, d.page_size, d.num_kv_heads),
+                tuple(getattr(d, "%s_scale_%s_stride" % (p, f)) for f in ("page", "slot", "head")),
+                ("num_pages", "page_size", "num_kv_heads"),
+                tuple("%s_scale_%s_stride" % (p, f) for f in ("page", "slot", "head")))
+                for p, obj in (("k", k_scale), ("v", v_scale)))
+        else:
+            scale_lengths = (d.num_kv_heads,) if d.kv_scale_per_head else (1,)
+            why = "one per kv head" if d.kv_scale_per_head else "one per tensor"
+            ksb = check.float32_vector("k_scale", k_scale, scale_lengths, why)
+            vsb = check.float32_vector("v_scale", v_scale, scale_lengths, why)
         for name, buf in (("k_scale", ksb), ("v_scale", vsb)):
             if eight_bit and buf is None:
                 raise invalid("%s: None, but the plan's KV cache is %s" % (name, DType(d.kv_dtype).name.lower()))
@@ -943,7 +985,8 @@ def paged_attention(q, k_cache, v_cache, seq_lens, query_start_loc, block_table,
     context: by default a reference context for host arrays and a GPU context for device buffers.
     max_seq_len / max_query_len default to the bounds of numpy seq_lens / query_start_loc. sinks
     ([num_q_heads] float32) turns sinks on; k_scale / v_scale are an 8-bit cache's float32 scales,
-    per kv head when they hold num_kv_heads > 1 values. lse (float32 [num_tokens, num_q_heads]) or
+    per kv head when they hold num_kv_heads > 1 values, per token and kv head when they are 3-D
+    [num_pages, page_size, num_kv_heads]. lse (float32 [num_tokens, num_q_heads]) or
     return_lse=True (allocates it for numpy inputs) also writes each row's softmax LSE and returns
     (out, lse). Other keywords (dtype, kv_dtype, kv_layout, window, softmax_scale, logit_softcap) go
     to PagedAttentionDesc.for_tensors()."""
@@ -958,10 +1001,13 @@ def paged_attention(q, k_cache, v_cache, seq_lens, query_start_loc, block_table,
     ctx = _context_for(context, q)
     if "kv_scale_per_head" not in desc_args and k_scale is not None:
         scale = _buffers.describe("k_scale", k_scale)
-        desc_args["kv_scale_per_head"] = scale.checked and len(scale.shape) == 1 and scale.shape[0] > 1
+        desc_args["kv_scale_per_head"] = (
+            "token_head" if scale.checked and len(scale.shape) == 3
+            else "kv_head" if scale.checked and len(scale.shape) == 1 and scale.shape[0] > 1 else "tensor")
     with ctx.plan(PagedAttentionDesc.for_tensors(q, k_cache, v_cache, out, block_table, max_seq_len=max_seq_len,
                                                  max_query_len=max_query_len, use_alibi=alibi_slopes is not None,
-                                                 use_sinks=sinks is not None, lse=lse, **desc_args)) as plan:
+                                                 use_sinks=sinks is not None, lse=lse, k_scale=k_scale,
+                                                 v_scale=v_scale, **desc_args)) as plan:
         plan.run(q, k_cache, v_cache, out, seq_lens, query_start_loc, block_table, alibi_slopes,
                  workspace=workspace, stream=stream, sinks=sinks, k_scale=k_scale, v_scale=v_scale, lse=lse)
     return out if lse is None else (out, lse)
@@ -1027,7 +1073,7 @@ def _empty_like(name, q):
 
 
 def version():
-    """The linked library's version string, e.g. "0.3.0"."""
+    """The linked library's version string, e.g. "0.4.0"."""
     return load().version
 
 

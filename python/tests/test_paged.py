@@ -65,9 +65,12 @@ class PagedAttentionTest(unittest.TestCase):
         _oracle.assert_close(self, _oracle.as_float64(out, dtype), want, dtype, "out")
         return p
 
-    def check_features(self, dtype, kv_dtype=None, per_head=False, sinks=False, window=0, kv_layout="HND"):
-        """Sinks and 8-bit KV caches (stored codes, scales per tensor or per kv head) against the numpy
-        oracle on the same dequantized values."""
+    def check_features(self, dtype, kv_dtype=None, per_head=False, sinks=False, window=0, kv_layout="HND",
+                       per_token=False, decades=1.0):
+        """Sinks and 8-bit KV caches (stored codes, scales per tensor, per kv head, or per token and
+        kv head: [num_pages, page_size, num_kv_heads], K's a contiguous tensor, V's a strided view of
+        a [num_pages, num_kv_heads, page_size + 1] one, each key's scales spread over 2 x decades
+        decades) against the numpy oracle on the same dequantized values."""
         num_q_heads, num_kv_heads, head_size, page_size = 6, 2, 32, 8
         p = paged_problem(self.rng, dtype, [9, 30, 0, 17], [1, 4, 0, 12], num_q_heads, num_kv_heads, head_size,
                           page_size, kv_layout, window)
@@ -75,15 +78,32 @@ class PagedAttentionTest(unittest.TestCase):
         if kv_dtype is not None:
             k_codes, k_stored = _oracle.make_kv8(self.rng, p["k"].shape, kv_dtype)
             v_codes, v_stored = _oracle.make_kv8(self.rng, p["v"].shape, kv_dtype)
-            n = num_kv_heads if per_head else 1
-            k_scale = self.rng.uniform(0.05, 0.3, n).astype(np.float32) / (8.0 if kv_dtype == "int8" else 1.0)
-            v_scale = self.rng.uniform(0.05, 0.3, n).astype(np.float32) / (8.0 if kv_dtype == "int8" else 1.0)
+            unit = 8.0 if kv_dtype == "int8" else 1.0
             head_axis = 1 if kv_layout == "HND" else 2
-            shape = [1, 1, 1, 1]
-            shape[head_axis] = n
             p["k"], p["v"] = k_codes, v_codes
-            p["k64"] = k_stored * k_scale.astype(np.float64).reshape(shape)
-            p["v64"] = v_stored * v_scale.astype(np.float64).reshape(shape)
+            if per_token:
+                num_pages = p["k"].shape[0]
+
+                def spread(shape):
+                    return (0.15 * 10.0 ** self.rng.uniform(-decades, decades, shape) / unit).astype(np.float32)
+
+                k_scale = spread((num_pages, page_size, num_kv_heads))
+                v_full = spread((num_pages, num_kv_heads, page_size + 1))
+                v_scale = v_full[:, :, :page_size].transpose(0, 2, 1)   # [pages, slots, heads], strided
+
+                def as_cache(t):
+                    return t.transpose(0, 2, 1)[..., None] if kv_layout == "HND" else t[..., None]
+
+                p["k64"] = k_stored * as_cache(k_scale.astype(np.float64))
+                p["v64"] = v_stored * as_cache(v_scale.astype(np.float64))
+            else:
+                n = num_kv_heads if per_head else 1
+                k_scale = self.rng.uniform(0.05, 0.3, n).astype(np.float32) / unit
+                v_scale = self.rng.uniform(0.05, 0.3, n).astype(np.float32) / unit
+                shape = [1, 1, 1, 1]
+                shape[head_axis] = n
+                p["k64"] = k_stored * k_scale.astype(np.float64).reshape(shape)
+                p["v64"] = v_stored * v_scale.astype(np.float64).reshape(shape)
             kwargs.update(k_scale=k_scale, v_scale=v_scale)
             if kv_dtype == "fp8_e4m3":
                 kwargs["kv_dtype"] = "fp8_e4m3"   # uint8 codes: numpy has no float8
@@ -108,6 +128,51 @@ class PagedAttentionTest(unittest.TestCase):
 
     def test_fp8_cache_per_head_sinks_f16(self):
         self.check_features("float16", kv_dtype="fp8_e4m3", per_head=True, sinks=True, window=9)
+
+    def test_int8_cache_per_token_head_f16(self):
+        self.check_features("float16", kv_dtype="int8", per_token=True, sinks=True)
+
+    def test_fp8_cache_per_token_head_nhd_bf16_wide_scales(self):
+        # each key's K and V scale over 1e-3 .. 1e3 (x 0.15): a few keys carry most of the weight
+        self.check_features("bfloat16", kv_dtype="fp8_e4m3", per_token=True, kv_layout="NHD", window=9, decades=3.0)
+
+    def test_per_token_head_scale_arguments(self):
+        """The descriptor takes the scale tensors' strides; run() holds them to the plan."""
+        p = paged_problem(self.rng, "float16", [5], [1], 2, 1, 16, 4)
+        codes = np.zeros(p["k"].shape, np.int8)
+        num_pages = codes.shape[0]
+        ks = np.ones((num_pages, 4, 1), np.float32)
+        vs = np.ones((num_pages, 1, 8), np.float32)[:, :, :4].transpose(0, 2, 1)
+        out = np.empty_like(p["q"])
+        with self.ctx.plan_paged_attention(p["q"], codes, codes, out, p["block_table"], max_seq_len=5,
+                                           max_query_len=1, kv_scale_per_head="token_head", k_scale=ks,
+                                           v_scale=vs) as plan:
+            self.assertEqual(plan.desc.kv_scale_per_head, rdna35attn.KV_SCALE_PER_TOKEN_HEAD)
+            self.assertEqual((plan.desc.k_scale_page_stride, plan.desc.k_scale_slot_stride,
+                              plan.desc.k_scale_head_stride), (4, 1, 1))
+            self.assertEqual((plan.desc.v_scale_page_stride, plan.desc.v_scale_slot_stride,
+                              plan.desc.v_scale_head_stride), (8, 1, 8))
+            plan.run(p["q"], codes, codes, out, p["seq_lens"], p["query_start_loc"], p["block_table"],
+                     k_scale=ks, v_scale=vs)
+            with self.assertRaises(rdna35attn.InvalidArgumentError) as e:   # V's layout for K's strides
+                plan.run(p["q"], codes, codes, out, p["seq_lens"], p["query_start_loc"], p["block_table"],
+                         k_scale=vs, v_scale=vs)
+            self.assertIn("k_scale", str(e.exception))
+            with self.assertRaises(rdna35attn.InvalidArgumentError):        # a per-kv-head vector
+                plan.run(p["q"], codes, codes, out, p["seq_lens"], p["query_start_loc"], p["block_table"],
+                         k_scale=np.ones(1, np.float32), v_scale=vs)
+        with self.assertRaises(rdna35attn.InvalidArgumentError) as e:
+            self.ctx.plan_paged_attention(p["q"], codes, codes, out, p["block_table"], max_seq_len=5,
+                                          max_query_len=1, kv_scale_per_head="token_head", k_scale=ks)
+        self.assertIn("v_scale", str(e.exception))
+        with self.assertRaises(rdna35attn.InvalidArgumentError):
+            self.ctx.plan_paged_attention(p["q"], codes, codes, out, p["block_table"], max_seq_len=5,
+                                          max_query_len=1, kv_scale_per_head="per_token")
+        # the library's own check: a 16-bit cache has no scales
+        with self.assertRaises(rdna35attn.InvalidArgumentError) as e:
+            self.ctx.plan_paged_attention(p["q"], p["k"], p["v"], out, p["block_table"], max_seq_len=5,
+                                          max_query_len=1, kv_scale_per_head=2, k_scale=ks, v_scale=ks)
+        self.assertEqual(e.exception.field, "paged_attention_desc.kv_scale_per_head")
 
     def test_fp8_plan_fields(self):
         """The descriptor says what the caches are; the plan keeps it."""

@@ -4,8 +4,9 @@
 #   1. configure + build + `cmake --install --prefix <tmp>/prefix` (a prefix other than the configured
 #      one, so the CMake package and the pkg-config file must be relocatable);
 #   2. the installed files, the soname, and the exported symbols (exactly the R35A_API functions of
-#      the header, under version node R35A_0 (the descriptor inits under R35A_0.3, 0.2.0's kept at
-#      R35A_0.2 and 0.1.0's at R35A_0; the merge op under R35A_0.3), matching src/rdna35attn.map);
+#      the header, under version node R35A_0 (the paged descriptor init under R35A_0.4, 0.3.0's kept
+#      at R35A_0.3; the varlen one under R35A_0.3; 0.2.0's inits kept at R35A_0.2 and 0.1.0's at
+#      R35A_0; the merge op under R35A_0.3), matching src/rdna35attn.map);
 #   3. consumer_c (C, find_package, shared library) and consumer_cxx (C++, find_package, static
 #      library) from tests/consumers/cmake_project, and consumer_pkgconfig (consumer.c, built with
 #      only `pkg-config --cflags --libs rdna35attn`); each runs a paged decode on the best available
@@ -91,28 +92,33 @@ if command -v readelf >/dev/null 2>&1 && command -v nm >/dev/null 2>&1; then
     | sort >"$work/exported.txt"
   sed 's/@.*//' "$work/exported.txt" | sort -u >"$work/exported-names.txt"
   diff -u "$work/header.txt" "$work/map.txt" >&2 || fail "src/rdna35attn.map does not list exactly the header's R35A_API functions"
-  # The version nodes' own symbols (R35A_0, R35A_0.2, R35A_0.3) are absolute symbols named after them; drop them.
+  # The version nodes' own symbols (R35A_0, R35A_0.2, R35A_0.3, R35A_0.4) are absolute symbols named after them; drop them.
   grep -v '^R35A_' "$work/exported-names.txt" >"$work/exported-functions.txt" || true
   diff -u "$work/header.txt" "$work/exported-functions.txt" >&2 || fail "the library exports other symbols than the header's R35A_API functions"
   # Every function's default version is R35A_0, R35A_0.2 for what 0.2 added (r35a_context_check_device),
-  # or R35A_0.3 for what 0.3 added (the merge op) and the two descriptor inits, which also keep
-  # 0.2.0's (@R35A_0.2) and 0.1.0's (@R35A_0) versions, not default, for binaries built against those.
-  if grep -v '^R35A_0\(\.[23]\)\?@' "$work/exported.txt" | grep -v '@@R35A_0$' \
-      | grep -v '^r35a_\(paged\|varlen\)_attention_desc_init@\(@R35A_0\.3\|R35A_0\.2\|R35A_0\)$' \
+  # R35A_0.3 for what 0.3 added (the merge op) and the varlen descriptor init, or R35A_0.4 for the
+  # paged descriptor init (its struct grew in 0.4); the inits also keep their earlier releases'
+  # versions (paged: @R35A_0.3, both: @R35A_0.2, @R35A_0), not default, for binaries built against those.
+  if grep -v '^R35A_0\(\.[234]\)\?@' "$work/exported.txt" | grep -v '@@R35A_0$' \
+      | grep -v '^r35a_paged_attention_desc_init@\(@R35A_0\.4\|R35A_0\.3\|R35A_0\.2\|R35A_0\)$' \
+      | grep -v '^r35a_varlen_attention_desc_init@\(@R35A_0\.3\|R35A_0\.2\|R35A_0\)$' \
       | grep -v '^r35a_merge_states_\(desc_init\|plan\|run\)@@R35A_0\.3$' \
       | grep -v '^r35a_context_check_device@@R35A_0\.2$' >&2; then
-    fail "exported symbols outside the version nodes R35A_0, R35A_0.2 and R35A_0.3"
+    fail "exported symbols outside the version nodes R35A_0, R35A_0.2, R35A_0.3 and R35A_0.4"
   fi
   for init in r35a_paged_attention_desc_init r35a_varlen_attention_desc_init; do
     grep -qx "$init@R35A_0" "$work/exported.txt" || fail "$init@R35A_0 (0.1.0's, for old binaries) is missing"
     grep -qx "$init@R35A_0.2" "$work/exported.txt" || fail "$init@R35A_0.2 (0.2.0's, for old binaries) is missing"
-    grep -qx "$init@@R35A_0.3" "$work/exported.txt" || fail "$init@@R35A_0.3 is missing"
   done
+  grep -qx "r35a_paged_attention_desc_init@R35A_0.3" "$work/exported.txt" \
+    || fail "r35a_paged_attention_desc_init@R35A_0.3 (0.3.0's, for old binaries) is missing"
+  grep -qx "r35a_paged_attention_desc_init@@R35A_0.4" "$work/exported.txt" || fail "r35a_paged_attention_desc_init@@R35A_0.4 is missing"
+  grep -qx "r35a_varlen_attention_desc_init@@R35A_0.3" "$work/exported.txt" || fail "r35a_varlen_attention_desc_init@@R35A_0.3 is missing"
   grep -qx "r35a_context_check_device@@R35A_0.2" "$work/exported.txt" || fail "r35a_context_check_device@@R35A_0.2 is missing"
   for f in r35a_merge_states_desc_init r35a_merge_states_plan r35a_merge_states_run; do
     grep -qx "$f@@R35A_0.3" "$work/exported.txt" || fail "$f@@R35A_0.3 is missing"
   done
-  echo "soname $soname; exports $(wc -l <"$work/header.txt") functions, all r35a_* @@R35A_0 (r35a_context_check_device @@R35A_0.2; desc inits and the merge op @@R35A_0.3, 0.2.0's inits @R35A_0.2, 0.1.0's @R35A_0)"
+  echo "soname $soname; exports $(wc -l <"$work/header.txt") functions, all r35a_* @@R35A_0 (r35a_context_check_device @@R35A_0.2; the paged desc init @@R35A_0.4, 0.3.0's @R35A_0.3; the varlen init and the merge op @@R35A_0.3; 0.2.0's inits @R35A_0.2, 0.1.0's @R35A_0)"
 else
   echo "consumers: readelf/nm (binutils) not found; soname and symbol checks skipped"
 fi

@@ -133,7 +133,11 @@ static double draw_paged(fuzz_case *c, tu_rng *rng)
     }
     if (tu_chance(rng, 0.12)) {
         s->kv_dtype = tu_chance(rng, 0.5) ? R35A_DTYPE_FP8_E4M3 : R35A_DTYPE_INT8;
-        s->kv_scale_per_head = tu_chance(rng, 0.5);
+        s->kv_scale_per_head = (int32_t)tu_below(rng, 3);   /* per tensor, per kv head, per token and kv head */
+        if (s->kv_scale_per_head == R35A_KV_SCALE_PER_TOKEN_HEAD) {
+            s->scale_pad = PICK(rng, 0, 1, 3);
+            s->scale_decades = tu_chance(rng, 0.3) ? 3.0 : 0.0;
+        }
     }
     if (tu_chance(rng, 0.2))
         s->k_layout.nhd = s->v_layout.nhd = true;
@@ -702,7 +706,7 @@ static void mutate_desc(fuzz_case *c, tu_rng *rng, r35a_paged_attention_args *pa
 {
     if (c->paged) {
         r35a_paged_attention_desc *d = &c->pp.desc;
-        switch (tu_below(rng, 18)) {
+        switch (tu_below(rng, 21)) {
         case 0: d->num_seqs = PICK(rng, 0, -3); snprintf(c->what, sizeof c->what, "num_seqs %d", (int)d->num_seqs); break;
         case 1: d->num_tokens = -1; snprintf(c->what, sizeof c->what, "num_tokens -1"); break;
         case 2: d->num_kv_heads = d->num_q_heads + 1; snprintf(c->what, sizeof c->what, "num_kv_heads %d", (int)d->num_kv_heads); break;
@@ -725,6 +729,29 @@ static void mutate_desc(fuzz_case *c, tu_rng *rng, r35a_paged_attention_args *pa
         case 14: d->struct_size = 7; snprintf(c->what, sizeof c->what, "struct_size 7"); break;
         case 15: pa->q = NULL; snprintf(c->what, sizeof c->what, "args.q NULL"); break;
         case 16: pa->block_table = NULL; snprintf(c->what, sizeof c->what, "args.block_table NULL"); break;
+        case 17: /* not an r35a_kv_scale_granularity, or per token with a 16-bit cache */
+            if (tu_chance(rng, 0.5)) {
+                d->kv_scale_per_head = PICK(rng, 3, -1, 77);
+            } else {
+                d->kv_scale_per_head = R35A_KV_SCALE_PER_TOKEN_HEAD;
+                d->kv_dtype = (r35a_dtype)0;
+            }
+            snprintf(c->what, sizeof c->what, "kv_scale_per_head %d kv_dtype %d", (int)d->kv_scale_per_head,
+                     (int)d->kv_dtype);
+            break;
+        case 18: /* a negative per-token-head scale stride (checked whatever the granularity) */
+            if (tu_chance(rng, 0.5))
+                d->k_scale_slot_stride = -1;
+            else
+                d->v_scale_page_stride = tu_chance(rng, 0.5) ? -1 : INT64_MIN;
+            snprintf(c->what, sizeof c->what, "scale stride %lld/%lld", (long long)d->k_scale_slot_stride,
+                     (long long)d->v_scale_page_stride);
+            break;
+        case 19: /* a scale tensor extent past 2^63 bytes (3 pages of 2^62 floats) */
+            d->k_scale_page_stride = INT64_MAX / 2;
+            d->num_pages = d->num_pages < 3 ? 3 : d->num_pages;
+            snprintf(c->what, sizeof c->what, "k_scale_page_stride 2^62 x %d pages", (int)d->num_pages);
+            break;
         default: pa->struct_size = 3; snprintf(c->what, sizeof c->what, "args.struct_size 3"); break;
         }
         return;
@@ -884,8 +911,8 @@ bool fuzz_run_case(r35a_context *ctx, const fuzz_env *env, int index, fuzz_total
         b.meta[2] = upload(e, p->block_table, sizeof(int32_t) * (p->bt_entries ? p->bt_entries : 1));
         b.alibi = upload(e, p->alibi, sizeof(float) * (size_t)hq);
         b.sinks = upload(e, p->sinks, sizeof(float) * (size_t)hq);
-        b.k_scale = upload(e, p->k_scale, sizeof(float) * (size_t)p->n_scales);
-        b.v_scale = upload(e, p->v_scale, sizeof(float) * (size_t)p->n_scales);
+        b.k_scale = upload(e, p->k_scale, sizeof(float) * p->k_scale_elems);
+        b.v_scale = upload(e, p->v_scale, sizeof(float) * p->v_scale_elems);
     } else {
         varlen_problem *p = &c.vp;
         out_host = p->out_alloc, out_mask = p->out_mask, out_bytes = p->out_alloc_bytes, guard = p->out_guard_bytes;

@@ -16,7 +16,9 @@
  *              batches (decode + portable kernel in one call)
  *              (8-bit variants: the same with their format's cache, decode8_* groups), and the
  *              model features of every variant: sinks with a 128-key window, softcap + ALiBi; the
- *              LSE output on decode plans (decode_lse: gpu_cases.c gc_decode_lse_cases)
+ *              LSE output on decode plans (decode_lse: gpu_cases.c gc_decode_lse_cases);
+ *              per-token-head 8-bit scales (kv_token_scales: gc_kv_token_scale_cases), which the
+ *              decode kernels decline: the portable kernel serves them and the plan says why
  *   generic    the portable kernel: softcap, ALiBi, odd page sizes, head sizes no variant has,
  *              chunked prefill, varlen causal / GQA / fused qkv, attention sinks (paged and varlen)
  *   features   sinks and 8-bit KV caches (fp8 e4m3, int8; scales per tensor and per kv head) on
@@ -864,6 +866,8 @@ int main(int argc, char **argv)
             /* on the portable kernel until the NVIDIA decode kernels' LSE has run here
              * (src/plan_decode.c); then expect "decode_" */
             gc_decode_lse_cases("generic_");
+            /* the decode kernels decline per-token-head scales (src/plan_decode.c) */
+            gc_kv_token_scale_cases("generic_", "per-token-head KV scales");
         }
         if (!only || strcmp(only, "generic") == 0)
             generic_cases(ctx);

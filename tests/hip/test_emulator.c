@@ -37,7 +37,9 @@
  *            decode_lse (under 20 units): the LSE output on decode plans (gpu_cases.c
  *            gc_decode_lse_cases: one split and several, the few-row, 16- and 32-row layers, sinks,
  *            softcap + ALiBi, a window, a mixed batch, 8-bit caches); decode_lse_bad: the LSE of
- *            rows the device checks poison (a bad seq_len, a page outside the cache) is NaN.
+ *            rows the device checks poison (a bad seq_len, a page outside the cache) is NaN;
+ *            kv_token_scales: per-token-head scales (gc_kv_token_scale_cases), which the decode
+ *            kernels decline: the plan must be the portable kernel's and say why.
  *   decode8  per 8-bit (fp8 e4m3, int8) decode variant: the partial case with per-tensor scales,
  *            the window case (per-kv-head scales, slots padded by 16 elements) and the features case;
  *            every stored code through the D = 256 variants of rows 4 and 16 (decode8_codes).
@@ -1670,6 +1672,8 @@ int main(int argc, char **argv)
         /* (first: under a spent budget they would be left out, their kernels all executed) */
         if (c == 0 && family_selected(only, "decode")) {
             gc_decode_lse_cases("decode_");
+            /* the decode kernels decline per-token-head scales (src/plan_decode.c) */
+            gc_kv_token_scale_cases("generic_", "per-token-head KV scales");
             decode_lse_bad_case(0);
             decode_lse_bad_case(1);
         }

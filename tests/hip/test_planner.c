@@ -484,6 +484,27 @@ static void test_decode_declines(void **state)
     r35a_paged_attention_desc fp8 = d;
     fp8.kv_dtype = R35A_DTYPE_FP8_E4M3;
     expect_decode_declines(&fp8, "decode_f16_int8_d128_r16_kw2_dw2_w6_wmma16_pregs3_qregs", "is for f16, KV int8");
+
+    /* Per-token-head scales: declined on every arch (gfx11 and sm_90 tables), forced or not; the
+     * portable kernel takes them, in a mixed batch too. */
+    r35a_paged_attention_desc tok = d;
+    tok.kv_dtype = R35A_DTYPE_INT8;
+    tok.kv_scale_per_head = R35A_KV_SCALE_PER_TOKEN_HEAD;
+    expect_decode_declines(&tok, NULL, "per-token-head KV scales");
+    expect_decode_declines(&tok, "decode_f16_int8_d128_r16_kw2_dw2_w6_wmma16_pregs3_qregs", "per-token-head KV scales");
+    r35a_paged_attention_desc tok_nv = tok;
+    tok_nv.kv_dtype = R35A_DTYPE_FP8_E4M3;
+    why[0] = '\0';
+    assert_false(r35a_plan_decode(&tok_nv, "sm_90", 132, NULL, &l, why, sizeof why));
+    assert_non_null(strstr(why, "per-token-head KV scales"));
+    expect_generic_paged(&tok, "generic_paged_f16_dmax256");
+    r35a_paged_attention_desc tok_mixed = paged(R35A_DTYPE_F16, 2, 12, 4096, 32, 8, 128, 16);
+    tok_mixed.kv_dtype = R35A_DTYPE_FP8_E4M3;
+    tok_mixed.kv_scale_per_head = R35A_KV_SCALE_PER_TOKEN_HEAD;
+    r35a_gpu_launch gl;
+    why[0] = '\0';
+    assert_false(r35a_plan_mixed(&tok_mixed, ARCH, 40, NULL, &l, &gl, why, sizeof why));
+    assert_non_null(strstr(why, "per-token-head KV scales"));
 }
 
 /* Softcap, ALiBi and sinks are run-time arguments of every decode variant: the same kernel as the
@@ -755,6 +776,23 @@ static void test_generic_args_features(void **state)
     d.kv_dtype = R35A_DTYPE_INT8;
     r35a_fill_generic_paged_args(&d, &a, 0, &ka);
     assert_int_equal(ka.kv_dtype, R35A_KV_INT8);
+    /* per token and kv head: the scale strides travel with the granularity */
+    d.kv_scale_per_head = R35A_KV_SCALE_PER_TOKEN_HEAD;
+    d.k_scale_page_stride = 1000;
+    d.k_scale_slot_stride = 9;
+    d.k_scale_head_stride = 1;
+    d.v_scale_page_stride = 2000;
+    d.v_scale_slot_stride = 1;
+    d.v_scale_head_stride = 17;
+    r35a_fill_generic_paged_args(&d, &a, 0, &ka);
+    assert_int_equal(ka.kv_scale_per_head, 2);
+    assert_int_equal(ka.k_scale_page_stride, 1000);
+    assert_int_equal(ka.k_scale_slot_stride, 9);
+    assert_int_equal(ka.k_scale_head_stride, 1);
+    assert_int_equal(ka.v_scale_page_stride, 2000);
+    assert_int_equal(ka.v_scale_slot_stride, 1);
+    assert_int_equal(ka.v_scale_head_stride, 17);
+    assert_ptr_equal(ka.k_scale, k_scale);
     d.kv_dtype = R35A_DTYPE_BF16; /* the Q/O dtype named explicitly: no scales */
     d.kv_scale_per_head = 0;
     r35a_fill_generic_paged_args(&d, &a, 0, &ka);

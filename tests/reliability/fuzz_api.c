@@ -547,7 +547,7 @@ static void fuzz_paged(reader *r, rng *g)
                              : (r35a_dtype)special_i32(r, kb);
     bool kv8_asked = rel_dtype_is_8bit(d.kv_dtype);
     uint8_t hb = u8(r);
-    d.kv_scale_per_head = hb < 0xD0 ? (kv8_asked ? hb & 1 : 0) : hb < 0xE0 ? 1 : special_i32(r, hb);
+    d.kv_scale_per_head = hb < 0xD0 ? (kv8_asked ? hb % 3 : 0) : hb < 0xE0 ? 1 + (hb & 1) : special_i32(r, hb);
 
     /* strides: contiguous HND (or NHD) caches and [token][head][D] rows, then perturbed */
     int64_t D = d.head_size, hq = d.num_q_heads, hkv = d.num_kv_heads, B = d.page_size;
@@ -562,6 +562,14 @@ static void fuzz_paged(reader *r, rng *g)
     d.v_slot_stride = f_stride(r, v_nhd ? wmul(hkv, D) : D);
     d.v_head_stride = f_stride(r, v_nhd ? D : wmul(B, D));
     d.v_page_stride = f_stride(r, wmul(wmul(hkv, B), D));
+    /* 0.4: per-token-head scale tensors [num_pages][page_size][num_kv_heads] (K) and
+     * [num_pages][num_kv_heads][page_size] (V), then perturbed */
+    d.k_scale_head_stride = f_stride(r, 1);
+    d.k_scale_slot_stride = f_stride(r, hkv);
+    d.k_scale_page_stride = f_stride(r, wmul(B, hkv));
+    d.v_scale_slot_stride = f_stride(r, 1);
+    d.v_scale_head_stride = f_stride(r, B);
+    d.v_scale_page_stride = f_stride(r, wmul(B, hkv));
 
     /* per-sequence lengths (decoded before num_tokens, which is normally their sum) */
     int32_t nseq_meta = d.num_seqs >= 1 && d.num_seqs <= MAX_META_ENTRIES ? d.num_seqs : 0;
@@ -616,6 +624,7 @@ static void fuzz_paged(reader *r, rng *g)
     rel_paged_extents_of(&d, &x);
     size_t es = rel_dtype_size(d.dtype), kv_es = rel_dtype_size(kvdt);
     if (!small_extent(x.q) || !small_extent(x.o) || !small_extent(x.k) || !small_extent(x.v) ||
+        (dm->kv_scale_per_head == 2 && kv8 && (!small_extent(x.k_scale) || !small_extent(x.v_scale))) ||
         x.block_table > MAX_META_ENTRIES || nseq_meta == 0 || d.num_q_heads > MAX_META_ENTRIES) {
         r35a_plan_destroy(plan);
         rel_fuzz_counts[C_TOO_BIG]++;
@@ -666,16 +675,18 @@ static void fuzz_paged(reader *r, rng *g)
      * v_offset + U(-1, 1) at most, so the tolerance below holds as for 16-bit caches */
     const double stored_amp = kvdt == R35A_DTYPE_FP8_E4M3 ? 8.0 : 40.0;
     float *k_scale = NULL, *v_scale = NULL;
+    const bool per_token = dm->kv_scale_per_head == 2;
     size_t n_scales = dm->kv_scale_per_head == 1 ? (size_t)d.num_kv_heads : 1;
+    size_t n_k_scales = per_token ? (size_t)x.k_scale : n_scales, n_v_scales = per_token ? (size_t)x.v_scale : n_scales;
     if (kv8) {
-        k_scale = alloc_exact(sizeof(float) * n_scales);
-        v_scale = alloc_exact(sizeof(float) * n_scales);
-        for (size_t i = 0; i < n_scales; ++i) {
+        k_scale = alloc_exact(sizeof(float) * n_k_scales);
+        v_scale = alloc_exact(sizeof(float) * n_v_scales);
+        for (size_t i = 0; i < n_k_scales; ++i)
             k_scale[i] = (float)(vm.qk_amp / stored_amp * (0.75 + 0.25 * sym(g)));
+        for (size_t i = 0; i < n_v_scales; ++i)
             v_scale[i] = (float)(3.0 / stored_amp * (0.75 + 0.25 * sym(g)));
-        }
         uint8_t sf = u8(r); /* an invalid scale value (R35A_ERR_INVALID_DATA on the reference) */
-        if (sf >= 0xE8) {
+        if (sf >= 0xE8 && !per_token) {
             static const float bad_scales[6] = {0.0f, -1.0f, -0.0f, NAN, INFINITY, -INFINITY};
             float *target = sf & 1 ? v_scale : k_scale;
             target[(size_t)u8(r) % n_scales] = bad_scales[(sf >> 1) % 6];
@@ -819,8 +830,8 @@ static void fuzz_paged(reader *r, rng *g)
     if (sinks)
         in_hash = rel_hash(sinks, sizeof(float) * (size_t)d.num_q_heads, in_hash);
     if (kv8) {
-        in_hash = rel_hash(k_scale, sizeof(float) * n_scales, in_hash);
-        in_hash = rel_hash(v_scale, sizeof(float) * n_scales, in_hash);
+        in_hash = rel_hash(k_scale, sizeof(float) * n_k_scales, in_hash);
+        in_hash = rel_hash(v_scale, sizeof(float) * n_v_scales, in_hash);
     }
     in_hash = rel_hash(seq_lens, sizeof(int32_t) * (size_t)d.num_seqs, in_hash);
     in_hash = rel_hash(qsl, sizeof(int32_t) * ((size_t)d.num_seqs + 1), in_hash);
@@ -833,8 +844,8 @@ static void fuzz_paged(reader *r, rng *g)
     if (sinks)
         in_hash_after = rel_hash(sinks, sizeof(float) * (size_t)d.num_q_heads, in_hash_after);
     if (kv8) {
-        in_hash_after = rel_hash(k_scale, sizeof(float) * n_scales, in_hash_after);
-        in_hash_after = rel_hash(v_scale, sizeof(float) * n_scales, in_hash_after);
+        in_hash_after = rel_hash(k_scale, sizeof(float) * n_k_scales, in_hash_after);
+        in_hash_after = rel_hash(v_scale, sizeof(float) * n_v_scales, in_hash_after);
     }
     in_hash_after = rel_hash(seq_lens, sizeof(int32_t) * (size_t)d.num_seqs, in_hash_after);
     in_hash_after = rel_hash(qsl, sizeof(int32_t) * ((size_t)d.num_seqs + 1), in_hash_after);

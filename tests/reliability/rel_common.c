@@ -100,15 +100,17 @@ r35a_dtype rel_kv_dtype(const r35a_paged_attention_desc *d)
     return d->kv_dtype != 0 ? d->kv_dtype : d->dtype;
 }
 
-/* A struct of today's size is itself; an earlier release's prefix (0.1.0's or 0.2.0's) is copied
- * over zeros (every later field's default is 0 or NULL). */
-static const void *meant(const void *s, size_t size, size_t full_size, size_t size_0_1, size_t size_0_2, void *tmp)
+/* A struct of today's size is itself; an earlier release's prefix (0.1.0's, 0.2.0's or 0.3.0's;
+ * size_0_3 is full_size for a struct that has not grown since) is copied over zeros (every later
+ * field's default is 0 or NULL). */
+static const void *meant(const void *s, size_t size, size_t full_size, size_t size_0_1, size_t size_0_2,
+                         size_t size_0_3, void *tmp)
 {
     if (!s)
         return NULL;
     if (size == full_size)
         return s;
-    if (size != size_0_1 && size != size_0_2)
+    if (size != size_0_1 && size != size_0_2 && size != size_0_3)
         return NULL;
     memset(tmp, 0, full_size);
     memcpy(tmp, s, size);
@@ -119,25 +121,29 @@ static const void *meant(const void *s, size_t size, size_t full_size, size_t si
 const r35a_paged_attention_desc *rel_paged_desc_meant(const r35a_paged_attention_desc *d,
                                                       r35a_paged_attention_desc *tmp)
 {
-    return meant(d, d ? d->struct_size : 0, sizeof *d, REL_PAGED_DESC_SIZE_0_1, REL_PAGED_DESC_SIZE_0_2, tmp);
+    return meant(d, d ? d->struct_size : 0, sizeof *d, REL_PAGED_DESC_SIZE_0_1, REL_PAGED_DESC_SIZE_0_2,
+                 REL_PAGED_DESC_SIZE_0_3, tmp);
 }
 
 const r35a_varlen_attention_desc *rel_varlen_desc_meant(const r35a_varlen_attention_desc *d,
                                                         r35a_varlen_attention_desc *tmp)
 {
-    return meant(d, d ? d->struct_size : 0, sizeof *d, REL_VARLEN_DESC_SIZE_0_1, REL_VARLEN_DESC_SIZE_0_2, tmp);
+    return meant(d, d ? d->struct_size : 0, sizeof *d, REL_VARLEN_DESC_SIZE_0_1, REL_VARLEN_DESC_SIZE_0_2,
+                 sizeof *d, tmp);
 }
 
 const r35a_paged_attention_args *rel_paged_args_meant(const r35a_paged_attention_args *a,
                                                       r35a_paged_attention_args *tmp)
 {
-    return meant(a, a ? a->struct_size : 0, sizeof *a, REL_PAGED_ARGS_SIZE_0_1, REL_PAGED_ARGS_SIZE_0_2, tmp);
+    return meant(a, a ? a->struct_size : 0, sizeof *a, REL_PAGED_ARGS_SIZE_0_1, REL_PAGED_ARGS_SIZE_0_2,
+                 sizeof *a, tmp);
 }
 
 const r35a_varlen_attention_args *rel_varlen_args_meant(const r35a_varlen_attention_args *a,
                                                         r35a_varlen_attention_args *tmp)
 {
-    return meant(a, a ? a->struct_size : 0, sizeof *a, REL_VARLEN_ARGS_SIZE_0_1, REL_VARLEN_ARGS_SIZE_0_2, tmp);
+    return meant(a, a ? a->struct_size : 0, sizeof *a, REL_VARLEN_ARGS_SIZE_0_1, REL_VARLEN_ARGS_SIZE_0_2,
+                 sizeof *a, tmp);
 }
 
 /* The Q/O dtype of either op: an r35a_dtype of Q/O (the 8-bit ones are KV-cache dtypes only). */
@@ -178,6 +184,11 @@ void rel_paged_extents_of(const r35a_paged_attention_desc *d, rel_paged_extents 
     x->k = rel_extent(d->head_size, 3, kc, ks);
     x->v = rel_extent(d->head_size, 3, kc, vs);
     x->block_table = (__int128)(d->num_seqs > 0 ? d->num_seqs : 0) * d->block_table_stride;
+    int64_t sc[3] = {d->num_pages, d->page_size, d->num_kv_heads};
+    int64_t kss[3] = {d->k_scale_page_stride, d->k_scale_slot_stride, d->k_scale_head_stride};
+    int64_t vss[3] = {d->v_scale_page_stride, d->v_scale_slot_stride, d->v_scale_head_stride};
+    x->k_scale = rel_extent(1, 3, sc, kss);
+    x->v_scale = rel_extent(1, 3, sc, vss);
 }
 
 void rel_varlen_extents_of(const r35a_varlen_attention_desc *d, rel_varlen_extents *x)
@@ -213,9 +224,27 @@ void rel_expect_paged_desc(const r35a_paged_attention_desc *given, rel_expect *e
         else if (!rel_dtype_is_8bit(d->kv_dtype) && d->kv_dtype != d->dtype)
             rel_expect_add(e, R35A_ERR_INVALID_ARGUMENT, PD ".kv_dtype", NULL, NULL);
     }
-    expect_flag(e, PD ".kv_scale_per_head", d->kv_scale_per_head);
-    if (d->kv_scale_per_head == 1 && !rel_dtype_is_8bit(rel_kv_dtype(d)))
+    /* an r35a_kv_scale_granularity (0, 1, 2); 1 and 2 only with an 8-bit cache; 2 only with 0.4's
+     * struct (its strides) */
+    if (d->kv_scale_per_head == 2 && given->struct_size != sizeof *d) {
         rel_expect_add(e, R35A_ERR_INVALID_ARGUMENT, PD ".kv_scale_per_head", NULL, NULL);
+        return; /* rejected while the struct is read in, before anything else is checked */
+    }
+    if (d->kv_scale_per_head < 0 || d->kv_scale_per_head > 2)
+        rel_expect_add(e, R35A_ERR_INVALID_ARGUMENT, PD ".kv_scale_per_head", NULL, NULL);
+    else if (d->kv_scale_per_head != 0 && !rel_dtype_is_8bit(rel_kv_dtype(d)))
+        rel_expect_add(e, R35A_ERR_INVALID_ARGUMENT, PD ".kv_scale_per_head", NULL, NULL);
+    static const char *const scale_names[6] = {PD ".k_scale_page_stride", PD ".k_scale_slot_stride",
+                                               PD ".k_scale_head_stride", PD ".v_scale_page_stride",
+                                               PD ".v_scale_slot_stride", PD ".v_scale_head_stride"};
+    const int64_t scale_strides[6] = {d->k_scale_page_stride, d->k_scale_slot_stride, d->k_scale_head_stride,
+                                      d->v_scale_page_stride, d->v_scale_slot_stride, d->v_scale_head_stride};
+    bool scale_strides_ok = true;
+    for (int i = 0; i < 6; ++i)
+        if (scale_strides[i] < 0) {
+            rel_expect_add(e, R35A_ERR_INVALID_ARGUMENT, scale_names[i], NULL, NULL);
+            scale_strides_ok = false;
+        }
     expect_flag(e, PD ".use_sinks", d->use_sinks);
     expect_flag(e, PD ".use_lse", d->use_lse);
     if (d->lse_token_stride < 0)
@@ -264,6 +293,10 @@ void rel_expect_paged_desc(const r35a_paged_attention_desc *given, rel_expect *e
         expect_fits(e, x.v, kv_es, names[7], names[8], names[9]);
         if (d->block_table_stride >= 0)
             expect_fits(e, x.block_table, sizeof(int32_t), PD ".block_table_stride", NULL, NULL);
+        if (scale_strides_ok) {
+            expect_fits(e, x.k_scale, sizeof(float), scale_names[0], scale_names[1], scale_names[2]);
+            expect_fits(e, x.v_scale, sizeof(float), scale_names[3], scale_names[4], scale_names[5]);
+        }
     }
 }
 
@@ -388,7 +421,8 @@ void rel_expect_paged_data(const r35a_paged_attention_desc *d_given, const r35a_
     r35a_paged_attention_args atmp;
     const r35a_paged_attention_desc *d = rel_paged_desc_meant(d_given, &dtmp);
     const r35a_paged_attention_args *a = rel_paged_args_meant(a_given, &atmp);
-    if (rel_dtype_is_8bit(rel_kv_dtype(d))) {
+    /* per-token-head scales: the fuzzer draws only valid ones (their checks: tests/test_bad_input.c) */
+    if (rel_dtype_is_8bit(rel_kv_dtype(d)) && d->kv_scale_per_head != 2) {
         int32_t n = d->kv_scale_per_head ? d->num_kv_heads : 1;
         for (int32_t g = 0; g < n; ++g) {
             if (!(a->k_scale[g] > 0.0f) || !isfinite(a->k_scale[g]))
@@ -520,6 +554,12 @@ int rel_oracle_paged(const r35a_paged_attention_desc *d_given, const r35a_paged_
     o.dtype = d->dtype;
     o.kv_dtype = d->kv_dtype;
     o.kv_scale_per_head = d->kv_scale_per_head;
+    o.ks_page = d->k_scale_page_stride;
+    o.ks_slot = d->k_scale_slot_stride;
+    o.ks_head = d->k_scale_head_stride;
+    o.vs_page = d->v_scale_page_stride;
+    o.vs_slot = d->v_scale_slot_stride;
+    o.vs_head = d->v_scale_head_stride;
     o.k_scale = rel_dtype_is_8bit(rel_kv_dtype(d)) ? a->k_scale : NULL;
     o.v_scale = rel_dtype_is_8bit(rel_kv_dtype(d)) ? a->v_scale : NULL;
     o.sinks = d->use_sinks ? a->sinks : NULL;

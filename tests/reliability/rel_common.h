@@ -51,6 +51,7 @@ void rel_expect_add(rel_expect *e, r35a_status status, const char *p0, const cha
 #define REL_PAGED_ARGS_SIZE_0_2 offsetof(r35a_paged_attention_args, lse)
 #define REL_VARLEN_DESC_SIZE_0_2 offsetof(r35a_varlen_attention_desc, lse_token_stride)
 #define REL_VARLEN_ARGS_SIZE_0_2 offsetof(r35a_varlen_attention_args, lse)
+#define REL_PAGED_DESC_SIZE_0_3 offsetof(r35a_paged_attention_desc, k_scale_page_stride)
 
 /* What a struct means: itself (today's struct_size), or its 0.1.0 prefix with the later fields at
  * their documented defaults (copied into *tmp); NULL for a NULL struct or another struct_size. */
@@ -103,6 +104,7 @@ __int128 rel_extent(int64_t vector_len, int n, const int64_t *counts, const int6
 
 typedef struct rel_paged_extents {
     __int128 q, o, k, v, block_table; /* elements (block_table: int32 entries) */
+    __int128 k_scale, v_scale;        /* the per-token-head scale tensors (float32) */
 } rel_paged_extents;
 
 typedef struct rel_varlen_extents {
