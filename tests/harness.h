@@ -64,8 +64,9 @@ typedef struct paged_spec {
      * per token and kv head (2) each (page, slot, head) its own, in tensors [num_pages][page_size]
      * [hkv] (K) and [num_pages][hkv][page_size] (V), padded by scale_pad at each level, every
      * unreached element NaN with nan_fill (only reached keys' scales may be read). scale_decades
-     * > 0 (per token only): each key's scales times 10^(scale_decades x U(-1, 1)) with the stored
-     * values unchanged, so the real K and V of the keys span 2 x scale_decades decades */
+     * > 0 (per token only): each key's V scale times 10^(scale_decades x U(-1, 1)), its K scale times
+     * 10^(min(scale_decades, 0.5) x U(-1, 1)), the stored values unchanged, so the real V of the keys
+     * span 2 x scale_decades decades (K at most one) */
     r35a_dtype kv_dtype;
     int32_t kv_scale_per_head;
     int32_t scale_pad;
