@@ -330,7 +330,8 @@ R35A_API void r35a_plan_destroy(r35a_plan *plan);
  * launches on the caller's stream within one run call: the decode kernel serves the sequences with
  * M <= 8, and the sequences with M > 8 run on a prefill kernel (an encoder variant's paged sibling,
  * "encoder_..._paged": f16/bf16 with a 16-bit cache, a head size of the encoder kernels, page size a
- * multiple of 16, strides multiples of 8 elements; windows, softcap, ALiBi, sinks and the LSE run there)
+ * multiple of 16, strides multiples of 8 elements; windows, softcap, ALiBi, sinks and the LSE run there;
+ * on NVIDIA not yet: the portable kernel serves these rows until this build has run on a GPU)
  * or else on the portable kernel, each launch skipping the other's sequences on the device, so
  * nothing is read back to the host. The plan's implementation then names both, e.g.
  * "decode_f16_d128_r16_kw2_dw2_w6_wmma16_pregs2_qlds+encoder_f16_d128_r16_kb32_nw8_w5_paged". A single

@@ -232,6 +232,12 @@ bool r35a_plan_prefill(const r35a_paged_attention_desc *d, const char *arch, int
     if (d->page_size % R35A_PREFILL_PAGE_ALIGN != 0)
         r35a_text_append(reason, cap, ", ", "page_size %d not a multiple of %d (prefill)", (int)d->page_size,
                          R35A_PREFILL_PAGE_ALIGN);
+    /* The NVIDIA build of the siblings with packed GQA rows, the block's page entries read together
+     * and the model features has been built (no spill), not yet run on a GPU: the portable kernel
+     * serves NVIDIA prefill until tests/gpu/test_gpu_cuda.c --only prefill has run them. gfx1151's
+     * run on the emulator (ctest emulator_generic_encoder). */
+    if (r35a_tuning_is_nvidia(arch))
+        r35a_text_append(reason, cap, ", ", "the NVIDIA prefill kernels (this build not yet run on a GPU)");
     /* 16-byte rows; 32-bit per-thread offsets: Q token strides (a block of query rows) and K/V slot
      * strides (a 16-key sub-tile) below 2^24 elements */
     const struct {
