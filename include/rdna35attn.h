@@ -84,9 +84,10 @@
  * A row that sees no key gives lse = -inf and O = 0, whatever its sink (its sink is not counted). A
  * NaN or +inf logit makes lse NaN, like the row. Which implementations write it: the reference,
  * the decode kernels (paged calls with M <= 8, and the decode part of a mixed batch; on gfx11 - on
- * NVIDIA the portable kernel writes it until the decode kernels' LSE has run on a GPU), the prefill
- * kernels (the encoder's paged siblings) and the portable GPU kernel; the encoder kernels do not yet,
- * so a varlen plan with use_lse runs on the portable kernel (the plan's fallback_reason says so). With O and lse of two calls over
+ * NVIDIA the portable kernel writes it until the decode kernels' LSE has run on a GPU), the encoder
+ * kernels and their paged siblings (the prefill kernels; on NVIDIA, likewise, the portable kernel
+ * until they have run there) and the portable GPU kernel (the plan's fallback_reason says which
+ * declined). With O and lse of two calls over
  * disjoint key sets of the same rows, r35a_merge_states gives the call over their union (see
  * "Merging partial states" below).
  *
@@ -502,8 +503,8 @@ typedef struct r35a_varlen_attention_desc {
      * use_lse 0 and the contiguous strides num_q_heads, 1). */
     int64_t lse_token_stride;      /* float32 elements between tokens' LSE rows, >= 0 */
     int64_t lse_head_stride;       /* float32 elements between heads' LSE, >= 0 */
-    int32_t use_lse;               /* 0 or 1; 1 requires args.lse (see "Softmax LSE" above); it
-                                      runs on the portable kernel on GPUs */
+    int32_t use_lse;               /* 0 or 1; 1 requires args.lse (see "Softmax LSE" above: which
+                                      kernels write it) */
 } r35a_varlen_attention_desc;
 
 typedef struct r35a_varlen_attention_args {

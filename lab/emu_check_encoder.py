@@ -58,7 +58,7 @@ VARIANTS_DEF = os.path.join(ROOT, "variants", "variants.def")
 SOURCE = os.path.join(ROOT, "kernels", "encoder", "encoder.hip")
 COLUMNS = ("kind", "dtype", "head", "heads", "rows", "kb", "nw", "waves", "maxlen")
 HEADS = (32, 48, 64, 72, 80, 128)
-ARGS_BYTES = 144                         # sizeof(r35a_encoder_args), kernels/encoder/encoder_args.h
+ARGS_BYTES = 192                         # sizeof(r35a_encoder_args), kernels/encoder/encoder_args.h
 PREFILL_ARGS_BYTES = 256                 # sizeof(r35a_prefill_args), kernels/encoder/prefill_args.h
 TOL = {"f16": 2e-3, "bf16": 1.5e-2}      # max|out - ref| / max|ref| (observed <= 6e-4, <= 5.1e-3)
 POISON = 0xFFFF                          # NaN in f16 and in bf16
@@ -305,10 +305,11 @@ def make_inputs(G, case, D, dtype, rng):
 def pack_args(ptrs, out_ptr, cu_ptr, strides, ostr, nseg, heads, max_seqlen, scale_log2, error_ptr, num_tokens,
               causal=0, kv_group=1):
     import struct
-    b = struct.pack("<5Q8q3ifQiiii", ptrs["q"], ptrs["k"], ptrs["v"], out_ptr, cu_ptr,
+    b = struct.pack("<5Q8q3ifQiiii3fiQQqq", ptrs["q"], ptrs["k"], ptrs["v"], out_ptr, cu_ptr,
                     strides["q"][0], strides["q"][1], strides["k"][0], strides["k"][1],
                     strides["v"][0], strides["v"][1], ostr[0], ostr[1], nseg, heads, max_seqlen, scale_log2,
-                    error_ptr, num_tokens, 0, causal, kv_group)
+                    error_ptr, num_tokens, 0, causal, kv_group,
+                    0.0, 0.0, 0.0, 0, 0, 0, 0, 0)   # softcap, sinks, LSE: off
     assert len(b) == ARGS_BYTES
     return b
 

@@ -56,7 +56,7 @@ from gpu_timing import time_graph  # the lab's one CUDA-graph timing loop
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEADS = (32, 48, 64, 72, 80, 128)
-ARGS_BYTES = 144
+ARGS_BYTES = 192
 
 # (rows, kb, nw, waves, maxlen[, "qs"]) per head size; the table's current row is among them. With the
 # encoder's dynamic shared memory: larger key blocks at D >= 64 with 32 rows per warp, where
@@ -161,7 +161,11 @@ class EncoderArgs(ctypes.Structure):
                 + [(n, ctypes.c_int64) for n in ("qts", "qhs", "kts", "khs", "vts", "vhs", "ots", "ohs")]
                 + [("num_segments", ctypes.c_int32), ("num_heads", ctypes.c_int32), ("max_seqlen", ctypes.c_int32),
                    ("scale_log2", ctypes.c_float), ("error", ctypes.c_void_p), ("num_tokens", ctypes.c_int32),
-                   ("tail_items", ctypes.c_int32), ("causal", ctypes.c_int32), ("kv_group", ctypes.c_int32)])
+                   ("tail_items", ctypes.c_int32), ("causal", ctypes.c_int32), ("kv_group", ctypes.c_int32),
+                   # softcap, sinks, LSE: off (zeros)
+                   ("softcap", ctypes.c_float), ("softcap_in", ctypes.c_float), ("softcap_out", ctypes.c_float),
+                   ("pad0", ctypes.c_int32), ("sinks", ctypes.c_void_p), ("lse", ctypes.c_void_p),
+                   ("lse_token_stride", ctypes.c_int64), ("lse_head_stride", ctypes.c_int64)])
 
 
 assert ctypes.sizeof(EncoderArgs) == ARGS_BYTES

@@ -132,7 +132,7 @@ R35A_DEV void encoder_body(S &src, unsigned char *smem, int g, int s, int xb, in
     const typename C::KV::template tiles<C> kt{lds};           /* the staged tiles and their operands */
     typename C::KV::template carry<C> held;                  /* what a thread carries between blocks */
     typename C::KV::template stage<C, S> kv{src, lds, gtid, kt, held};
-    if constexpr (S::FEATURES) {
+    if constexpr (S::WINDOW_ALIBI) {
         /* a sliding window: the group's keys start at its first row's window (keys below it, and
          * their pages, are never read) */
         if (a.window > 0) {
@@ -223,7 +223,7 @@ R35A_DEV void encoder_body(S &src, unsigned char *smem, int g, int s, int xb, in
             /* a window: a block wholly below this wave's first row's window is skipped, one reaching
              * below its last row's masked */
             bool below = false;
-            if constexpr (S::FEATURES) {
+            if constexpr (S::WINDOW_ALIBI) {
                 if (a.window > 0) {
                     if (key0 + KBC - 1 < wpos0 - a.window + 1) /* uniform */
                         return;
@@ -287,30 +287,32 @@ R35A_DEV void encoder_body(S &src, unsigned char *smem, int g, int s, int xb, in
                                     for (int e = 0; e < frag::ACC_ELEMS; ++e)
                                         sc[t][j].v[e] = a.softcap_out * tanh_fast(sc[t][j].v[e] * a.softcap_in);
                     }
-                    if (a.alibi_slopes) {
+                    if constexpr (S::WINDOW_ALIBI) {
+                        if (a.alibi_slopes) {
 #pragma unroll
-                        for (int t = 0; t < TE; ++t) {
-                            if (!(tsel < 0 || t == tsel))
-                                continue;
-                            /* per column: the slope and the bias at this lane's first key, formed here
-                             * per block (not hoisted out of the key loop: registers) */
-                            float sl[frag::NCOL], b0[frag::NCOL];
+                            for (int t = 0; t < TE; ++t) {
+                                if (!(tsel < 0 || t == tsel))
+                                    continue;
+                                /* per column: the slope and the bias at this lane's first key, formed here
+                                 * per block (not hoisted out of the key loop: registers) */
+                                float sl[frag::NCOL], b0[frag::NCOL];
 #pragma unroll
-                            for (int c = 0; c < frag::NCOL; ++c) {
-                                int row = wrow0 + 16 * t + frag::acc_n_of_slot(c);
-                                opaque(row);
-                                sl[c] = load_f32(a.alibi_slopes + src.row_head(row)) * a.inv_scale;
-                                b0[c] = sl[c] * (float)(key0 + frag::acc_m(0) - src.pos(row));
-                            }
-                            /* element e's key is acc_m(0) + a constant: the factors are immediates */
-#pragma unroll
-                            for (int j = 0; j < NS; ++j)
-#pragma unroll
-                                for (int e = 0; e < frag::ACC_ELEMS; ++e) {
-                                    const int c = frag::acc_slot(e);
-                                    const float dk = (float)(16 * j + (frag::acc_m(e) - frag::acc_m(0)));
-                                    sc[t][j].v[e] += __builtin_fmaf(sl[c], dk, b0[c]);
+                                for (int c = 0; c < frag::NCOL; ++c) {
+                                    int row = wrow0 + 16 * t + frag::acc_n_of_slot(c);
+                                    opaque(row);
+                                    sl[c] = load_f32(a.alibi_slopes + src.row_head(row)) * a.inv_scale;
+                                    b0[c] = sl[c] * (float)(key0 + frag::acc_m(0) - src.pos(row));
                                 }
+                                /* element e's key is acc_m(0) + a constant: the factors are immediates */
+#pragma unroll
+                                for (int j = 0; j < NS; ++j)
+#pragma unroll
+                                    for (int e = 0; e < frag::ACC_ELEMS; ++e) {
+                                        const int c = frag::acc_slot(e);
+                                        const float dk = (float)(16 * j + (frag::acc_m(e) - frag::acc_m(0)));
+                                        sc[t][j].v[e] += __builtin_fmaf(sl[c], dk, b0[c]);
+                                    }
+                            }
                         }
                     }
                 }
@@ -340,7 +342,7 @@ R35A_DEV void encoder_body(S &src, unsigned char *smem, int g, int s, int xb, in
                                 (S::PACKED ? src.pos(wrow0 + 16 * t + frag::acc_n(e)) : wpos0 + 16 * t + frag::acc_n(e)))
                                 sc[t][j].v[e] = neg_inf();
             }
-            if constexpr (S::FEATURES) {
+            if constexpr (S::WINDOW_ALIBI) {
                 if (below) {                                 /* key < pos(row) - window + 1: -inf */
 #pragma unroll
                     for (int j = 0; j < NS; ++j)
@@ -475,7 +477,7 @@ R35A_DEV void encoder_body(S &src, unsigned char *smem, int g, int s, int xb, in
                             const float sink2 = a.sinks ? load_f32(a.sinks + hq) * LOG2E_F : neg_inf();
                             inv[t].v[c] = row_inv(mm, lt.v[c], sink2);
                             if (a.lse && row < qlen && frag::col_owner(c))
-                                store_f32(a.lse + (i64)(src.t0 + row / a.kv_group) * a.lse_token_stride +
+                                store_f32(a.lse + (i64)src.row_token(row) * a.lse_token_stride +
                                               (i64)hq * a.lse_head_stride,
                                           row_lse(mm, lt.v[c], sink2));
                         }

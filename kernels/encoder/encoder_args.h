@@ -89,9 +89,19 @@ typedef struct r35a_encoder_args {
     int32_t tail_items;              /* 0: the grid above; > 0 (maxlen 0 variants): the tail split above */
     int32_t causal;                  /* 0: every row sees its segment's keys; 1: row i sees keys 0..i */
     int32_t kv_group;                /* Hq / Hkv >= 1 (GQA: query head h reads kv head h / kv_group) */
+
+    /* Softcap, sinks and the LSE output (rdna35attn.h), each off at its zero. */
+    float softcap;                   /* > 0: s = softcap tanh(s / softcap) */
+    float softcap_in;                /* softmax_scale / softcap: the scores' factor inside tanh */
+    float softcap_out;               /* softcap / softmax_scale: tanh's factor back to score units */
+    int32_t pad0;
+    const float *sinks;              /* [num_heads] or NULL: raw sink logits joining the denominator */
+    float *lse;                      /* NULL, or the natural-log LSE of each row at
+                                        lse[t * lse_token_stride + h * lse_head_stride] */
+    int64_t lse_token_stride, lse_head_stride;
 } r35a_encoder_args;
 
-#define R35A_ENCODER_ARGS_BYTES 144  /* sizeof(r35a_encoder_args) on LP64: the kernarg size checked by tools */
+#define R35A_ENCODER_ARGS_BYTES 192  /* sizeof(r35a_encoder_args) on LP64: the kernarg size checked by tools */
 #ifdef __cplusplus
 static_assert(sizeof(r35a_encoder_args) == R35A_ENCODER_ARGS_BYTES, "host and device must agree on the layout");
 #else

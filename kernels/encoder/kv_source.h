@@ -22,10 +22,12 @@
  *   PACKED                          rows are (token, head) pairs: q_row(r) / o_row(r) give each row's
  *                                   Q and O row (else q_rows(h) / o_rows(h) give row 0's, and row r
  *                                   is r token strides further), row_head(r) its query head
- *   FEATURES                        the args carry the model features (window, softcap, ALiBi, sinks,
- *                                   LSE: prefill_args.h); klo, the first key the group reads (its
- *                                   first row's window), set by the body: keys below it are neither
- *                                   read nor looked up (block.first(): the block's first such row)
+ *   FEATURES                        the args carry softcap, sinks and the LSE output (both sources);
+ *                                   row_token(r) / row_head(r): row r's token and query head
+ *   WINDOW_ALIBI                    and a window and ALiBi (the paged source, prefill_args.h); klo,
+ *                                   the first key the group reads (its first row's window), set by
+ *                                   the body: keys below it are neither read nor looked up
+ *                                   (block.first(): the block's first such row)
  *   block<C> at<C>(key0)            the rows of the K/V block starting at key key0 (a multiple of 16):
  *       k_at(key, extra), v_at(key, extra)   byte address of key row key0 + key (< klen) plus extra
  *                                            (a 32-bit offset within the row); a paged block also
@@ -62,8 +64,9 @@ R35A_DEV void nan_rows(void *out, i64 o_token_stride, i64 o_head_stride, int t0,
 /* ---- varlen: a segment's contiguous rows ---- */
 struct varlen_source {
     typedef r35a_encoder_args args;
-    static constexpr bool PAGED = false, PACKED = false, FEATURES = false;
+    static constexpr bool PAGED = false, PACKED = false, FEATURES = true, WINDOW_ALIBI = false;
     static constexpr int klo = 0;
+    int hq;                                           /* the item's query head (bind) */
     const r35a_encoder_args &a;
     int t0, qlen, klen;
     static constexpr int coff = 0;                    /* row i sees keys 0 .. i (causal) */
@@ -73,6 +76,9 @@ struct varlen_source {
 
     R35A_ENC_FN bool causal() const { return a.causal != 0; }
     R35A_ENC_FN int pos(int r) const { return r; }
+    /* row r's token and query head (the LSE's row) */
+    R35A_ENC_FN int row_token(int r) const { return t0 + r; }
+    R35A_ENC_FN int row_head(int) const { return hq; }
 
     /* A segment whose cu_seqlens entries fail their check (device_error.h): when only its length is
      * wrong (longer than max_seqlen, its range inside 0..num_tokens) the group of its row block 0
@@ -103,6 +109,7 @@ struct varlen_source {
     }
     /* the item's K/V bases, for query head h (after open) */
     R35A_ENC_FN void bind(int h, int) {
+        hq = h;
         const int hk = h / a.kv_group;                   /* GQA: the kv head of query head h */
         kg = (const char *)a.k + 2 * ((i64)t0 * a.k_token_stride + (i64)hk * a.k_head_stride);
         vg = (const char *)a.v + 2 * ((i64)t0 * a.v_token_stride + (i64)hk * a.v_head_stride);
@@ -134,7 +141,7 @@ struct varlen_source {
 /* ---- paged: a sequence's keys through its block table ---- */
 struct paged_source {
     typedef r35a_prefill_args args;
-    static constexpr bool PAGED = true, PACKED = true, FEATURES = true;
+    static constexpr bool PAGED = true, PACKED = true, FEATURES = true, WINDOW_ALIBI = true;
     const r35a_prefill_args &a;
     int seq, t0, qlen, klen, coff;                    /* qlen: the packed rows, M x G */
     int klo;                                          /* the first key the group reads (a window's) */
@@ -184,7 +191,8 @@ struct paged_source {
         bad = false;
         reporter = h == 0 && gtid == 0;
     }
-    /* packed row r's query head */
+    /* packed row r's token and query head */
+    R35A_MEMBER int row_token(int r) const { return t0 + r / a.kv_group; }
     R35A_MEMBER int row_head(int r) const { return hq0 + r % a.kv_group; }
     /* packed row r's row in Q and in O: token r / G, query head hq0 + r % G */
     R35A_MEMBER const char *q_row(int r) const {

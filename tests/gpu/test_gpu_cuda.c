@@ -476,6 +476,10 @@ static bool encoder_grid_spec(r35a_context *ctx, const char *name, int how, r35a
     return false;
 }
 
+/* Whether src/plan_encoder.c plans softcap, sinks and the LSE on the NVIDIA encoder kernels (false
+ * while that build has not run on a GPU: the case then expects the portable kernel). */
+static const bool k_nvidia_encoder_features_planned = false;
+
 static void encoder_cases(r35a_context *ctx, const char *arch)
 {
     int index = 0;
@@ -557,6 +561,14 @@ static void encoder_cases(r35a_context *ctx, const char *arch)
         varlen_spec_add_segment(&v, 100);
         varlen_spec_add_segment(&v, 16);
         run_varlen(ctx, &v, "encoder_mixed", index++, e->name);
+        /* the same with softcap, sinks and the LSE (src/plan_encoder.c keeps them on the portable
+         * kernel on NVIDIA until this has run here; then the variant) */
+        v.logit_softcap = 30.f;
+        v.use_sinks = 1;
+        v.sink_amp = 3.0;
+        v.use_lse = true;
+        v.lse_pad = 1;
+        run_varlen(ctx, &v, "encoder_features", index++, k_nvidia_encoder_features_planned ? e->name : "generic_");
         /* fused qkv, padded O (multiples of 8), an empty segment, max_seqlen above every segment */
         varlen_spec_init(&v, e->dtype, 2, 2, e->head);
         varlen_spec_add_segment(&v, 70);

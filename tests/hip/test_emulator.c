@@ -1283,6 +1283,23 @@ static void encoder_cases(void)
             varlen_spec_add_segment(&v, 19);
             gc_run_varlen(&v, "encoder_gqa", index, &(gc_case_opts){.expect = e->name});
         }
+        /* softcap, sinks and the LSE output (run-time arguments of every variant), in rotation, causal
+         * or not, 6 query heads on 2 kv heads, a fused qkv buffer every fourth variant */
+        varlen_spec_init(&v, e->dtype, 6, 2, e->head);
+        varlen_spec_add_segment(&v, L ? L : 170);
+        varlen_spec_add_segment(&v, 0);
+        varlen_spec_add_segment(&v, 23);
+        v.causal = index % 2;
+        v.layout = index % 4 == 3 ? VARLEN_FUSED : VARLEN_SEPARATE;
+        if (index % 3 != 1) {
+            v.use_sinks = 1;
+            v.sink_amp = 3.0;
+        }
+        if (index % 3 != 2)
+            v.logit_softcap = index % 2 ? 15.f : 40.f;
+        v.use_lse = index % 3 != 0;
+        v.lse_pad = index % 2;
+        gc_run_varlen(&v, "encoder_features", index, &(gc_case_opts){.expect = e->name});
         /* misaligned K: the portable kernel serves the call */
         if (index % 6 == 1 || index % 12 == 4) {
             varlen_spec_init(&v, e->dtype, 2, 2, e->head);

@@ -499,15 +499,14 @@ static void test_gpu_fallbacks(void **state)
     expect_contains(r35a_last_error_detail(), "decode: dtype f32");
     expect_contains(r35a_last_error_detail(), "generic: dtype f32");
 
-    /* Varlen with a logit softcap: the generic kernel. */
+    /* Varlen with head size 96 (no encoder variant): the generic kernel. */
     r35a_varlen_attention_desc v;
-    r35a_varlen_attention_desc_init(&v, R35A_DTYPE_BF16, 3, 600, 256, 16, 4, 80);
-    v.logit_softcap = 30.0f;
+    r35a_varlen_attention_desc_init(&v, R35A_DTYPE_BF16, 3, 600, 256, 16, 4, 96);
     r35a_plan *plan = NULL;
     assert_int_equal(r35a_varlen_attention_plan(ctx, &v, &plan), R35A_OK);
     r35a_plan_info pi = plan_info_of(plan);
     assert_string_equal(pi.implementation, "generic_varlen_bf16_dmax256");
-    assert_string_equal(pi.fallback_reason, "encoder: logit softcap");
+    expect_contains(pi.fallback_reason, "encoder: head_size 96 not built");
     assert_int_equal(pi.grid[0], 600);
     assert_int_equal(pi.grid[1], 16);
     r35a_varlen_attention_args va = {sizeof va, q_buf, kv_buf, kv_buf, o_buf, meta, NULL, NULL};
@@ -518,7 +517,7 @@ static void test_gpu_fallbacks(void **state)
     r35a_generic_varlen_args vk;
     memcpy(&vk, fake.launch(0)->args, sizeof vk);
     assert_int_equal(vk.num_segments, 3);
-    assert_int_equal(vk.head_size, 80);
+    assert_int_equal(vk.head_size, 96);
     assert_ptr_equal(vk.cu_seqlens, meta);
     r35a_plan_destroy(plan);
     r35a_context_destroy(ctx);
@@ -784,8 +783,7 @@ static void test_gpu_device_error_record(void **state)
     assert_string_equal(r35a_last_error_detail(), "paged_attention_args.seq_lens: sequence 0 has a length outside "
                                                   "0..max_seq_len (found on the device by an earlier run)");
     r35a_varlen_attention_desc v;
-    r35a_varlen_attention_desc_init(&v, R35A_DTYPE_BF16, 3, 600, 256, 16, 4, 80);
-    v.logit_softcap = 30.0f;   /* the generic kernel */
+    r35a_varlen_attention_desc_init(&v, R35A_DTYPE_BF16, 3, 600, 256, 16, 4, 96);   /* the generic kernel */
     plan = plan_varlen(ctx, &v, R35A_OK);
     r35a_varlen_attention_args va = {sizeof va, q_buf, kv_buf, kv_buf, o_buf, meta, NULL, NULL};
     fake.reset();
@@ -988,13 +986,6 @@ static void test_gpu_encoder(void **state)
     r35a_plan_destroy(plan);
 
     /* What the encoder declines goes to the generic kernel, with the reason. */
-    r35a_varlen_attention_desc softcap = v;
-    softcap.logit_softcap = 50.0f;
-    expect_varlen_generic(ctx, &softcap, "generic_varlen_bf16_dmax256", "encoder: logit softcap");
-
-    r35a_varlen_attention_desc sinks = v;
-    sinks.use_sinks = 1;
-    expect_varlen_generic(ctx, &sinks, "generic_varlen_bf16_dmax256", "encoder: attention sinks");
     r35a_varlen_attention_desc d96;
     r35a_varlen_attention_desc_init(&d96, R35A_DTYPE_F16, 3, 600, 256, 8, 8, 96);
     expect_varlen_generic(ctx, &d96, "generic_varlen_f16_dmax256",
@@ -1102,10 +1093,10 @@ static void test_force_encoder(void **state)
     assert_null(plan_varlen(ctx, &d80, R35A_ERR_UNSUPPORTED));
     expect_contains(r35a_last_error_detail(), "R35A_FORCE=");
     expect_contains(r35a_last_error_detail(), "head_size 80 not built");
-    r35a_varlen_attention_desc softcap = v;
-    softcap.logit_softcap = 30.0f;
-    assert_null(plan_varlen(ctx, &softcap, R35A_ERR_UNSUPPORTED));
-    expect_contains(r35a_last_error_detail(), "encoder: logit softcap");
+    r35a_varlen_attention_desc d96;
+    r35a_varlen_attention_desc_init(&d96, R35A_DTYPE_F16, 2, 300, 200, 8, 8, 96);
+    assert_null(plan_varlen(ctx, &d96, R35A_ERR_UNSUPPORTED));
+    expect_contains(r35a_last_error_detail(), "encoder: head_size 96 not built");
     /* No paged entry answers to an encoder variant's name. */
     r35a_paged_attention_desc d;
     r35a_paged_attention_desc_init(&d, R35A_DTYPE_F16, 1, 1, 1, 4096, 32, 8, 128, 16, 256);

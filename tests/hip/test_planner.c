@@ -202,6 +202,17 @@ static void expect_encoder(const r35a_varlen_attention_desc *d, const char *only
     expect_encoder_launches(l, n, gx, (uint32_t)d->num_q_heads, block);
 }
 
+static void expect_encoder_declines_on(const r35a_varlen_attention_desc *d, const char *arch, const char *needle)
+{
+    r35a_gpu_launch l[R35A_ENCODER_MAX_LAUNCHES];
+    int n = 0;
+    char why[256] = "";
+    bool ok = r35a_plan_encoder(d, arch, 40, NULL, l, &n, why, sizeof why);
+    if (ok || !strstr(why, needle))
+        print_error("expected a decline mentioning '%s', got %s '%s'\n", needle, ok ? "acceptance" : "decline", why);
+    assert_false(ok);
+}
+
 static void expect_encoder_declines(const r35a_varlen_attention_desc *d, const char *only, const char *needle)
 {
     r35a_gpu_launch l[R35A_ENCODER_MAX_LAUNCHES];
@@ -1210,12 +1221,30 @@ static void test_lse_and_merge(void **state)
 
     r35a_varlen_attention_desc v = varlen(R35A_DTYPE_F16, 4, 1000, 400, 16, 16, 64);
     v.use_lse = 1;
-    expect_encoder_declines(&v, NULL, "LSE output: the encoder kernels do not write it yet");
+    /* the encoder kernels write it (on gfx1151; NVIDIA declines until run there) */
+    {
+        r35a_gpu_launch el[R35A_ENCODER_MAX_LAUNCHES];
+        int n = 0;
+        char why[256] = "";
+        assert_true(r35a_plan_encoder(&v, ARCH, 40, NULL, el, &n, why, sizeof why));
+        assert_false(r35a_plan_encoder(&v, "sm_90", 132, NULL, el, &n, why, sizeof why));
+        assert_non_null(strstr(why, "softcap, sinks or the LSE on the NVIDIA encoder kernels"));
+    }
     r35a_varlen_attention_args va = {sizeof va, lse, lse, lse, lse, NULL, NULL, lse};
     r35a_generic_varlen_args kv;
     r35a_fill_generic_varlen_args(&v, &va, &kv);
     assert_ptr_equal(kv.lse, lse);
     assert_int_equal(kv.lse_token_stride, 16);
+    r35a_encoder_args ea;
+    r35a_fill_encoder_args(&v, &va, &ea);
+    assert_ptr_equal(ea.lse, lse);
+    assert_int_equal(ea.lse_token_stride, 16);
+    assert_int_equal(ea.lse_head_stride, 1);
+    assert_null(ea.sinks);
+    v.use_lse = 0;   /* no flag, no pointer handed on */
+    r35a_fill_encoder_args(&v, &va, &ea);
+    assert_null(ea.lse);
+    v.use_lse = 1;
 
     for (int k = 0; k < 2; ++k) {
         const r35a_dtype dt = k ? R35A_DTYPE_BF16 : R35A_DTYPE_F16;
@@ -1283,13 +1312,17 @@ static void test_encoder_declines(void **state)
         assert_int_equal(ea.kv_group, 1);
     }
 
+    /* softcap and sinks run on the encoder kernels (gfx1151); NVIDIA declines them until run there */
     r35a_varlen_attention_desc softcap = d;
     softcap.logit_softcap = 50.0f;
-    expect_encoder_declines(&softcap, NULL, "logit softcap");
-
-    r35a_varlen_attention_desc sinks = d;
-    sinks.use_sinks = 1;
-    expect_encoder_declines(&sinks, NULL, "attention sinks");
+    softcap.use_sinks = 1;
+    {
+        r35a_gpu_launch el[R35A_ENCODER_MAX_LAUNCHES];
+        int n = 0;
+        char why[256] = "";
+        assert_true(r35a_plan_encoder(&softcap, ARCH, 40, NULL, el, &n, why, sizeof why));
+    }
+    expect_encoder_declines_on(&softcap, "sm_90", "softcap, sinks or the LSE on the NVIDIA encoder kernels");
 
     r35a_varlen_attention_desc d96 = varlen(R35A_DTYPE_F16, 4, 1000, 400, 16, 16, 96);
     expect_encoder_declines(&d96, NULL, "head_size 96 not built (gfx1151 f16: 32, 48, 64, 72, 80, 128)");
@@ -1332,9 +1365,10 @@ static void test_encoder_declines(void **state)
     /* Several reasons are all named. */
     r35a_varlen_attention_desc all = gqa;
     all.causal = 1;
-    all.logit_softcap = 30.0f;
-    all.use_sinks = 1;
-    expect_encoder_declines(&all, NULL, "logit softcap, attention sinks");
+    all.num_kv_heads = 3;
+    all.head_size = 96;
+    expect_encoder_declines(&all, NULL, "not a multiple of num_kv_heads 3");
+    expect_encoder_declines(&all, NULL, "head_size 96 not built");
 }
 
 static void test_encoder_args(void **state)
