@@ -32,6 +32,17 @@ static void lm_release(void *buffer, const void *host) { g_lm_mem->release(g_lm_
 
 /* ---- LSE on the decode and portable kernels ---- */
 
+/* Whether the context is an NVIDIA one: there the planner keeps the LSE of the decode and encoder
+ * kernels on the portable kernel until those builds have run on a GPU (src/plan_decode.c,
+ * src/plan_encoder.c). */
+static bool lm_nvidia(void)
+{
+    r35a_context_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    return r35a_context_get_info(g_lm_ctx, &info) == R35A_OK && strncmp(info.arch, "sm_", 3) == 0;
+}
+
 static void expect_plan(const r35a_plan *plan, const char *prefix, const char *reason, const char *label)
 {
     r35a_plan_info info;
@@ -76,7 +87,8 @@ static void paged_lse_case(int index, r35a_dtype dt, int32_t hq, int32_t hkv, in
         printf("FAIL %s: plan: %s\n", label, r35a_last_error_detail());
         ++g_lm_failures;
     } else {
-        expect_plan(plan, index < 2 ? "decode_" : "generic_paged_", index == 2 ? "page_size 7" : NULL, label);
+        expect_plan(plan, index < 2 && !lm_nvidia() ? "decode_" : "generic_paged_", index == 2 ? "page_size 7" : NULL,
+                    label);
         if (!paged_problem_check(g_lm_ctx, &p, plan, g_lm_mem, label)) {
             char desc[2048];
             paged_spec_describe(&s, desc, sizeof desc);
@@ -112,7 +124,7 @@ static void varlen_lse_case(tu_rng *rng)
         printf("FAIL lse:varlen: plan: %s\n", r35a_last_error_detail());
         ++g_lm_failures;
     } else {
-        expect_plan(plan, "generic_varlen_", NULL, "lse:varlen");
+        expect_plan(plan, lm_nvidia() ? "generic_varlen_" : "encoder_", NULL, "lse:varlen");
         if (!varlen_problem_check(g_lm_ctx, &p, plan, g_lm_mem, "lse:varlen"))
             ++g_lm_failures;
     }

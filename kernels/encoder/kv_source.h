@@ -61,6 +61,14 @@ R35A_DEV void nan_rows(void *out, i64 o_token_stride, i64 o_head_stride, int t0,
         store_u16(og + (idx / D) * o_token_stride + idx % D, nan);
 }
 
+/* The LSE of rows [t0, t1) of head h as NaN (a bad item's rows, with the LSE output; the error path). */
+template <int GT>
+R35A_DEV void nan_lse(float *lse, i64 lse_token_stride, i64 lse_head_stride, int t0, int t1, int h, int gtid) {
+    if (!lse)
+        return;
+    for (int t = t0 + gtid; t < t1; t += GT) store_f32(lse + (i64)t * lse_token_stride + (i64)h * lse_head_stride, quiet_nan());
+}
+
 /* ---- varlen: a segment's contiguous rows ---- */
 struct varlen_source {
     typedef r35a_encoder_args args;
@@ -82,12 +90,14 @@ struct varlen_source {
 
     /* A segment whose cu_seqlens entries fail their check (device_error.h): when only its length is
      * wrong (longer than max_seqlen, its range inside 0..num_tokens) the group of its row block 0
-     * writes all its rows of head h as NaN, those past max_seqlen included (no other workgroup has
-     * them); thread 0 of head 0 records it. The error path only. */
+     * writes all its rows of head h (and their LSE) as NaN, those past max_seqlen included (no other
+     * workgroup has them); thread 0 of head 0 records it. The error path only. */
     template <class E, int D, int GT>
     R35A_ENC_FN void bad_item(u32 code, int s, int h, int t1, int gtid) const {
-        if (code == R35A_DEVICE_ERROR_SEGMENT_LEN)
+        if (code == R35A_DEVICE_ERROR_SEGMENT_LEN) {
             nan_rows<E, D, GT>(a.out, a.o_token_stride, a.o_head_stride, t0, t1, h, gtid);
+            nan_lse<GT>(a.lse, a.lse_token_stride, a.lse_head_stride, t0, t1, h, gtid);
+        }
         if (h == 0 && gtid == 0) report_bad_data(a.error, code, (u32)s);
     }
 
@@ -153,14 +163,16 @@ struct paged_source {
     R35A_MEMBER bool causal() const { return true; }
     R35A_MEMBER int pos(int r) const { return coff + r / a.kv_group; }
 
-    /* A sequence whose metadata fails its check: its M rows of the query heads of kv head h become
-     * NaN when its query_start_loc range is sound (the workgroup of row block 0 writes them), thread 0
-     * of kv head 0 records it. The error path only. */
+    /* A sequence whose metadata fails its check: its M rows of the query heads of kv head h (and
+     * their LSE) become NaN when its query_start_loc range is sound (the workgroup of row block 0
+     * writes them), thread 0 of kv head 0 records it. The error path only. */
     template <class E, int D, int GT>
     R35A_MEMBER void bad_item(u32 code, int s, int h, int q1, int gtid) const {
         if (code != R35A_DEVICE_ERROR_QUERY_START_LOC)
-            for (int x = 0; x < a.kv_group; ++x)
+            for (int x = 0; x < a.kv_group; ++x) {
                 nan_rows<E, D, GT>(a.out, a.o_token_stride, a.o_head_stride, t0, q1, h * a.kv_group + x, gtid);
+                nan_lse<GT>(a.lse, a.lse_token_stride, a.lse_head_stride, t0, q1, h * a.kv_group + x, gtid);
+            }
         if (h == 0 && gtid == 0) report_bad_data(a.error, code, (u32)s);
     }
 

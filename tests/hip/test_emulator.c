@@ -699,7 +699,7 @@ static void decode_cu_split_case(const gc_decode_variant *v, int index)
 /* The LSE of rows the device checks poison (decode_args.h "Bad device metadata"): sequence 0's
  * seq_len above max_seq_len (its rows written NaN by bad_sequence) and a block-table entry of
  * sequence 1 outside the cache (its state NaN: with one split written directly, with several through
- * the split merge); sequence 2's LSE stays finite, the run reports R35A_ERR_INVALID_DATA at the next
+ * the split merge; index 2: the prefill sibling, its bad_item and its NaN l); sequence 2's LSE stays finite, the run reports R35A_ERR_INVALID_DATA at the next
  * check. Run outside the case driver: the output is not the oracle's. */
 static void decode_lse_bad_case(int index)
 {
@@ -711,9 +711,14 @@ static void decode_lse_bad_case(int index)
     paged_spec s;
     paged_spec_init(&s, R35A_DTYPE_F16, 8, 2, 64, 16);
     s.num_seqs = 0;
-    paged_spec_add_seq(&s, 60, 1);
-    paged_spec_add_seq(&s, index ? 300 : 40, 4);
-    paged_spec_add_seq(&s, 50, 2);
+    /* index 2: every sequence longer than 8 query tokens (the decode launch of the mixed plan skips
+     * them); index 3: one such sequence, the prefill sibling alone */
+    const bool prefill = index >= 2;
+    paged_spec_add_seq(&s, 60, prefill ? 20 : 1);
+    if (index < 3) {
+        paged_spec_add_seq(&s, index ? 300 : 40, prefill ? 40 : 4);
+        paged_spec_add_seq(&s, 50, prefill ? 12 : 2);
+    }
     s.use_lse = true;
     s.defer_oracle = true;
     tu_rng rng;
@@ -726,13 +731,15 @@ static void decode_lse_bad_case(int index)
         return;
     }
     p.seq_lens[0] = p.desc.max_seq_len + 1;
-    p.block_table[(size_t)p.bt_stride + 1] = p.num_pages + 7;   /* sequence 1's second page */
+    if (s.num_seqs > 1)
+        p.block_table[(size_t)p.bt_stride + 1] = p.num_pages + 7;   /* sequence 1's second page */
     r35a_plan *plan = NULL;
     r35a_plan_info info;
     memset(&info, 0, sizeof info);
     info.struct_size = sizeof info;
     if (r35a_paged_attention_plan(gc.ctx, &p.desc, &plan) != R35A_OK || r35a_plan_get_info(plan, &info) != R35A_OK ||
-        strncmp(info.implementation, "decode_", 7) != 0 || (index > 0) != (info.num_splits > 1)) {
+        (index == 3 ? strncmp(info.implementation, "encoder_", 8) != 0 : strncmp(info.implementation, "decode_", 7) != 0) ||
+        (prefill ? !strstr(info.implementation, "_paged") : (index > 0) != (info.num_splits > 1))) {
         printf("FAIL %s: plan \"%s\" with %d splits (%s)\n", label, info.implementation, info.num_splits,
                r35a_last_error_detail());
         ok = false;
@@ -1054,8 +1061,9 @@ static void generic_cases(void)
         gc_run_paged(&s, "generic_paged_sinks_kv8", index++, &(gc_case_opts){.expect = "generic_paged_"});
 
         varlen_spec v;
-        /* causal GQA with sinks */
-        varlen_spec_init(&v, dt, 6, 2, 48);
+        /* the portable kernel's varlen features, on head sizes no encoder variant has (the encoder
+         * serves sinks and softcap on its own): causal GQA with sinks */
+        varlen_spec_init(&v, dt, 6, 2, 56);
         varlen_spec_add_segment(&v, 30);
         varlen_spec_add_segment(&v, 0);
         varlen_spec_add_segment(&v, 9);
@@ -1063,8 +1071,8 @@ static void generic_cases(void)
         v.use_sinks = 1;
         v.sink_amp = 2.0;
         gc_run_varlen(&v, "generic_varlen", index++, &(gc_case_opts){.expect = "generic_varlen_"});
-        /* non-causal with sinks (the encoder declines sinks), an empty segment */
-        varlen_spec_init(&v, dt, 4, 4, 64);
+        /* non-causal with sinks, an empty segment */
+        varlen_spec_init(&v, dt, 4, 4, 96);
         varlen_spec_add_segment(&v, 25);
         varlen_spec_add_segment(&v, 0);
         varlen_spec_add_segment(&v, 40);
@@ -1072,7 +1080,7 @@ static void generic_cases(void)
         v.sink_amp = 2.0;
         gc_run_varlen(&v, "generic_varlen", index++, &(gc_case_opts){.expect = "generic_varlen_"});
         /* causal GQA with softcap, an empty and a one-token segment */
-        varlen_spec_init(&v, dt, 8, 2, 64);
+        varlen_spec_init(&v, dt, 8, 2, 112);
         varlen_spec_add_segment(&v, 40);
         varlen_spec_add_segment(&v, 0);
         varlen_spec_add_segment(&v, 1);
@@ -1693,6 +1701,8 @@ int main(int argc, char **argv)
             gc_kv_token_scale_cases("generic_", "per-token-head KV scales");
             decode_lse_bad_case(0);
             decode_lse_bad_case(1);
+            decode_lse_bad_case(2);   /* the prefill sibling's bad page, beside the decode launch */
+            decode_lse_bad_case(3);   /* the prefill sibling alone: its bad sequence */
         }
         if (family_selected(only, "decode") || family_selected(only, "decode8"))
             for (gc.pass = 0; gc.pass < 2; ++gc.pass)
