@@ -61,9 +61,10 @@
  * Paged siblings (prefill_args.h, <variant>_paged of every workgroup-wide variant): the same body over
  * a paged sequence and kv head: its G query heads' M query tokens packed as M x G rows (row r: token
  * r / G, head r % G of the kv head's), L keys read through the block table once for all of them,
- * causal with offset L - M (row r sees keys 0 .. L - M + r / G). The body takes its item from a SOURCE (kv_source.h: varlen_source,
- * paged_source): query and key counts, the causal offset, the metadata check, and each key row's
- * address for the staging policies.
+ * causal with offset L - M (row r sees keys 0 .. L - M + r / G); and the model features (a window,
+ * softcap, ALiBi, sinks, the LSE; softcap, sinks and the LSE on varlen too). The body takes its item
+ * from a SOURCE (kv_source.h: varlen_source, paged_source): query and key counts, each row's
+ * position, the metadata check, and each key row's address for the staging policies.
  *
  * Files: encoder_cfg.h (the layout), kv_source.h (where rows come from), kv_stage_regs.h /
  * kv_stage_async.h (the staging policies, chosen by encoder_paths in the target's frag_*.h),
@@ -338,8 +339,7 @@ R35A_DEV void encoder_body(S &src, unsigned char *smem, int g, int s, int xb, in
                     for (int e = 0; e < frag::ACC_ELEMS; ++e)
 #pragma unroll
                         for (int t = 0; t < TE; ++t)
-                            if (key0 + 16 * j + frag::acc_m(e) >
-                                (S::PACKED ? src.pos(wrow0 + 16 * t + frag::acc_n(e)) : wpos0 + 16 * t + frag::acc_n(e)))
+                            if (key0 + 16 * j + frag::acc_m(e) > src.pos(wrow0 + 16 * t + frag::acc_n(e)))
                                 sc[t][j].v[e] = neg_inf();
             }
             if constexpr (S::WINDOW_ALIBI) {
@@ -572,7 +572,7 @@ R35A_DEV void encoder_paged_kernel(const r35a_prefill_args &a) {
     __shared__ __attribute__((aligned(16))) unsigned char smem[C::LDS_BYTES];
 #endif
     /* row blocks per sequence (> 0: the host launches nothing for max_query_len 0; max_query_len x G
-     * < 2^31 - R, planner) */
+     * <= R35A_PREFILL_MAX_ROWS, the planner's bound) */
     const int nrb = (a.max_query_len * a.kv_group + C::R - 1) / C::R;
     if (nrb <= 0)
         return;
